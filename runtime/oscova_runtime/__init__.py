@@ -1,0 +1,35 @@
+"""oscova_runtime: the definition model, the provider catalogue and the embedded agent runtime.
+
+Importing the package, the definition model or the catalogue never imports `openai`; the model client
+is loaded on first use. Runtime types are exported lazily.
+"""
+
+from importlib import import_module
+from typing import Any
+
+from .definition import AgentDefinition, ProviderEntry, definition_json_schema
+from .host_config import HostConfig
+
+_LAZY = {
+    "AIContext": "context", "AIContextProvider": "context", "InvokingContext": "context",
+    "InvokedContext": "context", "InvalidOperationError": "context",
+    "ChatMessage": "messages", "ChatOptions": "messages", "MessageSource": "messages",
+    "MessageSourceType": "messages",
+    "AgentSession": "session", "InMemoryChatHistoryProvider": "session",
+    "ChatClientAgent": "agent", "ChatClientAgentOptions": "agent", "AgentResponse": "agent",
+    "AgentOrchestrator": "orchestrator", "AgentBuildRequest": "orchestrator", "BuildContext": "orchestrator",
+    "AgentTaskRun": "observer", "AgentTaskRunObserver": "observer", "AgentRunObserverAccessor": "observer",
+    "AIFunction": "tools", "approval_channel": "tools",
+    "ConfiguredHost": "host", "OpenAIChatClient": "chat_client", "ChatClientError": "chat_client",
+}
+
+__all__ = ["AgentDefinition", "HostConfig", "ProviderEntry", "definition_json_schema", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oscova_runtime' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

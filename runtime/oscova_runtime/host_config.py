@@ -1,0 +1,105 @@
+"""Host configuration (SPEC §3): `oscova.toml`, or `[tool.oscova]` in `pyproject.toml`.
+
+The configured host and the analyzer read the same model. Keys are never stored here: a model names
+the environment variable that holds its key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .definition import ToolMode
+
+Severity = Literal["error", "warning", "information", "hint"]
+
+HOST_CONFIG_FILENAME = "oscova.toml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HostSettings(_Section):
+    user_id: str | None = Field(default=None, description="Skills, memory, library and private notes need a user id.")
+    tool_mode: ToolMode = "direct"
+    todo: bool = Field(default=False, description="Todo support enabled in this host.")
+    library: bool = Field(default=False, description="The read-only Library grant resolved.")
+    exclude: list[str] = Field(default_factory=list, description="Folders never scanned.")
+
+
+class UserSettings(_Section):
+    name: str | None = None
+    username: str | None = None
+    email: str | None = None
+    timezone: str | None = None
+
+
+class EnvironmentSettings(_Section):
+    template: str | None = Field(default=None, description="The environment provider's template; built-in when absent.")
+    workspace_directories: list[str] = Field(default_factory=list, description="Workspace grants.")
+
+
+class MemorySettings(_Section):
+    root: str = ".oscova/memory"
+    token_budget: int = Field(default=2000, ge=1)
+    system_prompt: str | None = None
+
+
+class ModelSettings(_Section):
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, description="The environment variable holding the key.")
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class ToolSettings(_Section):
+    callable: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="`module:function`.")
+    approval: Literal["never", "required"] = "never"
+    description: str | None = None
+
+
+class CustomProviderSettings(_Section):
+    class_: str = Field(alias="class", pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="`module:Class`.")
+    state_keys: list[str] | None = Field(default=None, description="Default: the class name.")
+    contributes: list[Literal["instructions", "messages", "tools"]] = Field(default_factory=lambda: ["instructions"])
+    template: str | None = None
+    variables: list[str] = Field(default_factory=list)
+    trusted: bool = Field(default=False, description="false: its values are data, not instruction authority.")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @property
+    def class_name(self) -> str:
+        return self.class_.rpartition(":")[2]
+
+    @property
+    def effective_state_keys(self) -> list[str]:
+        return list(self.state_keys) if self.state_keys else [self.class_name]
+
+
+class LintSettings(_Section):
+    ignore: list[str] = Field(default_factory=list)
+    select: list[str] | None = None
+    severity: dict[str, Severity] = Field(default_factory=dict)
+
+
+class HostConfig(_Section):
+    """The whole host configuration; every section has its default, so `HostConfig()` is a bare host."""
+
+    host: HostSettings = Field(default_factory=HostSettings)
+    user: UserSettings = Field(default_factory=UserSettings)
+    variables: dict[str, Any] = Field(default_factory=dict)
+    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+    tools: dict[str, ToolSettings] = Field(default_factory=dict)
+    providers: dict[str, CustomProviderSettings] = Field(default_factory=dict)
+    lint: LintSettings = Field(default_factory=LintSettings)
+
+
+def host_section_models() -> dict[str, type[BaseModel]]:
+    """Section name -> model, for completion and unknown-key suggestions."""
+    return {name: field.annotation for name, field in HostConfig.model_fields.items()  # type: ignore[misc]
+            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)}

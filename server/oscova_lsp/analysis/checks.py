@@ -1,0 +1,643 @@
+"""The cross-file checks: one function per file kind, each returning that file's diagnostics."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from oscova_runtime.catalogue import (
+    BUILTIN_TOOLS,
+    CHAT_HISTORY_STATE_KEY,
+    JINJA_GLOBALS,
+    PROVIDERS_BY_TYPE,
+    SELECTABLE_TOOLS,
+    UNTRUSTED_BUILTIN_VARIABLES,
+    PlannedProvider,
+    custom_provider_variables,
+    environment_variables,
+    memory_variables,
+    personal_variables,
+    plan_providers,
+    provider_types,
+)
+from oscova_runtime.definition import AgentDefinition, ProviderEntry
+from oscova_runtime.host_config import HostConfig
+
+from .diagnostics import Diagnostic, Fix, Related, TextEdit
+from .files import DefinitionFile, HostFile, ParsedFile, Problem, TemplateFile
+from .jinja_source import TemplateFacts, TemplateReference, VariableUse
+from .rules import RULES
+from .text import LineIndex, Position, Range
+from .workspace import TemplateUse, Workspace
+from .yaml_source import Path, YamlDocument
+
+
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _diag(path: str, problem: Problem) -> Diagnostic:
+    related = tuple(Related(path, rng, msg) for rng, msg in problem.related)
+    fixes = ()
+    if problem.fix is not None:
+        title, edits = problem.fix
+        fixes = (Fix(title, tuple(TextEdit(path, rng, text) for rng, text in edits)),)
+    return Diagnostic(path, problem.range, problem.code, problem.message, RULES[problem.code].severity,
+                      related, fixes)
+
+
+class Checker:
+    """Computes the diagnostics of one file against the workspace's current state."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.ws = workspace
+
+    def check(self, path: str) -> list[Diagnostic]:
+        parsed = self.ws.files.get(path)
+        if parsed is None:
+            return []
+        out = [_diag(path, p) for p in parsed.problems]
+        if isinstance(parsed, DefinitionFile):
+            out += self._definition(parsed)
+        elif isinstance(parsed, TemplateFile):
+            out += self._template_file(parsed)
+        elif isinstance(parsed, HostFile):
+            out += self._host(parsed)
+        return out
+
+    # ---------------------------------------------------------------------------------- definitions
+
+    def _definition(self, parsed: DefinitionFile) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        doc = parsed.doc
+        definition = parsed.definition
+        if doc is None:
+            return out
+        path = parsed.path
+        host = self.ws.host
+        if parsed.raw_id:
+            others = sorted(p for p in self.ws.defs_by_id.get(parsed.raw_id, ()) if p != path)
+            if others:
+                id_range = doc.value_range(("id",)) or doc.best_range(("id",))
+                related = tuple(Related(p, self._id_range(p), "also defined here") for p in others)
+                out.append(Diagnostic(path, id_range, "OSC005",
+                                      f"another definition has the id `{parsed.raw_id}`: "
+                                      f"{', '.join(self._rel(p) for p in others)}",
+                                      RULES["OSC005"].severity, related))
+        if definition is None:
+            return out
+        out += self._providers(parsed, definition, doc, host)
+        out += self._agent_tools(parsed, definition, doc)
+        out += self._tools(parsed, definition, doc, host)
+        if definition.instructions_file:
+            target = self.ws.resolve_relative(path, definition.instructions_file)
+            if not os.path.isfile(target) and target not in self.ws.files:
+                rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
+                out.append(self._simple(path, rng, "OSC040",
+                                        f"template `{definition.instructions_file}` does not exist"))
+        if self.ws.host_file is not None and definition.model not in host.models:
+            rng = doc.value_range(("model",)) or doc.key_range(("id",)) or doc.best_range(())
+            choice = closest(definition.model, host.models)
+            configured = ", ".join(f"`{m}`" for m in host.models) or "none"
+            fix = None
+            if choice and doc.value_range(("model",)):
+                fix = Fix(f"Use model `{choice}`", (TextEdit(path, rng, choice),))
+            out.append(Diagnostic(path, rng, "OSC041",
+                                  f"model `{definition.model}` is not configured in `[models]` (configured: {configured})",
+                                  RULES["OSC041"].severity, fixes=(fix,) if fix else ()))
+        if parsed.inline is not None:
+            use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
+            out += self._template_checks(path, parsed.inline.facts, [use], parsed.lines,
+                                         inline=parsed)
+        return out
+
+    def _id_range(self, path: str) -> Range:
+        parsed = self.ws.files.get(path)
+        if isinstance(parsed, DefinitionFile) and parsed.doc is not None:
+            return parsed.doc.value_range(("id",)) or parsed.doc.best_range(())
+        return Range.of(0, 0, 0, 0)
+
+    def _rel(self, path: str) -> str:
+        return os.path.relpath(path, self.ws.root)
+
+    def _simple(self, path: str, rng: Range, code: str, message: str, *, fix: Fix | None = None,
+                related: tuple[Related, ...] = ()) -> Diagnostic:
+        return Diagnostic(path, rng, code, message, RULES[code].severity, related, (fix,) if fix else ())
+
+    def _entry_range(self, doc: YamlDocument, index: int) -> Range:
+        return doc.value_range(("context_providers", index)) or doc.best_range(("context_providers",))
+
+    def _file_index(self, parsed: DefinitionFile, index: int) -> int:
+        """Index among non-null entries -> index in the file's list."""
+        nulls = parsed.null_entries
+        original = index
+        for null in sorted(nulls):
+            if null <= original:
+                original += 1
+        return original
+
+    def _providers(self, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
+                   host: HostConfig) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        path = parsed.path
+        plan = plan_providers(definition, host, requested=True)
+        for unknown in plan.unknown:
+            file_index = self._file_index(parsed, unknown.entry_index)
+            entry = definition.context_providers[unknown.entry_index]
+            type_path: Path = ("context_providers", file_index) if isinstance(entry, str) else (
+                "context_providers", file_index, "type")
+            rng = doc.value_range(type_path) or self._entry_range(doc, file_index)
+            choice = closest(unknown.type, provider_types(host))
+            fix = Fix(f"Use provider type `{choice}`", (TextEdit(path, rng, choice),)) if choice else None
+            known = ", ".join(f"`{t}`" for t in provider_types(host))
+            out.append(self._simple(path, rng, "OSC013",
+                                    f"unknown provider type `{unknown.type}`"
+                                    + (f"; did you mean `{choice}`?" if choice else f" (known: {known})"),
+                                    fix=fix))
+        owners: dict[str, PlannedProvider] = {}
+        for provider in plan.providers:
+            for key in provider.state_keys:
+                if key == CHAT_HISTORY_STATE_KEY:
+                    out.append(self._state_key_problem(parsed, doc, provider, key, "OSC012", None))
+                    continue
+                first = owners.get(key)
+                if first is None:
+                    owners[key] = provider
+                    continue
+                out.append(self._state_key_problem(parsed, doc, provider, key, "OSC011", first))
+            if provider.origin == "listed" and provider.inactive_reason and provider.entry_index is not None:
+                file_index = self._file_index(parsed, provider.entry_index)
+                out.append(self._simple(path, self._entry_range(doc, file_index), "OSC014",
+                                        f"`{provider.type}` contributes nothing here: {provider.inactive_reason}"))
+        return out
+
+    def _state_key_problem(self, parsed: DefinitionFile, doc: YamlDocument, provider: PlannedProvider,
+                           key: str, code: str, first: PlannedProvider | None) -> Diagnostic:
+        path = parsed.path
+        assert parsed.definition is not None
+        if provider.entry_index is None:  # a default provider colliding can only be the chat-history key
+            rng = doc.key_range(("id",)) or doc.best_range(())
+            return self._simple(path, rng, code, f"`{provider.type}` has the state key `{key}`")
+        file_index = self._file_index(parsed, provider.entry_index)
+        entry = parsed.definition.context_providers[provider.entry_index]
+        key_path: Path = ("context_providers", file_index, "state_key")
+        rng = doc.value_range(key_path) if isinstance(entry, ProviderEntry) and entry.state_key else None
+        rng = rng or self._entry_range(doc, file_index)
+        new_key = self._unique_state_key(parsed.definition, provider)
+        fix = Fix(f"Set `state_key: {new_key}`", self._state_key_edits(parsed, doc, file_index, entry, new_key))
+        if code == "OSC012":
+            message = (f"`{provider.type}` uses the state key `{key}`, which belongs to the chat-history provider "
+                       "that every agent has: the agent fails when it is built")
+            return self._simple(path, rng, code, message, fix=fix)
+        assert first is not None
+        related = (Related(path, self._provider_origin_range(parsed, doc, first),
+                           f"`{first.type}` ({first.class_name}) already has the state key `{key}`"),)
+        where = "the default order" if first.origin == "default" else "an earlier entry"
+        message = (f"`{provider.type}` has the state key `{key}`, which {where} already uses "
+                   f"(position {first.position}): the agent fails when it is built")
+        return self._simple(path, rng, code, message, fix=fix, related=related)
+
+    def _provider_origin_range(self, parsed: DefinitionFile, doc: YamlDocument, provider: PlannedProvider) -> Range:
+        if provider.entry_index is not None:
+            return self._entry_range(doc, self._file_index(parsed, provider.entry_index))
+        trigger = {"memory": "memory", "skills": "skills", "todo": "todo", "vision": "vision",
+                   "agent_tools": "agent_tools", "tool_search": "tool_mode"}.get(provider.type)
+        for key in (trigger, "default_providers", "id"):
+            if key and doc.key_range((key,)):
+                return doc.key_range((key,))  # type: ignore[return-value]
+        return doc.best_range(())
+
+    def _unique_state_key(self, definition: AgentDefinition, provider: PlannedProvider) -> str:
+        taken = {k for p in plan_providers(definition, self.ws.host).providers for k in p.state_keys}
+        base = provider.class_name
+        n = 2
+        while f"{base}{n}" in taken:
+            n += 1
+        return f"{base}{n}"
+
+    def _state_key_edits(self, parsed: DefinitionFile, doc: YamlDocument, index: int,
+                         entry: str | ProviderEntry, new_key: str) -> tuple[TextEdit, ...]:
+        path = parsed.path
+        item_path: Path = ("context_providers", index)
+        item = doc.span(item_path)
+        assert item is not None
+        if isinstance(entry, str):
+            return (TextEdit(path, item.value, f"{{type: {entry}, state_key: {new_key}}}"),)
+        existing = doc.value_range((*item_path, "state_key"))
+        if existing is not None:
+            return (TextEdit(path, existing, new_key),)
+        type_span = doc.span((*item_path, "type"))
+        assert type_span is not None
+        if item.style == "[":
+            return (TextEdit(path, Range(type_span.value.end, type_span.value.end), f", state_key: {new_key}"),)
+        indent = type_span.key.start.character if type_span.key else type_span.value.start.character
+        return (TextEdit(path, Range(type_span.value.end, type_span.value.end),
+                         f"\n{' ' * indent}state_key: {new_key}"),)
+
+    def _agent_tools(self, parsed: DefinitionFile, definition: AgentDefinition,
+                     doc: YamlDocument) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        path = parsed.path
+        for index, agent_id in enumerate(definition.agent_tools):
+            rng = doc.value_range(("agent_tools", index)) or doc.best_range(("agent_tools",))
+            target = self.ws.definition_by_id(agent_id)
+            if target is None:
+                choice = closest(agent_id, self.ws.defs_by_id)
+                fix = Fix(f"Use agent `{choice}`", (TextEdit(path, rng, choice),)) if choice else None
+                out.append(self._simple(path, rng, "OSC020",
+                                        f"no agent has the id `{agent_id}`: it is omitted when this agent is built"
+                                        + (f"; did you mean `{choice}`?" if choice else ""), fix=fix))
+                continue
+            if target.definition is not None and not target.definition.exposed_as_tool:
+                related = (Related(target.path, self._id_range(target.path), f"`{agent_id}` is defined here"),)
+                edits = self._expose_edits(target)
+                fix = Fix(f"Set `exposed_as_tool: true` in {self._rel(target.path)}", edits) if edits else None
+                out.append(self._simple(path, rng, "OSC021",
+                                        f"`{agent_id}` is not `exposed_as_tool`: it is omitted when this agent is built",
+                                        fix=fix, related=related))
+                continue
+            cycle = self._cycle_from(definition.id, agent_id)
+            if cycle is not None:
+                shown = " → ".join(f"`{a}`" for a in [definition.id, *cycle])
+                out.append(self._simple(path, rng, "OSC022", f"`agent_tools` forms a cycle: {shown}"))
+        return out
+
+    def _expose_edits(self, target: DefinitionFile) -> tuple[TextEdit, ...]:
+        doc = target.doc
+        if doc is None:
+            return ()
+        existing = doc.value_range(("exposed_as_tool",))
+        if existing is not None:
+            return (TextEdit(target.path, existing, "true"),)
+        id_span = doc.span(("id",))
+        if id_span is None or id_span.key is None:
+            return ()
+        line = id_span.value.end.line
+        indent = id_span.key.start.character
+        insert = Position(line + 1, 0)
+        if line + 1 >= target.lines.line_count:
+            end = Position(line, len(target.lines.line_text(line)))
+            return (TextEdit(target.path, Range(end, end), f"\n{' ' * indent}exposed_as_tool: true"),)
+        return (TextEdit(target.path, Range(insert, insert), f"{' ' * indent}exposed_as_tool: true\n"),)
+
+    def _cycle_from(self, origin: str, start: str) -> list[str] | None:
+        """The path start → … → origin through exposed agents, if one exists."""
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            current, trail = stack.pop()
+            if current == origin:
+                return trail
+            if current in seen:
+                continue
+            seen.add(current)
+            target = self.ws.definition_by_id(current)
+            if target is None or target.definition is None:
+                continue
+            for child in reversed(target.definition.agent_tools):
+                child_def = self.ws.definition_by_id(child)
+                if child_def is not None and child_def.definition is not None and child_def.definition.exposed_as_tool:
+                    stack.append((child, [*trail, child]))
+        return None
+
+    def _tools(self, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
+               host: HostConfig) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        path = parsed.path
+        known = set(SELECTABLE_TOOLS) | set(host.tools) | set(BUILTIN_TOOLS)
+        plan = plan_providers(definition, host)
+        active_types = {p.type for p in plan.providers if not p.inactive_reason}
+        provider_tools = {
+            name: spec.provider for name, spec in BUILTIN_TOOLS.items()
+            if spec.provider is not None and spec.provider in active_types
+        }
+        seen: dict[str, Range] = {}
+        search_mode = "tool_search" in active_types
+        lists: list[tuple[str, list[str]]] = [("tools", definition.tools)]
+        if search_mode:
+            lists.append(("pinned_tools", definition.pinned_tools))
+        for key, names in lists:
+            for index, name in enumerate(names):
+                rng = doc.value_range((key, index)) or doc.best_range((key,))
+                if name not in known:
+                    choice = closest(name, sorted(set(SELECTABLE_TOOLS) | set(host.tools)))
+                    fix = Fix(f"Use tool `{choice}`", (TextEdit(path, rng, choice),)) if choice else None
+                    out.append(self._simple(path, rng, "OSC031",
+                                            f"unknown tool `{name}`: it is omitted at run time"
+                                            + (f"; did you mean `{choice}`?" if choice else ""), fix=fix))
+                    continue
+                why = None
+                related: tuple[Related, ...] = ()
+                if name in seen:
+                    why = f"`{name}` is already listed"
+                    related = (Related(path, seen[name], "first listed here"),)
+                elif name in provider_tools:
+                    why = f"the `{provider_tools[name]}` provider already contributes `{name}`"
+                elif name in definition.agent_tools:
+                    why = f"the agent tool `{name}` has the same name"
+                    related = (Related(path, doc.value_range(("agent_tools", definition.agent_tools.index(name)))
+                                       or rng, "agent tool"),)
+                if why:
+                    fix = Fix(f"Remove the duplicate `{name}`", (TextEdit(path, self._list_item_delete(doc, key, index), ""),))
+                    out.append(self._simple(path, rng, "OSC030",
+                                            f"{why}: the tool merge does not deduplicate, so the model sees it twice",
+                                            fix=fix, related=related))
+                seen.setdefault(name, rng)
+        return out
+
+    def _list_item_delete(self, doc: YamlDocument, key: str, index: int) -> Range:
+        span = doc.span((key, index))
+        parent = doc.span((key,))
+        assert span is not None
+        if parent is not None and parent.style == "[":
+            text = doc.text
+            end = span.end_offset
+            rest = text[end:parent.end_offset]
+            comma = rest.find(",")
+            if comma != -1:
+                stop = end + comma + 1
+                while stop < len(text) and text[stop] == " ":
+                    stop += 1
+                return doc.lines.range(span.start_offset, stop)
+            before = text[parent.start_offset:span.start_offset]
+            comma = before.rfind(",")
+            start = parent.start_offset + comma if comma != -1 else span.start_offset
+            return doc.lines.range(start, end)
+        line = span.value.start.line
+        return Range(Position(line, 0), Position(line + 1, 0))
+
+    # ------------------------------------------------------------------------------------ templates
+
+    def _template_file(self, parsed: TemplateFile) -> list[Diagnostic]:
+        facts = parsed.facts
+        if facts is None or facts.syntax_error is not None:
+            return self._reference_checks(parsed.path, facts.references if facts else [], parsed.lines, None)
+        uses = self.ws.template_uses(parsed.path)
+        out: list[Diagnostic] = []
+        if not uses:
+            out.append(self._simple(parsed.path, self._first_line(parsed.lines), "OSC107",
+                                    "no agent or provider uses this template; it is checked as agent instructions"))
+            uses = [TemplateUse("personal", "agent instructions", None, None)]
+        out += self._template_checks(parsed.path, facts, uses, parsed.lines)
+        return out
+
+    def _first_line(self, lines: LineIndex) -> Range:
+        for n in range(lines.line_count):
+            if lines.line_text(n).strip():
+                return lines.line_range(n)
+        return Range.of(0, 0, 0, 0)
+
+    def _variables_for(self, use: TemplateUse) -> dict[str, str]:
+        host = self.ws.host
+        if use.renderer == "personal":
+            return personal_variables(host)
+        if use.renderer == "environment":
+            return environment_variables()
+        if use.renderer == "memory":
+            return memory_variables()
+        provider = host.providers.get(use.renderer)
+        return custom_provider_variables(use.renderer, provider) if provider else {}
+
+    def _template_checks(self, path: str, facts: TemplateFacts, uses: list[TemplateUse], lines: LineIndex,
+                         inline: DefinitionFile | None = None) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        host = self.ws.host
+        bound_by_use = [(use, self._variables_for(use)) for use in uses]
+        nth: dict[str, int] = {}
+
+        def where(use_: VariableUse) -> Range:
+            count = nth.get(use_.name, 0)
+            if inline is None:
+                start = Position(use_.line, use_.column)
+                start = lines.position_of_char(use_.line, use_.column)
+                return Range(start, lines.position_of_char(use_.line, use_.end_column))
+            assert inline.inline is not None
+            pos = inline.inline.map.position(lines, inline.text, use_.line, use_.column, use_.name, count)
+            return Range(pos, Position(pos.line, pos.character + len(use_.name)))
+
+        for var in facts.free_uses:
+            rng = where(var)
+            nth[var.name] = nth.get(var.name, 0) + 1
+            if var.name in JINJA_GLOBALS:
+                continue
+            unbound = [use for use, bound in bound_by_use if var.name not in bound and var.name not in use.extra_bound]
+            if unbound:
+                out.append(self._unbound(path, rng, var.name, unbound, bound_by_use, len(uses)))
+            personal_uses = [use for use in uses if use.renderer == "personal"]
+            if var.name == "current_time" and personal_uses:
+                out.append(self._simple(path, rng, "OSC102",
+                                        "`current_time` changes every minute: in standing instructions it breaks "
+                                        "prompt-cache prefixes",
+                                        fix=Fix("Use `current_date`", (TextEdit(path, rng, "current_date"),))))
+            if var.name == "user_context":
+                not_shared = [use for use in personal_uses if use.agent_path and not self._is_shared(use.agent_path)]
+                if not_shared:
+                    names = ", ".join(u.label for u in not_shared)
+                    out.append(self._simple(path, rng, "OSC103",
+                                            f"`user_context` renders empty: the agent is not `shared` ({names})"))
+            if var.name == "working_directory" and any(u.renderer == "environment" for u in uses):
+                out.append(self._simple(path, rng, "OSC106",
+                                        "`working_directory` renders empty: the default host does not derive it; "
+                                        "use `workspace_directories`"))
+            untrusted = self._untrusted_renderer(var.name, uses, bound_by_use, host)
+            if untrusted and not facts.is_delimited(var.offset):
+                out.append(self._simple(
+                    path, rng, "OSC105",
+                    f"`{var.name}` is untrusted data ({untrusted}) rendered outside a labelled delimiter",
+                    fix=Fix(f"Wrap it in <{var.name}> tags", self._wrap_edits(path, facts, var, rng, lines, inline))))
+        if any(use.renderer == "memory" for use in uses) and not any(
+                v.name == "agent_memory" for v in facts.free_uses):
+            rng = self._first_line(lines) if inline is None else Range.of(0, 0, 0, 0)
+            out.append(self._simple(path, rng, "OSC104",
+                                    "the memory system prompt does not reference `{{ agent_memory }}`: "
+                                    "the `<agent_memory>` block is appended after it"))
+        out += self._reference_checks(path, facts.references, lines, inline)
+        return out
+
+    def _wrap_edits(self, path: str, facts: TemplateFacts, var: VariableUse, rng: Range, lines: LineIndex,
+                    inline: DefinitionFile | None) -> tuple[TextEdit, ...]:
+        """Wraps the whole `{{ ... }}` expression around the variable in a tag named after it."""
+        text = facts.text
+        open_at = text.rfind("{{", 0, var.offset)
+        close_at = text.find("}}", var.offset)
+        if open_at == -1 or close_at == -1:
+            return (TextEdit(path, rng, f"<{var.name}>{var.name}</{var.name}>"),)
+        before = lines.position(open_at) if inline is None else None
+        if inline is None:
+            assert before is not None
+            after = lines.position(close_at + 2)
+            return (TextEdit(path, Range(after, after), f"</{var.name}>"),
+                    TextEdit(path, Range(before, before), f"<{var.name}>"))
+        # Inline: the expression's columns relative to the variable, on the variable's file line.
+        delta_open = var.offset - open_at
+        delta_close = close_at + 2 - var.offset
+        start = Position(rng.start.line, max(rng.start.character - delta_open, 0))
+        end = Position(rng.start.line, rng.start.character + delta_close)
+        return (TextEdit(path, Range(end, end), f"</{var.name}>"), TextEdit(path, Range(start, start), f"<{var.name}>"))
+
+    def _is_shared(self, agent_path: str) -> bool:
+        parsed = self.ws.files.get(agent_path)
+        return isinstance(parsed, DefinitionFile) and parsed.definition is not None and parsed.definition.shared
+
+    def _untrusted_renderer(self, name: str, uses: list[TemplateUse], bound_by_use: list[tuple[TemplateUse, dict]],
+                            host: HostConfig) -> str | None:
+        for use, bound in bound_by_use:
+            if name not in bound:
+                continue
+            if name in UNTRUSTED_BUILTIN_VARIABLES:
+                return "file-backed personal context" if name == "user_context" else "memory file contents"
+            provider = host.providers.get(use.renderer)
+            if provider is not None and not provider.trusted:
+                return f"the `{use.renderer}` provider has `trusted = false`"
+        return None
+
+    def _unbound(self, path: str, rng: Range, name: str, unbound: list[TemplateUse],
+                 bound_by_use: list[tuple[TemplateUse, dict]], use_count: int) -> Diagnostic:
+        renderers = sorted({u.renderer for u in unbound})
+        labels = ", ".join(u.label + (f" via {self._rel(u.via[-1])}" if u.via and u.via[-1] != path else "")
+                           for u in unbound)
+        binders = self._binders(name)
+        names = "`, `".join(renderers)
+        noun = "provider that renders" if len(renderers) == 1 else "providers that render"
+        message = f"`{name}` is not bound by the `{names}` {noun} this template"
+        if use_count > 1 or unbound[0].agent_path is not None or unbound[0].renderer != "personal":
+            message += f" (for {labels})"
+        if binders:
+            message += f"; {binders[0][1]} binds it"
+        message += ": it renders empty"
+        related = tuple(Related(p, r, f"`{name}` is bound here by {who}") for who, _, p, r in
+                        ((b[0], b[1], b[2], b[3]) for b in binders) if p is not None and r is not None)
+        bound_names = set()
+        for use, bound in bound_by_use:
+            if use in unbound:
+                bound_names |= set(bound)
+        choice = closest(name, sorted(bound_names))
+        fixes: list[Fix] = []
+        if choice:
+            fixes.append(Fix(f"Use `{choice}`", (TextEdit(path, rng, choice),)))
+        declare = self._declare_variable_edit(name) if all(u.renderer == "personal" for u in unbound) else None
+        if declare is not None:
+            fixes.append(Fix(f"Declare `{name}` in `[variables]`", (declare,)))
+        return Diagnostic(path, rng, "OSC101", message, RULES["OSC101"].severity, related, tuple(fixes))
+
+    def _binders(self, name: str) -> list[tuple[str, str, str | None, Range | None]]:
+        """Providers that would bind `name`: (renderer, words, declaring file, declaring range)."""
+        out: list[tuple[str, str, str | None, Range | None]] = []
+        for spec in PROVIDERS_BY_TYPE.values():
+            if name in spec.variable_names:
+                out.append((spec.type, f"the `{spec.type}` provider", None, None))
+        host_file = self.ws.host_file
+        for provider_name, provider in self.ws.host.providers.items():
+            if name in provider.variables:
+                rng = None
+                if host_file is not None and host_file.doc is not None:
+                    rng = host_file.doc.key_range((*host_file.prefix, "providers", provider_name, "variables"))
+                out.append((provider_name, f"the custom provider `{provider_name}`",
+                            host_file.path if host_file and rng else None, rng))
+        return out
+
+    def _declare_variable_edit(self, name: str) -> TextEdit | None:
+        host_file = self.ws.host_file
+        if host_file is None or host_file.doc is None:
+            return None
+        doc = host_file.doc
+        table = (*host_file.prefix, "variables")
+        header = doc.spans.get(table)
+        if header is not None and header.key is not None:
+            line = header.value.start.line + 1
+            return TextEdit(host_file.path, Range.of(line, 0, line, 0), f'{name} = ""\n')
+        end_line = host_file.lines.line_count - 1
+        end = Position(end_line, len(host_file.lines.line_text(end_line)))
+        section = "tool.oscova.variables" if host_file.prefix else "variables"
+        lead = "\n" if host_file.lines.line_text(end_line).strip() else ""
+        return TextEdit(host_file.path, Range(end, end), f'{lead}\n[{section}]\n{name} = ""\n')
+
+    def _reference_checks(self, path: str, refs: list[TemplateReference], lines: LineIndex,
+                          inline: DefinitionFile | None) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        for ref in refs:
+            if ref.ignore_missing:
+                continue
+            target = self.ws.resolve_template(ref.path)
+            if target in self.ws.files or os.path.isfile(target):
+                continue
+            if inline is None:
+                rng = Range(lines.position_of_char(ref.line, ref.column), lines.position_of_char(ref.line, ref.end_column))
+            else:
+                assert inline.inline is not None
+                pos = inline.inline.map.position(lines, inline.text, ref.line, ref.column, ref.path, 0)
+                rng = Range(pos, Position(pos.line, pos.character + ref.end_column - ref.column))
+            out.append(self._simple(path, rng, "OSC040",
+                                    f"template `{ref.path}` does not exist (paths resolve against the workspace root)"))
+        return out
+
+    # ----------------------------------------------------------------------------------------- host
+
+    def _host(self, parsed: HostFile) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        config = parsed.config
+        doc = parsed.doc
+        if config is None or doc is None:
+            return out
+        prefix = parsed.prefix
+        candidates: list[tuple[Path, str | None]] = [
+            (("environment", "template"), config.environment.template),
+            (("memory", "system_prompt"), config.memory.system_prompt),
+        ]
+        candidates += [(("providers", name, "template"), p.template) for name, p in config.providers.items()]
+        for key_path, value in candidates:
+            if not value:
+                continue
+            target = self.ws.resolve_template(value)
+            if target in self.ws.files or os.path.isfile(target):
+                continue
+            rng = doc.value_range((*prefix, *key_path)) or doc.best_range((*prefix, *key_path))
+            out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist"))
+        return out
+
+
+@dataclass
+class LintOptions:
+    """Which codes are reported and at what severity, from `[lint]`, the command line or the editor."""
+
+    select: frozenset[str] | None = None
+    ignore: frozenset[str] = frozenset()
+    severity: dict[str, str] | None = None
+
+
+def apply_lint(diagnostics: list[Diagnostic], parsed: ParsedFile | None, host: HostConfig,
+               options: LintOptions | None = None) -> list[Diagnostic]:
+    """Drops suppressed and ignored codes and applies severity overrides."""
+    from .diagnostics import Severity
+
+    ignore = set(host.lint.ignore)
+    select = set(host.lint.select) if host.lint.select else None
+    severity = dict(host.lint.severity)
+    if options is not None:
+        ignore |= set(options.ignore)
+        if options.select is not None:
+            select = set(options.select)
+        severity.update(options.severity or {})
+    suppressions = parsed.suppressions if parsed is not None else {}
+    out = []
+    for diag in diagnostics:
+        if diag.code in ignore or (select is not None and not _selected(diag.code, select)):
+            continue
+        line_codes = suppressions.get(diag.range.start.line, ...)
+        if line_codes is None or (line_codes is not ... and diag.code in line_codes):
+            continue
+        override = severity.get(diag.code)
+        if override:
+            try:
+                diag = diag.with_severity(Severity.parse(override))
+            except KeyError:
+                pass
+        out.append(diag)
+    return out
+
+
+def _selected(code: str, select: set[str]) -> bool:
+    return any(code.startswith(prefix) for prefix in select)

@@ -1,0 +1,111 @@
+"""Positions and ranges as plain data (0-based line, UTF-16 column, as LSP counts them)."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Position:
+    line: int
+    character: int
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    start: Position
+    end: Position
+
+    @staticmethod
+    def of(start_line: int, start_char: int, end_line: int, end_char: int) -> Range:
+        return Range(Position(start_line, start_char), Position(end_line, end_char))
+
+    def contains(self, pos: Position) -> bool:
+        return self.start <= pos <= self.end
+
+    def to_json(self) -> dict[str, dict[str, int]]:
+        return {
+            "start": {"line": self.start.line, "character": self.start.character},
+            "end": {"line": self.end.line, "character": self.end.character},
+        }
+
+
+ZERO_RANGE = Range.of(0, 0, 0, 0)
+
+
+def _utf16_len(text: str) -> int:
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+class LineIndex:
+    """Converts between character offsets and LSP positions for one text."""
+
+    __slots__ = ("text", "_starts", "_ascii")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        self._starts = starts
+        self._ascii = text.isascii()
+
+    @property
+    def line_count(self) -> int:
+        return len(self._starts)
+
+    def line_start(self, line: int) -> int:
+        line = max(0, min(line, len(self._starts) - 1))
+        return self._starts[line]
+
+    def line_text(self, line: int) -> str:
+        if line < 0 or line >= len(self._starts):
+            return ""
+        start = self._starts[line]
+        end = self._starts[line + 1] - 1 if line + 1 < len(self._starts) else len(self.text)
+        return self.text[start:end].rstrip("\r")
+
+    def position(self, offset: int) -> Position:
+        offset = max(0, min(offset, len(self.text)))
+        line = bisect.bisect_right(self._starts, offset) - 1
+        col = offset - self._starts[line]
+        if not self._ascii:
+            col = _utf16_len(self.text[self._starts[line] : offset])
+        return Position(line, col)
+
+    def position_of_char(self, line: int, char_col: int) -> Position:
+        """A (line, column counted in characters) pair, as PyYAML and Jinja give them, as an LSP position."""
+        if self._ascii or line >= len(self._starts):
+            return Position(line, char_col)
+        start = self._starts[line]
+        return Position(line, _utf16_len(self.text[start : start + char_col]))
+
+    def offset(self, pos: Position) -> int:
+        """The character offset of an LSP position, clamped into the text."""
+        if pos.line >= len(self._starts):
+            return len(self.text)
+        start = self._starts[max(pos.line, 0)]
+        line_end = self._starts[pos.line + 1] - 1 if pos.line + 1 < len(self._starts) else len(self.text)
+        if self._ascii:
+            return min(start + max(pos.character, 0), line_end)
+        units = 0
+        i = start
+        while i < line_end and units < pos.character:
+            units += 2 if ord(self.text[i]) > 0xFFFF else 1
+            i += 1
+        return i
+
+    def range(self, start: int, end: int) -> Range:
+        return Range(self.position(start), self.position(end))
+
+    def line_range(self, line: int) -> Range:
+        """The range of a line's text without its leading and trailing blanks."""
+        text = self.line_text(line)
+        stripped = text.lstrip()
+        first = len(text) - len(stripped)
+        base = self.line_start(line)
+        return self.range(base + first, base + len(text.rstrip()))

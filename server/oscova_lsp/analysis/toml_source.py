@@ -1,0 +1,180 @@
+"""TOML with positions: `tomllib` for the value, a line scanner for where each key and table sits.
+
+`tomllib` rejects a duplicate key outright; the scanner finds it first, so the file reports OSC004 at
+the second key and the rest of the file is still checked.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .text import LineIndex, Range
+from .yaml_source import Path, Span, YamlProblem
+
+_HEADER_RE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY_RE = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'))*)\s*=""")
+_KEY_PART_RE = re.compile(r"""[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'""")
+_ERROR_POS_RE = re.compile(r"at line (\d+), column (\d+)")
+
+
+@dataclass
+class TomlDocument:
+    text: str
+    lines: LineIndex
+    value: dict[str, Any] = field(default_factory=dict)
+    spans: dict[Path, Span] = field(default_factory=dict)
+    problems: list[YamlProblem] = field(default_factory=list)
+    ok: bool = True
+
+    def key_range(self, path: Path) -> Range | None:
+        span = self.spans.get(path)
+        return (span.key or span.value) if span else None
+
+    def value_range(self, path: Path) -> Range | None:
+        span = self.spans.get(path)
+        return span.value if span else None
+
+    def best_range(self, path: Path) -> Range:
+        for end in range(len(path), 0, -1):
+            span = self.spans.get(path[:end])
+            if span is not None:
+                return span.value if end == len(path) else (span.key or span.value)
+        return self.lines.line_range(0)
+
+
+def _split_key(raw: str) -> tuple[str, ...]:
+    parts = []
+    for m in _KEY_PART_RE.finditer(raw):
+        part = m.group()
+        if part[0] in "\"'":
+            part = part[1:-1]
+        parts.append(part)
+    return tuple(parts)
+
+
+def parse_toml(text: str) -> TomlDocument:
+    doc = TomlDocument(text=text, lines=LineIndex(text))
+    duplicate_lines = _scan(doc)
+    source = text
+    if duplicate_lines:
+        kept = text.split("\n")
+        for line in duplicate_lines:
+            kept[line] = ""
+        source = "\n".join(kept)
+    try:
+        doc.value = tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        doc.ok = False
+        message = str(exc)
+        m = _ERROR_POS_RE.search(message)
+        if m:
+            line, col = int(m.group(1)) - 1, max(int(m.group(2)) - 1, 0)
+            rng = doc.lines.line_range(line) if col >= len(doc.lines.line_text(line)) else Range(
+                doc.lines.position_of_char(line, col), doc.lines.position_of_char(line, col + 1))
+            message = _ERROR_POS_RE.sub("", message).rstrip(" ()")
+        else:
+            rng = doc.lines.line_range(0)
+        doc.problems.append(YamlProblem("OSC001", rng, f"TOML syntax error: {message}"))
+    return doc
+
+
+def _scan(doc: TomlDocument) -> list[int]:
+    """Records spans of tables and keys; returns lines that repeat a key (reported as OSC004)."""
+    table: tuple[str, ...] = ()
+    seen: dict[Path, Range] = {}
+    duplicates: list[int] = []
+    array_counts: dict[tuple[str, ...], int] = {}
+    line_no = 0
+    total = doc.lines.line_count
+    while line_no < total:
+        line = doc.lines.line_text(line_no)
+        header = _HEADER_RE.match(line)
+        if header and not _KEY_RE.match(line):
+            path = _split_key(header.group(2))
+            start = line.index(header.group(2))
+            rng = Range(doc.lines.position_of_char(line_no, start),
+                        doc.lines.position_of_char(line_no, start + len(header.group(2))))
+            if header.group(1) == "[[":
+                index = array_counts.get(path, 0)
+                array_counts[path] = index + 1
+                table = (*path, index)  # type: ignore[assignment]
+            else:
+                table = path
+                if path in seen:
+                    doc.problems.append(YamlProblem("OSC004", rng, f"duplicate table `[{'.'.join(path)}]`",
+                                                    related=seen[path]))
+                seen[path] = rng
+            doc.spans[table] = Span(rng, doc.lines.line_range(line_no))
+            line_no += 1
+            continue
+        key = _KEY_RE.match(line)
+        if key:
+            parts = _split_key(key.group(1))
+            path = (*table, *parts)
+            key_start = line.index(key.group(1))
+            key_range = Range(doc.lines.position_of_char(line_no, key_start),
+                              doc.lines.position_of_char(line_no, key_start + len(key.group(1))))
+            value_start = key.end()
+            while value_start < len(line) and line[value_start] in " \t":
+                value_start += 1
+            end_line = _value_end_line(doc.lines, line_no, value_start)
+            end_text = doc.lines.line_text(end_line)
+            end_col = len(_strip_comment(end_text).rstrip()) if end_line != line_no else len(
+                _strip_comment(line).rstrip())
+            value_range = Range(doc.lines.position_of_char(line_no, value_start),
+                                doc.lines.position_of_char(end_line, max(end_col, 0)))
+            if path in seen:
+                doc.problems.append(YamlProblem(
+                    "OSC004", key_range, f"duplicate key `{'.'.join(parts)}`: TOML does not allow it",
+                    related=seen[path]))
+                duplicates.extend(range(line_no, end_line + 1))
+            else:
+                seen[path] = key_range
+                doc.spans[path] = Span(key_range, value_range)
+                for i in range(1, len(parts)):
+                    doc.spans.setdefault((*table, *parts[:i]), Span(key_range, value_range))
+            line_no = end_line + 1
+            continue
+        line_no += 1
+    return duplicates
+
+
+def _strip_comment(line: str) -> str:
+    in_str: str | None = None
+    for i, ch in enumerate(line):
+        if in_str:
+            if ch == in_str:
+                in_str = None
+        elif ch in "\"'":
+            in_str = ch
+        elif ch == "#":
+            return line[:i]
+    return line
+
+
+def _value_end_line(lines: LineIndex, line_no: int, value_start: int) -> int:
+    """The last line of a value that may span lines (arrays, inline tables, multi-line strings)."""
+    text = lines.line_text(line_no)[value_start:]
+    for quote in ('"""', "'''"):
+        if text.startswith(quote):
+            if text.count(quote) >= 2:
+                return line_no
+            n = line_no + 1
+            while n < lines.line_count:
+                if quote in lines.line_text(n):
+                    return n
+                n += 1
+            return line_no
+    depth = 0
+    n = line_no
+    segment = text
+    while True:
+        cleaned = _strip_comment(re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', '""', segment))
+        depth += cleaned.count("[") + cleaned.count("{") - cleaned.count("]") - cleaned.count("}")
+        if depth <= 0 or n + 1 >= lines.line_count:
+            return n
+        n += 1
+        segment = lines.line_text(n)

@@ -1,0 +1,273 @@
+"""YAML with positions: a plain value tree plus the source span of every key and value.
+
+Parsing never raises: a document comes back with its problems (OSC001 syntax or bounds, OSC004
+duplicate keys). Aliases are followed with a budget, and nesting depth is bounded, so an alias bomb or a
+pathological nesting costs milliseconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+
+from .text import LineIndex, Range
+
+try:  # libyaml is an order of magnitude faster; PyYAML's wheels ship it.
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - pure-Python PyYAML build
+    _Loader = yaml.SafeLoader
+
+MAX_DEPTH = 100
+MAX_EXPANDED_NODES = 10_000
+
+Path = tuple[str | int, ...]
+
+_SCALAR_CONSTRUCTOR = SafeConstructor()
+_FLOW_DEPTH_RE = re.compile(r"[\[\]{}]")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where one value sits in the file: the key (for mapping values) and the value node."""
+
+    key: Range | None
+    value: Range
+    style: str | None = None
+    """The scalar style: None plain, `'`, `"`, `|` or `>`; `[`/`{` for flow and `-`/`:` block collections."""
+    start_offset: int = 0
+    end_offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class YamlProblem:
+    code: str
+    range: Range
+    message: str
+    related: Range | None = None
+
+
+@dataclass
+class YamlDocument:
+    text: str
+    lines: LineIndex
+    value: Any = None
+    spans: dict[Path, Span] = field(default_factory=dict)
+    problems: list[YamlProblem] = field(default_factory=list)
+    ok: bool = True
+    """False when the document could not be read at all (OSC001)."""
+
+    def span(self, path: Path) -> Span | None:
+        return self.spans.get(path)
+
+    def key_range(self, path: Path) -> Range | None:
+        span = self.spans.get(path)
+        if span is None:
+            return None
+        return span.key or span.value
+
+    def value_range(self, path: Path) -> Range | None:
+        span = self.spans.get(path)
+        return span.value if span else None
+
+    def best_range(self, path: Path) -> Range:
+        """The value at `path`, else the nearest enclosing value that exists, else the first line."""
+        for end in range(len(path), -1, -1):
+            span = self.spans.get(path[:end])
+            if span is not None and (end > 0 or span.value.start != span.value.end):
+                return span.value
+        return self.lines.line_range(0)
+
+
+class _Budget(Exception):
+    def __init__(self, message: str, node: yaml.Node) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+def _flow_depth_exceeds(text: str, bound: int) -> bool:
+    """A cheap guard before libyaml's recursive composer sees pathological flow nesting."""
+    depth = 0
+    for match in _FLOW_DEPTH_RE.finditer(text):
+        if match.group() in "[{":
+            depth += 1
+            if depth > bound:
+                return True
+        else:
+            depth = max(depth - 1, 0)
+    return False
+
+
+def _indent_depth_exceeds(text: str, bound: int) -> bool:
+    """Block nesting deeper than `bound` needs lines indented by more than `bound` columns."""
+    return any(len(line) - len(line.lstrip(" ")) > bound * 2 for line in text.splitlines() if line.strip())
+
+
+def parse_yaml(text: str) -> YamlDocument:
+    doc = YamlDocument(text=text, lines=LineIndex(text))
+    if _flow_depth_exceeds(text, MAX_DEPTH) or _indent_depth_exceeds(text, MAX_DEPTH * 2):
+        doc.ok = False
+        doc.problems.append(YamlProblem("OSC001", doc.lines.line_range(0),
+                                        f"the document nests deeper than {MAX_DEPTH} levels"))
+        return doc
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        doc.ok = False
+        mark = exc.problem_mark or exc.context_mark
+        rng = _mark_range(doc.lines, mark) if mark else doc.lines.line_range(0)
+        problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        doc.problems.append(YamlProblem("OSC001", rng, f"YAML syntax error: {problem}"))
+        return doc
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        doc.ok = False
+        doc.problems.append(YamlProblem("OSC001", doc.lines.line_range(0), f"YAML error: {exc}"))
+        return doc
+    if node is None:
+        return doc
+    builder = _Builder(doc)
+    try:
+        doc.value = builder.build(node, (), None, 0)
+    except _Budget as exc:
+        doc.ok = False
+        doc.value = None
+        doc.spans.clear()
+        doc.problems.append(YamlProblem("OSC001", _node_range(doc.lines, exc.node), str(exc)))
+    return doc
+
+
+def _mark_range(lines: LineIndex, mark: Any) -> Range:
+    start = lines.position_of_char(mark.line, mark.column)
+    line_text = lines.line_text(mark.line)
+    end_col = mark.column + 1 if mark.column < len(line_text) else mark.column
+    return Range(start, lines.position_of_char(mark.line, end_col))
+
+
+def _node_range(lines: LineIndex, node: yaml.Node) -> Range:
+    return Range(
+        lines.position_of_char(node.start_mark.line, node.start_mark.column),
+        lines.position_of_char(node.end_mark.line, node.end_mark.column),
+    )
+
+
+class _Builder:
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
+        self.expanded = 0
+        self.seen: set[int] = set()
+
+    def build(self, node: yaml.Node, path: Path, key: Range | None, depth: int) -> Any:
+        self.expanded += 1
+        if self.expanded > MAX_EXPANDED_NODES:
+            raise _Budget(f"YAML aliases expand past {MAX_EXPANDED_NODES:,} nodes (an alias bomb?)", node)
+        if depth > MAX_DEPTH:
+            raise _Budget(f"the document nests deeper than {MAX_DEPTH} levels", node)
+        # A node reached a second time is an alias: record the first place only.
+        first_visit = id(node) not in self.seen
+        self.seen.add(id(node))
+        if first_visit or path not in self.doc.spans:
+            self.doc.spans[path] = Span(key, _node_range(self.doc.lines, node), _style(node),
+                                        node.start_mark.index, node.end_mark.index)
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i), None, depth + 1) for i, item in enumerate(node.value)]
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path, depth)
+        return None  # pragma: no cover
+
+    def _scalar(self, node: yaml.ScalarNode) -> Any:
+        if node.tag == "tag:yaml.org,2002:timestamp":
+            return node.value  # Dates stay text: every date-like field of the format is a string.
+        constructor = SafeConstructor.yaml_constructors.get(node.tag)
+        if constructor is None:
+            return node.value
+        try:
+            return constructor(_SCALAR_CONSTRUCTOR, node)
+        except (yaml.YAMLError, ValueError, TypeError):
+            return node.value
+
+    def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        first_key: dict[Any, yaml.Node] = {}
+        merged: list[yaml.Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                merged.append(value_node)
+                continue
+            key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else str(key_node.start_mark)
+            try:
+                hash(key)
+            except TypeError:
+                key = str(key)
+            key_range = _node_range(self.doc.lines, key_node)
+            if key in first_key:
+                self.doc.problems.append(YamlProblem(
+                    "OSC004", key_range, f"duplicate key `{key}`: its first value is silently replaced",
+                    related=_node_range(self.doc.lines, first_key[key])))
+            else:
+                first_key[key] = key_node
+            child_path = (*path, key if isinstance(key, str | int) else str(key))
+            result[key] = self.build(value_node, child_path, key_range, depth + 1)
+        for merge_node in merged:
+            sources = merge_node.value if isinstance(merge_node, yaml.SequenceNode) else [merge_node]
+            for source in sources:
+                value = self.build(source, (*path, "<<"), None, depth + 1)
+                if isinstance(value, dict):
+                    for k, v in value.items():
+                        result.setdefault(k, v)
+        return result
+
+
+def _style(node: yaml.Node) -> str | None:
+    if isinstance(node, yaml.ScalarNode):
+        return node.style or None
+    return "[" if getattr(node, "flow_style", False) else "-"
+
+
+_SUPPRESS_RE = re.compile(r"#\s*oscova:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+
+
+def yaml_suppressions(text: str) -> dict[int, frozenset[str] | None]:
+    """Line -> suppressed codes (None: all) from `# oscova: ignore[...]` comments.
+
+    A comment applies to its own line; a comment alone on a line applies to the next line too.
+    """
+    result: dict[int, frozenset[str] | None] = {}
+    if "oscova:" not in text:
+        return result
+    for number, line in enumerate(text.splitlines()):
+        match = _SUPPRESS_RE.search(line)
+        if not match:
+            continue
+        codes = _codes(match.group("codes"))
+        _merge(result, number, codes)
+        if line.lstrip().startswith("#"):
+            _merge(result, number + 1, codes)
+    return result
+
+
+def _codes(raw: str | None) -> frozenset[str] | None:
+    if raw is None:
+        return None
+    codes = frozenset(c.strip().upper() for c in raw.split(",") if c.strip())
+    return codes or None
+
+
+def _merge(result: dict[int, frozenset[str] | None], line: int, codes: frozenset[str] | None) -> None:
+    if line in result:
+        existing = result[line]
+        result[line] = None if existing is None or codes is None else existing | codes
+    else:
+        result[line] = codes
+
+
+def iter_paths(spans: dict[Path, Span], prefix: Path) -> Iterator[Path]:
+    n = len(prefix)
+    for path in spans:
+        if len(path) == n + 1 and path[:n] == prefix:
+            yield path
