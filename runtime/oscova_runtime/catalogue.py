@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .definition import AgentDefinition, ProviderEntry
-from .host_config import CustomProviderSettings, HostConfig
-
-Contribution = Literal["instructions", "messages", "tools"]
+from .host_config import Contribution, CustomProviderSettings, HostConfig
 
 CHAT_HISTORY_STATE_KEY = "InMemoryChatHistoryProvider"
 """The chat-history provider is always attached; no context provider may share its state key."""

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .definition import ToolMode
 
 Severity = Literal["error", "warning", "information", "hint"]
+Contribution = Literal["instructions", "messages", "tools"]
 
 HOST_CONFIG_FILENAME = "oscova.toml"
 
@@ -63,7 +64,7 @@ class ToolSettings(_Section):
 class CustomProviderSettings(_Section):
     class_: str = Field(alias="class", pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="`module:Class`.")
     state_keys: list[str] | None = Field(default=None, description="Default: the class name.")
-    contributes: list[Literal["instructions", "messages", "tools"]] = Field(default_factory=lambda: ["instructions"])
+    contributes: list[Contribution] = Field(default_factory=lambda: list[Contribution](["instructions"]))
     template: str | None = None
     variables: list[str] = Field(default_factory=list)
     trusted: bool = Field(default=False, description="false: its values are data, not instruction authority.")

@@ -38,15 +38,32 @@ def build_parser() -> argparse.ArgumentParser:
                        help="comma-separated codes or prefixes to leave out")
     check.add_argument("--jobs", type=int, default=None, help="worker processes for large workspaces")
 
+    serve = sub.add_parser("serve", help="run the language server (stdio by default)")
+    _serve_arguments(serve)
+
     sub.add_parser("schema", help="print the JSON Schema of agent definitions")
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="an OSC code; omit to list every rule")
     return parser
 
 
+def _serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
+    parser.add_argument("--tcp", action="store_true", help="listen on a TCP port instead")
+    parser.add_argument("--host", default="127.0.0.1", help="TCP host (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
+    parser.add_argument("--clientProcessId", "--client-process-id", dest="client_pid", type=int, default=None,
+                        help="exit when this process is gone")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0].startswith("--stdio") or argv[0].startswith("--clientProcessId") or argv[0] == "--tcp":
+        argv = ["serve", *argv]  # `oscova-lsp` alone (or with a client's flags) is the language server
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "serve":
+            return _serve(args)
         if args.command == "check":
             return _check(args)
         if args.command == "schema":
@@ -103,6 +120,14 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if any(d.severity is Severity.ERROR for d in diagnostics) else EXIT_OK
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from .lsp.launch import serve_stdio, serve_tcp  # pygls is imported by the server, never by `check`
+
+    if args.tcp:
+        return serve_tcp(args.host, args.port, args.client_pid)
+    return serve_stdio(args.client_pid)
+
+
 def _schema() -> int:
     from oscova_runtime.definition import definition_json_schema
 
@@ -117,11 +142,11 @@ def _rule(code: str | None) -> int:
         for rule in RULES.values():
             print(f"{rule.code}  {rule.severity.label:<11}  {rule.summary}")
         return EXIT_OK
-    rule = RULES.get(code.upper())
-    if rule is None:
+    found = RULES.get(code.upper())
+    if found is None:
         print(f"oscova-lsp: unknown rule `{code}`; `oscova-lsp rule` lists them", file=sys.stderr)
         return EXIT_USAGE
-    print(rule.documentation())
+    print(found.documentation())
     return EXIT_OK
 
 

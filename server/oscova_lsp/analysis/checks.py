@@ -41,7 +41,7 @@ def closest(word: str, choices: Iterable[str]) -> str | None:
 
 def _diag(path: str, problem: Problem) -> Diagnostic:
     related = tuple(Related(path, rng, msg) for rng, msg in problem.related)
-    fixes = ()
+    fixes: tuple[Fix, ...] = ()
     if problem.fix is not None:
         title, edits = problem.fix
         fixes = (Fix(title, tuple(TextEdit(path, rng, text) for rng, text in edits)),)
@@ -108,7 +108,13 @@ class Checker:
             out.append(Diagnostic(path, rng, "OSC041",
                                   f"model `{definition.model}` is not configured in `[models]` (configured: {configured})",
                                   RULES["OSC041"].severity, fixes=(fix,) if fix else ()))
-        if parsed.inline is not None:
+        if parsed.inline is not None and parsed.inline.facts.syntax_error is not None:
+            error = parsed.inline.facts.syntax_error
+            start = parsed.inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
+            rng = parsed.lines.line_range(start.line) if parsed.inline.map.kind == "block" else (
+                doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
+            out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
+        elif parsed.inline is not None:
             use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
             out += self._template_checks(path, parsed.inline.facts, [use], parsed.lines,
                                          inline=parsed)
@@ -184,8 +190,8 @@ class Checker:
         file_index = self._file_index(parsed, provider.entry_index)
         entry = parsed.definition.context_providers[provider.entry_index]
         key_path: Path = ("context_providers", file_index, "state_key")
-        rng = doc.value_range(key_path) if isinstance(entry, ProviderEntry) and entry.state_key else None
-        rng = rng or self._entry_range(doc, file_index)
+        explicit = doc.value_range(key_path) if isinstance(entry, ProviderEntry) and entry.state_key else None
+        rng = explicit or self._entry_range(doc, file_index)
         new_key = self._unique_state_key(parsed.definition, provider)
         fix = Fix(f"Set `state_key: {new_key}`", self._state_key_edits(parsed, doc, file_index, entry, new_key))
         if code == "OSC012":
@@ -615,7 +621,7 @@ def apply_lint(diagnostics: list[Diagnostic], parsed: ParsedFile | None, host: H
 
     ignore = set(host.lint.ignore)
     select = set(host.lint.select) if host.lint.select else None
-    severity = dict(host.lint.severity)
+    severity: dict[str, str] = dict(host.lint.severity)
     if options is not None:
         ignore |= set(options.ignore)
         if options.select is not None:

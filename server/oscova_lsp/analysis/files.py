@@ -6,6 +6,7 @@ content, run in worker processes, and redone for one file when it changes.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 import re
@@ -275,14 +276,14 @@ def _validate(model: type[BaseModel], data: dict[str, Any], doc: YamlDocument | 
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
     reported: set[Path] = set()
-    drop: set[str] = set()
+    drop: list[tuple[Any, ...]] = []
     for error in errors:
         loc = tuple(error["loc"])
         path = _document_path(loc, doc, prefix, index_map or {})
+        drop.append(loc)
         if path in reported:
             continue
         reported.add(path)
-        top = loc[0] if loc else None
         if error["type"] == "extra_forbidden":
             key = str(loc[-1])
             siblings = _known_keys_at(model, loc[:-1]) or known_keys
@@ -294,15 +295,49 @@ def _validate(model: type[BaseModel], data: dict[str, Any], doc: YamlDocument | 
         else:
             rng = _error_range(error, path, doc, prefix)
             problems.append(Problem("OSC002", rng, _error_message(error, loc)))
-        if isinstance(top, str):
-            drop.add(top)
-    if not drop or "id" in drop and model is AgentDefinition:
+    if any(loc[:1] == ("id",) for loc in drop) and model is AgentDefinition:
         return None
-    lenient = {k: v for k, v in data.items() if k not in drop}
-    try:
-        return model.model_validate(lenient)
-    except ValidationError:
-        return None
+    return _validate_without(model, data, drop)
+
+
+def _validate_without(model: type[BaseModel], data: dict[str, Any], drop: list[tuple[Any, ...]]) -> Any:
+    """Validates again with each faulty value removed, so one bad key does not hide the rest of the file."""
+    lenient: Any = copy.deepcopy(data)
+    for _ in range(8):
+        for loc in drop:
+            _remove_path(lenient, loc)
+        try:
+            return model.model_validate(lenient)
+        except ValidationError as exc:
+            drop = [tuple(e["loc"]) for e in exc.errors(include_url=False)]
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _remove_path(data: Any, loc: tuple[Any, ...]) -> None:
+    """Removes the value at a pydantic location (union tags skipped); a model-level error removes nothing."""
+    parent = data
+    keys = [part for part in loc if isinstance(part, int) or not _is_union_tag(part)]
+    if not keys:
+        # The one model-level rule: `instructions` with `instructions_file`; keep the inline text.
+        if isinstance(data, dict):
+            data.pop("instructions_file", None)
+        return
+    for part in keys[:-1]:
+        try:
+            parent = parent[part]
+        except (KeyError, IndexError, TypeError):
+            return
+    last = keys[-1]
+    if isinstance(parent, dict):
+        parent.pop(last, None)
+    elif isinstance(parent, list) and isinstance(last, int) and 0 <= last < len(parent):
+        parent.pop(last)
+
+
+def _is_union_tag(part: Any) -> bool:
+    return isinstance(part, str) and (part in ("str", "ProviderEntry", "bool", "CompactionSettings") or "[" in part)
 
 
 def _known_keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
@@ -337,7 +372,7 @@ def _document_path(loc: tuple[Any, ...], doc: YamlDocument | TomlDocument, prefi
             path.append(part)
         elif (*path, part) in doc.spans:
             path.append(part)
-        elif part in ("str", "ProviderEntry", "bool", "CompactionSettings") or "[" in part:
+        elif _is_union_tag(part):
             continue
         else:
             path.append(part)

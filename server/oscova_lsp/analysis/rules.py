@@ -40,7 +40,7 @@ class Rule:
         return "\n".join(lines)
 
 
-E, W, I, H = Severity.ERROR, Severity.WARNING, Severity.INFORMATION, Severity.HINT
+E, W, INFO, H = Severity.ERROR, Severity.WARNING, Severity.INFORMATION, Severity.HINT
 
 _RULES = (
     Rule("OSC001", E, "any file", "The file cannot be read: YAML, TOML or encoding error",
@@ -78,7 +78,7 @@ throws when a context provider shares its state key.""",
          """The `context_providers` entry names neither a built-in provider type nor a custom provider
 declared under `[providers.NAME]` in `oscova.toml`.""",
          "use the closest type"),
-    Rule("OSC014", I, "definitions", "A listed provider contributes nothing under the host's conditions",
+    Rule("OSC014", INFO, "definitions", "A listed provider contributes nothing under the host's conditions",
          """The provider is built but, with this host configuration, has nothing to contribute: for example
 `memory` with no `[host] user_id`, `library` without the Library grant, or `todo` while the host has todo
 support off."""),
@@ -124,7 +124,7 @@ run and defeats prompt caching. Use `current_date`, and the `current_datetime` t
     Rule("OSC103", W, "templates", "`user_context` in the instructions of an agent that is not shared",
          """`user_context` holds file-backed personal context only for a `shared: true` definition; elsewhere
 it renders empty."""),
-    Rule("OSC104", I, "templates", "A memory system prompt without `{{ agent_memory }}`",
+    Rule("OSC104", INFO, "templates", "A memory system prompt without `{{ agent_memory }}`",
          """When the memory system prompt does not reference `{{ agent_memory }}`, the memory provider appends
 the generated `<agent_memory>` block after it. Reference it to choose where memory goes."""),
     Rule("OSC105", W, "templates", "An untrusted value rendered outside a labelled delimiter",

@@ -100,7 +100,7 @@ def _scan(doc: TomlDocument) -> list[int]:
             if header.group(1) == "[[":
                 index = array_counts.get(path, 0)
                 array_counts[path] = index + 1
-                table = (*path, index)  # type: ignore[assignment]
+                table = (*path, str(index))  # an array-of-tables entry, e.g. ("tools", "0")
             else:
                 table = path
                 if path in seen:

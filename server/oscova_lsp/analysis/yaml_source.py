@@ -119,6 +119,8 @@ def parse_yaml(text: str) -> YamlDocument:
     except yaml.MarkedYAMLError as exc:
         doc.ok = False
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark is not None and mark is not None and mark.index >= len(text.rstrip()):
+            mark = exc.context_mark  # "unexpected end of stream": point at what was left open
         rng = _mark_range(doc.lines, mark) if mark else doc.lines.line_range(0)
         problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         doc.problems.append(YamlProblem("OSC001", rng, f"YAML syntax error: {problem}"))
