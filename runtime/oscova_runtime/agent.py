@@ -1,0 +1,182 @@
+"""`ChatClientAgent`: runs the provider pipeline around a chat client (seed: Microsoft Agent Framework)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .catalogue import CHAT_HISTORY_STATE_KEY
+from .chat import ChatClient
+from .context import AIContext, AIContextProvider, InvalidOperationError, InvokedContext, InvokingContext
+from .messages import (
+    EXTERNAL,
+    ChatMessage,
+    ChatOptions,
+    ChatResponseUpdate,
+    UsageDetails,
+    updates_to_messages,
+)
+from .session import AgentSession, InMemoryChatHistoryProvider
+from .tools import AIFunction
+
+
+@dataclass(slots=True)
+class ChatClientAgentOptions:
+    id: str
+    name: str | None = None
+    description: str | None = None
+    chat_options: ChatOptions = field(default_factory=ChatOptions)
+    ai_context_providers: list[AIContextProvider] = field(default_factory=list)
+    chat_history_provider: InMemoryChatHistoryProvider | None = None
+
+
+@dataclass(slots=True)
+class AgentResponse:
+    messages: list[ChatMessage]
+    usage: UsageDetails | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(m.text for m in self.messages if m.role == "assistant")
+
+
+_OVERRIDABLE = ("instructions", "temperature", "top_p", "max_tokens", "seed", "stop", "tool_choice",
+                "continuation_token")
+
+RunInput = str | ChatMessage | Sequence[ChatMessage] | None
+
+
+def _as_messages(value: RunInput) -> list[ChatMessage]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [ChatMessage.of("user", value)]
+    if isinstance(value, ChatMessage):
+        return [value]
+    return list(value)
+
+
+def validate_providers(providers: Sequence[Any], history: InMemoryChatHistoryProvider | None) -> None:
+    """Raises InvalidOperationError for a null entry, a shared state key or the chat-history key."""
+    owners: dict[str, str] = {}
+    history_key = history.state_key if history is not None else CHAT_HISTORY_STATE_KEY
+    for index, provider in enumerate(providers):
+        if provider is None:
+            raise InvalidOperationError(f"Context provider {index + 1} is null; remove the entry")
+        for key in provider.state_keys:
+            if key == history_key:
+                raise InvalidOperationError(
+                    f"{type(provider).__name__} uses the state key {key!r} of the chat-history provider"
+                )
+            if key in owners:
+                raise InvalidOperationError(
+                    f"{owners[key]} and {type(provider).__name__} share the state key {key!r}; give one a unique key"
+                )
+            owners[key] = type(provider).__name__
+
+
+class ChatClientAgent:
+    """An agent: options (id, name, providers, chat options) over a composed chat client."""
+
+    def __init__(self, chat_client: ChatClient, options: ChatClientAgentOptions) -> None:
+        self.chat_options = options.chat_options
+        providers = list(options.ai_context_providers)
+        history = options.chat_history_provider or InMemoryChatHistoryProvider()
+        validate_providers(providers, history)
+        self.chat_client = chat_client
+        self.options = options
+        self.id = options.id
+        self.name = options.name or options.id
+        self.description = options.description
+        self.context_providers: tuple[AIContextProvider, ...] = tuple(providers)
+        self.chat_history_provider = history
+
+    def create_session(self) -> AgentSession:
+        return AgentSession()
+
+    # -- pipeline --------------------------------------------------------------------------------
+
+    async def _prepare(
+        self, messages: RunInput, session: AgentSession, options: ChatOptions | None
+    ) -> tuple[list[ChatMessage], ChatOptions]:
+        request_options = self.chat_options.clone()
+        if options is not None:  # run options override the agent's defaults field by field
+            for name in _OVERRIDABLE:
+                value = getattr(options, name)
+                if value is not None:
+                    setattr(request_options, name, value)
+            if options.tools is not None:
+                request_options.tools = [*(request_options.tools or ()), *options.tools]
+            request_options.extra.update(options.extra)
+        inputs = [m if m.source is EXTERNAL else m.with_source(EXTERNAL) for m in _as_messages(messages)]
+        history = await self.chat_history_provider.invoking(session)
+        context = AIContext(request_options.instructions, [*history, *inputs], list(request_options.tools or ()))
+        if request_options.continuation_token is None:
+            for provider in self.context_providers:
+                context = await provider.invoking(InvokingContext(self, session, context))
+        request_options.instructions = context.instructions
+        request_options.tools = context.tools
+        return list(context.messages or ()), request_options
+
+    async def assemble(
+        self, messages: RunInput = None, *, session: AgentSession | None = None, options: ChatOptions | None = None
+    ) -> tuple[list[ChatMessage], ChatOptions]:
+        """The provider pipeline without the model: the messages and options the model would be sent."""
+        return await self._prepare(messages, session or AgentSession(), options)
+
+    async def _notify(
+        self, session: AgentSession, request: list[ChatMessage], response: list[ChatMessage] | None,
+        error: BaseException | None,
+    ) -> None:
+        await self.chat_history_provider.invoked(session, request, response, error)
+        for provider in self.context_providers:
+            await provider.invoked(InvokedContext(self, session, request, response, error))
+
+    async def run(
+        self, messages: RunInput = None, *, session: AgentSession | None = None, options: ChatOptions | None = None
+    ) -> AgentResponse:
+        session = session or AgentSession()
+        request, request_options = await self._prepare(messages, session, options)
+        try:
+            response = await self.chat_client.get_response(request, request_options)
+        except (Exception, asyncio.CancelledError) as error:
+            await self._notify(session, request, None, error)
+            raise
+        await self._notify(session, request, list(response.messages), None)
+        return AgentResponse(list(response.messages), response.usage)
+
+    async def run_streaming(
+        self, messages: RunInput = None, *, session: AgentSession | None = None, options: ChatOptions | None = None
+    ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        session = session or AgentSession()
+        request, request_options = await self._prepare(messages, session, options)
+        updates: list[ChatResponseUpdate] = []
+        try:
+            async with contextlib.aclosing(self.chat_client.get_streaming_response(request, request_options)) as stream:
+                async for update in stream:
+                    updates.append(update)
+                    yield update
+        except (Exception, asyncio.CancelledError, GeneratorExit) as error:
+            if not isinstance(error, GeneratorExit):
+                await self._notify(session, request, None, error)
+            raise
+        await self._notify(session, request, updates_to_messages(updates), None)
+
+    # -- as a tool ---------------------------------------------------------------------------------
+
+    def as_ai_function(self, *, name: str | None = None, description: str | None = None) -> AIFunction:
+        """This agent as a tool: one `query` argument, a fresh session per call, the answer text as result."""
+
+        async def call_agent(query: str) -> str:
+            response = await self.run(query)
+            return response.text
+
+        return AIFunction(
+            name or self.id, description or self.description or f"Ask the agent {self.name}.",
+            {"type": "object", "properties": {"query": {"type": "string", "description": "The request for the agent."}},
+             "required": ["query"]},
+            call_agent,
+        )

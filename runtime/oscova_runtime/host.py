@@ -1,0 +1,263 @@
+"""The configured host: from an AgentDefinition, the HostConfig and the workspace root, an AgentBuildRequest.
+
+The provider list comes from `catalogue.plan_providers` (the same plan the analyzer checks), in its
+order and with its state keys. File locations, relative to the workspace root:
+- personal context of shared agents: `.oscova/personal/<user id>/<slug>/context.md`
+- private notes: `.oscova/notes/<user id>/<agent id>.md`
+- skills: `skills/<name>/SKILL.md`; the Library: `library/`; memory: `[memory] root`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .catalogue import PlannedProvider, plan_providers
+from .chat import ChatClient
+from .context import AIContext, AIContextProvider, InvokingContext
+from .definition import AgentDefinition
+from .host_config import HostConfig
+from .orchestrator import AgentBuildRequest, AgentOrchestrator, BuildContext
+from .providers import (
+    AgentAsToolProvider,
+    AgentPersonalContextProvider,
+    AgentToolProvider,
+    DeclaredTemplateProvider,
+    EnvironmentContextProvider,
+    LibraryContextProvider,
+    MemoryContextProvider,
+    MemoryStore,
+    PrivateNotesContextProvider,
+    SharedAgentPersonalContextRepository,
+    SkillsContextProvider,
+    TodoListContextProvider,
+    ToolSearchProvider,
+    VisionToolProvider,
+    load_custom_provider,
+    memory_tools,
+)
+from .templates import TemplateRenderer
+from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool
+
+
+class HostConfigurationError(Exception):
+    """The host configuration cannot serve this run; the message says what to change."""
+
+
+class InactiveProvider(AIContextProvider):
+    """A listed provider that contributes nothing under the host's conditions; it keeps its state keys
+    so construction-time checks still apply."""
+
+    def __init__(self, type_name: str, state_keys: Sequence[str], reason: str) -> None:
+        self.type_name = type_name
+        self.state_keys = tuple(state_keys)
+        self.reason = reason
+
+    async def provide_ai_context(self, context: InvokingContext) -> AIContext:
+        return AIContext()
+
+
+def _zone(name: str | None) -> _dt.tzinfo | None:
+    if not name:
+        return None
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+class ConfiguredHost:
+    """Builds agents of one workspace. Chat clients are host-managed: one per `[models.NAME]`."""
+
+    def __init__(
+        self, root: str | os.PathLike[str], config: HostConfig | None = None,
+        definitions: Sequence[AgentDefinition] = (), *, definition_paths: Mapping[str, str] | None = None,
+        orchestrator: AgentOrchestrator | None = None, chat_clients: Mapping[str, ChatClient] | None = None,
+    ) -> None:
+        self.root = os.path.realpath(os.fspath(root))
+        self.config = config or HostConfig()
+        self.definitions = list(definitions)
+        self.definition_paths = dict(definition_paths or {})
+        self.orchestrator = orchestrator or AgentOrchestrator()
+        self.renderer = TemplateRenderer(self.root)
+        self._chat_clients: dict[str, ChatClient] = dict(chat_clients or {})
+        self._tools_synced = False
+        user_id = self.config.host.user_id
+        self.personal_repository = SharedAgentPersonalContextRepository(
+            os.path.join(self.root, ".oscova", "personal", user_id or "_anonymous"))
+
+    # -- catalogue, workspaces, clients ------------------------------------------------------------
+
+    def tool_catalogue(self) -> dict[str, AIFunction]:
+        """Built-in tools plus `[tools.*]` (imported here: only a run loads user code)."""
+        tools: dict[str, AIFunction] = dict(builtin_tools(BuiltinToolContext(timezone=self.config.user.timezone)))
+        for name, settings in self.config.tools.items():
+            tools[name] = load_custom_tool(name, settings.callable, approval_required=settings.approval == "required",
+                                           description=settings.description)
+        return tools
+
+    def ensure_tools(self) -> None:
+        if not self._tools_synced or not self.orchestrator.tools:
+            self.orchestrator.sync_tools(self.tool_catalogue())
+            self._tools_synced = True
+
+    def workspace_directories(self, definition: AgentDefinition) -> list[str]:
+        """The definition's `workspaces` and the host's grants, as real paths that exist."""
+        found: list[str] = []
+        for folder in [*definition.workspaces, *self.config.environment.workspace_directories]:
+            real = os.path.realpath(os.path.join(self.root, folder))
+            if os.path.isdir(real) and real not in found:
+                found.append(real)
+        return found
+
+    def chat_client_for(self, definition: AgentDefinition) -> ChatClient:
+        name = definition.model
+        client = self._chat_clients.get(name)
+        if client is not None:
+            return client
+        settings = self.config.models.get(name)
+        if settings is None:
+            if not self.config.models:
+                raise HostConfigurationError(
+                    "No model endpoint is configured; add a [models.default] section with `model` and "
+                    "`base_url` to oscova.toml")
+            raise HostConfigurationError(
+                f"The agent {definition.id!r} uses the model {name!r}, which oscova.toml does not configure; "
+                f"add [models.{name}] or pick one of: {', '.join(sorted(self.config.models))}")
+        from .chat_client import OpenAIChatClient
+
+        client = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
+                                  timeout=settings.timeout, model_name=name)
+        self._chat_clients[name] = client
+        return client
+
+    def instruction_template(self, definition: AgentDefinition) -> str | None:
+        if definition.instructions is not None:
+            return definition.instructions
+        if definition.instructions_file is None:
+            return None
+        base = os.path.dirname(self.definition_paths.get(definition.id, os.path.join(self.root, "_")))
+        path = os.path.join(base, definition.instructions_file)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read()
+        except OSError as error:
+            raise HostConfigurationError(
+                f"The instructions file {definition.instructions_file} of {definition.id!r} could not be read: "
+                f"{error.strerror}") from None
+
+    def personal_model_factory(self, definition: AgentDefinition):  # type: ignore[no-untyped-def]
+        config = self.config
+
+        async def model(context: InvokingContext) -> dict[str, Any]:
+            now = _dt.datetime.now(_zone(config.user.timezone))
+            user_context = ""
+            if definition.shared and config.host.user_id:
+                user_context = await self.personal_repository.get(definition.id) or ""
+            return {
+                **config.variables,
+                "agent_name": definition.display_name,
+                "current_date": now.date().isoformat(),
+                "current_time": now.strftime("%H:%M"),
+                "user_name": config.user.name or "",
+                "user_username": config.user.username or "",
+                "user_email": config.user.email or "",
+                "user_timezone": config.user.timezone or "",
+                "user_context": user_context,
+            }
+
+        return model
+
+    # -- providers ---------------------------------------------------------------------------------
+
+    def _provider(self, planned: PlannedProvider, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+        config = self.config
+        user_id = config.host.user_id
+        if planned.inactive_reason is not None:
+            return InactiveProvider(planned.type, planned.state_keys, planned.inactive_reason)
+        kind = planned.type
+        provider: AIContextProvider
+        if planned.custom is not None:
+            instance = load_custom_provider(kind, planned.custom)
+            if planned.custom.template:
+                return DeclaredTemplateProvider(instance, planned.custom.template, self.renderer, planned.state_keys)
+            provider = instance
+        elif kind == "environment":
+            provider = EnvironmentContextProvider.from_workspace_resolver(
+                self.renderer, lambda: self.workspace_directories(definition),
+                template_path=config.environment.template)
+        elif kind == "tools":
+            provider = AgentToolProvider(lambda: definition.tools, lambda: self.orchestrator.tools)
+        elif kind == "tool_search":
+            provider = ToolSearchProvider(definition.tools, definition.pinned_tools, lambda: self.orchestrator.tools)
+        elif kind == "personal":
+            provider = AgentPersonalContextProvider(
+                self.instruction_template(definition), self.personal_model_factory(definition), self.renderer)
+        elif kind == "private_notes":
+            provider = PrivateNotesContextProvider(os.path.join(self.root, ".oscova", "notes"), user_id, definition.id)
+        elif kind == "agent_tools":
+            provider = AgentAsToolProvider(definition.agent_tools, ctx.dependencies)
+        elif kind == "skills":
+            provider = SkillsContextProvider(os.path.join(self.root, "skills"), definition.skills)
+        elif kind == "memory":
+            assert user_id
+            store = MemoryStore(os.path.join(self.root, config.memory.root), user_id, definition.id)
+            prompt = self.renderer.read_source(config.memory.system_prompt) if config.memory.system_prompt else None
+            provider = MemoryContextProvider(store, memory_tools(store), self.renderer, system_prompt=prompt,
+                                             token_budget=config.memory.token_budget)
+        elif kind == "library":
+            provider = LibraryContextProvider(os.path.join(self.root, "library"))
+        elif kind == "todo":
+            provider = TodoListContextProvider()
+        elif kind == "vision":
+            provider = VisionToolProvider(self.chat_client_for(definition), lambda: self.workspace_directories(definition))
+        else:  # pragma: no cover - the plan only holds known types
+            raise HostConfigurationError(f"Unknown provider type {kind!r}")
+        if tuple(provider.state_keys) != tuple(planned.state_keys):
+            provider.state_keys = planned.state_keys
+        return provider
+
+    async def provider_factory(self, definition: AgentDefinition, ctx: BuildContext) -> list[AIContextProvider]:
+        plan = plan_providers(definition, self.config, requested=ctx.requested)
+        if plan.unknown:
+            names = ", ".join(repr(u.type) for u in plan.unknown)
+            raise HostConfigurationError(f"The agent {definition.id!r} lists unknown provider types: {names}")
+        return [self._provider(p, definition, ctx) for p in plan.providers]
+
+    async def chat_client_factory(self, definition: AgentDefinition, ctx: BuildContext) -> ChatClient:
+        return self.chat_client_for(definition)
+
+    async def aclose(self) -> None:
+        """Closes the chat clients this host created."""
+        for client in self._chat_clients.values():
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                await close()
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def definition(self, agent_id: str) -> AgentDefinition:
+        for definition in self.definitions:
+            if definition.id == agent_id:
+                return definition
+        raise HostConfigurationError(f"No agent definition has the id {agent_id!r}")
+
+    def build_request(self, definition: AgentDefinition | str, **overrides: Any) -> AgentBuildRequest:
+        if isinstance(definition, str):
+            definition = self.definition(definition)
+        return AgentBuildRequest(
+            chat_client_factory=self.chat_client_factory,
+            agent_definition=definition,
+            available_agent_definitions=self.definitions,
+            context_provider_factory=self.provider_factory,
+            workspace_resolver=self.workspace_directories,
+            **overrides,
+        )
+
+    async def get_agent(self, definition: AgentDefinition | str, **overrides: Any):  # type: ignore[no-untyped-def]
+        self.ensure_tools()
+        return await self.orchestrator.get_or_create_agent(self.build_request(definition, **overrides))

@@ -1,0 +1,177 @@
+"""Chat types: messages, contents, message sources, options and responses (Microsoft.Extensions.AI shapes)."""
+
+from __future__ import annotations
+
+import copy
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class MessageSourceType(enum.Enum):
+    """Where a request message came from (seed: `AgentRequestMessageSourceType`)."""
+
+    EXTERNAL = "External"
+    CHAT_HISTORY = "ChatHistory"
+    AI_CONTEXT_PROVIDER = "AIContextProvider"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSource:
+    type: MessageSourceType
+    source_id: str | None = None
+    """For provider messages: the provider type name that contributed the message."""
+
+
+EXTERNAL = MessageSource(MessageSourceType.EXTERNAL)
+CHAT_HISTORY = MessageSource(MessageSourceType.CHAT_HISTORY, "InMemoryChatHistoryProvider")
+
+
+@dataclass(slots=True)
+class TextContent:
+    text: str
+
+
+@dataclass(slots=True)
+class DataContent:
+    """Binary content (an image) sent to the model as a data URI."""
+
+    data: bytes
+    media_type: str
+
+
+@dataclass(slots=True)
+class FunctionCallContent:
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class FunctionResultContent:
+    call_id: str | None
+    result: Any = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+    """The application-side exception: kept for the host, never sent to the model."""
+
+
+Content = TextContent | DataContent | FunctionCallContent | FunctionResultContent
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    role: str
+    contents: list[Content] = field(default_factory=list)
+    source: MessageSource = EXTERNAL
+    author_name: str | None = None
+
+    @classmethod
+    def of(cls, role: str, text: str, source: MessageSource = EXTERNAL) -> ChatMessage:
+        return cls(role, [TextContent(text)], source)
+
+    @property
+    def text(self) -> str:
+        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+
+    @property
+    def function_calls(self) -> list[FunctionCallContent]:
+        return [c for c in self.contents if isinstance(c, FunctionCallContent)]
+
+    @property
+    def function_results(self) -> list[FunctionResultContent]:
+        return [c for c in self.contents if isinstance(c, FunctionResultContent)]
+
+    def with_source(self, source: MessageSource) -> ChatMessage:
+        return ChatMessage(self.role, self.contents, source, self.author_name)
+
+
+@dataclass(slots=True)
+class UsageDetails:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def add(self, other: UsageDetails | None) -> None:
+        if other is not None:
+            self.input_tokens += other.input_tokens
+            self.output_tokens += other.output_tokens
+            self.total_tokens += other.total_tokens
+
+
+@dataclass(slots=True)
+class ChatOptions:
+    """Per-request options. `instructions` and `tools` are filled by the provider pipeline."""
+
+    instructions: str | None = None
+    tools: list[Any] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    stop: list[str] | None = None
+    tool_choice: str | None = None
+    continuation_token: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _KNOWN = ("temperature", "top_p", "max_tokens", "seed", "stop", "tool_choice")
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any] | None) -> ChatOptions:
+        values = dict(values or {})
+        known = {k: values.pop(k) for k in cls._KNOWN if k in values}
+        if isinstance(known.get("stop"), str):
+            known["stop"] = [known["stop"]]
+        return cls(**known, extra=values)
+
+    def clone(self) -> ChatOptions:
+        twin = copy.copy(self)
+        twin.tools = list(self.tools) if self.tools is not None else None
+        twin.stop = list(self.stop) if self.stop is not None else None
+        twin.extra = copy.deepcopy(self.extra)
+        return twin
+
+
+@dataclass(slots=True)
+class ChatResponse:
+    messages: list[ChatMessage] = field(default_factory=list)
+    usage: UsageDetails | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(m.text for m in self.messages if m.role == "assistant")
+
+
+@dataclass(slots=True)
+class ChatResponseUpdate:
+    """One streamed piece: text deltas, completed function calls or results, usage."""
+
+    role: str | None = "assistant"
+    contents: list[Content] = field(default_factory=list)
+    usage: UsageDetails | None = None
+    finish_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+
+
+def updates_to_messages(updates: list[ChatResponseUpdate]) -> list[ChatMessage]:
+    """Coalesces streamed updates into messages: consecutive updates of one role form one message."""
+    messages: list[ChatMessage] = []
+    for update in updates:
+        role = update.role or "assistant"
+        if not update.contents:
+            continue
+        if messages and messages[-1].role == role:
+            target = messages[-1]
+        else:
+            target = ChatMessage(role, [])
+            messages.append(target)
+        for content in update.contents:
+            if isinstance(content, TextContent) and target.contents and isinstance(target.contents[-1], TextContent):
+                target.contents[-1] = TextContent(target.contents[-1].text + content.text)
+            else:
+                target.contents.append(content)
+    return messages

@@ -1,0 +1,101 @@
+"""AgentPersonalContextProvider and the shared personal-context repository (`<slug>/context.md`)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import yaml
+
+from ..context import AIContext, AIContextProvider, InvokingContext
+from ..templates import TemplateRenderer
+
+ModelFactory = Callable[[InvokingContext], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
+
+
+class AgentPersonalContextProvider(AIContextProvider):
+    """Renders the agent's instruction template with the mapping its model factory returns.
+
+    A blank template returns an empty context without calling the factory.
+    """
+
+    def __init__(self, instruction_template: str | None, model_factory: ModelFactory,
+                 renderer: TemplateRenderer | None = None) -> None:
+        self.instruction_template = instruction_template
+        self.model_factory = model_factory
+        self.renderer = renderer or TemplateRenderer(os.getcwd())
+
+    async def provide_ai_context(self, context: InvokingContext) -> AIContext:
+        if not self.instruction_template or not self.instruction_template.strip():
+            return AIContext()
+        model = self.model_factory(context)
+        if inspect.isawaitable(model):
+            model = await model
+        text = self.renderer.render_string(self.instruction_template, model or {})
+        return AIContext(instructions=text) if text.strip() else AIContext()
+
+
+def slugify(agent_id: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", agent_id.lower()).strip("-")
+    return slug or "agent"
+
+
+class PersonalContextTooLargeError(ValueError):
+    pass
+
+
+class SharedAgentPersonalContextRepository:
+    """File-backed personal context of shared agents: `<user root>/<slug>/context.md` with `agent_id`
+    front matter. The host supplies the exact per-user root and the maximum UTF-8 size; authorization,
+    root topology and cleanup stay with the host."""
+
+    def __init__(self, user_root: str, max_bytes: int = 16 * 1024) -> None:
+        self.user_root = user_root
+        self.max_bytes = max_bytes
+
+    def path_for(self, agent_id: str) -> str:
+        return os.path.join(self.user_root, slugify(agent_id), "context.md")
+
+    def _read(self, agent_id: str) -> str | None:
+        try:
+            with open(self.path_for(agent_id), encoding="utf-8") as handle:
+                text = handle.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if text.startswith("---\n"):
+            head, sep, body = text[4:].partition("\n---\n")
+            if sep:
+                try:
+                    meta = yaml.safe_load(head) or {}
+                except yaml.YAMLError:
+                    meta = {}
+                if isinstance(meta, dict) and meta.get("agent_id") not in (None, agent_id):
+                    return None  # another agent's file under a colliding slug
+                text = body
+        data = text.encode("utf-8")[: self.max_bytes]
+        return data.decode("utf-8", errors="ignore").strip()
+
+    def _write(self, agent_id: str, content: str) -> None:
+        if len(content.encode("utf-8")) > self.max_bytes:
+            raise PersonalContextTooLargeError(
+                f"The personal context is over {self.max_bytes} bytes; shorten it")
+        path = self.path_for(agent_id)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        front = yaml.safe_dump({"agent_id": agent_id}, sort_keys=False)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(f"---\n{front}---\n{content}\n")
+
+    async def get(self, agent_id: str) -> str | None:
+        return await asyncio.to_thread(self._read, agent_id)
+
+    async def save(self, agent_id: str, content: str) -> None:
+        await asyncio.to_thread(self._write, agent_id, content)
+
+    async def delete(self, agent_id: str) -> None:
+        path = self.path_for(agent_id)
+        if os.path.exists(path):
+            await asyncio.to_thread(os.remove, path)

@@ -1,0 +1,60 @@
+"""SkillsContextProvider: describes the assigned skills and offers `load_skill`.
+
+A skill is `<skills root>/<name>/SKILL.md`, with optional YAML front matter holding `description`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import yaml
+
+from ..context import AIContext, AIContextProvider, InvokingContext
+from ..filecache import read_text
+from ..tools import function_from_callable
+
+
+def _split_front_matter(text: str) -> tuple[dict, str]:
+    if text.startswith("---\n"):
+        head, sep, body = text[4:].partition("\n---\n")
+        if sep:
+            try:
+                meta = yaml.safe_load(head) or {}
+            except yaml.YAMLError:
+                meta = {}
+            return (meta if isinstance(meta, dict) else {}), body
+    return {}, text
+
+
+class SkillsContextProvider(AIContextProvider):
+    def __init__(self, skills_root: str, skills: Sequence[str]) -> None:
+        self.skills_root = skills_root
+        self.skills = tuple(skills)
+        self.load_tool = function_from_callable(self.load_skill, name="load_skill")
+
+    def _read(self, name: str) -> tuple[dict, str] | None:
+        if name not in self.skills:
+            return None
+        return read_text(os.path.join(self.skills_root, name, "SKILL.md"), _split_front_matter)
+
+    async def load_skill(self, name: str) -> str:
+        """Loads the full instructions of one assigned skill by name."""
+        parsed = self._read(name)
+        if parsed is None:
+            return f"No assigned skill is named {name!r}."
+        return parsed[1].strip()
+
+    async def provide_ai_context(self, context: InvokingContext) -> AIContext:
+        lines = []
+        for name in self.skills:
+            parsed = self._read(name)
+            if parsed is None:
+                continue
+            meta = parsed[0]
+            description = str(meta.get("description") or "").strip()
+            lines.append(f"- {name}" + (f": {description}" if description else ""))
+        if not lines:
+            return AIContext()
+        instructions = "## Skills\nLoad a skill with `load_skill` before using it:\n" + "\n".join(lines)
+        return AIContext(instructions=instructions, tools=[self.load_tool])

@@ -1,0 +1,336 @@
+"""Seed *Agent Runtime*: the build request, build sequence, cache rules, invalidation and failure rules."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import Reply, ScriptedChatClient, ToolCall, make_request
+from oscova_runtime.definition import AgentDefinition
+from oscova_runtime.messages import ChatOptions
+from oscova_runtime.orchestrator import AgentBuildRequest, AgentOrchestrator
+from oscova_runtime.providers import AgentAsToolProvider
+from oscova_runtime.reducer import SummarizingChatReducer
+from oscova_runtime.tools import function_from_callable
+
+
+class Counting:
+    """Factories that record every call, in order."""
+
+    def __init__(self, client=None):
+        self.client = client or ScriptedChatClient()
+        self.log: list[tuple[str, str, bool]] = []
+
+    def providers(self, definition, ctx):
+        self.log.append(("providers", definition.id, ctx.requested))
+        tools = [AgentAsToolProvider(definition.agent_tools, ctx.dependencies)] if definition.agent_tools else []
+        return tools
+
+    def chat(self, definition, ctx):
+        self.log.append(("chat", definition.id, ctx.requested))
+        return self.client
+
+    def request(self, definition, available=None, **kwargs):
+        return AgentBuildRequest(
+                chat_client_factory=self.chat, agent_definition=definition,
+                available_agent_definitions=available or [definition],
+                context_provider_factory=self.providers,
+                workspace_resolver=lambda d: (self.log.append(("workspaces", d.id, True)) or []),
+                **kwargs)
+
+
+PLAIN = AgentDefinition(id="plain", description="d")
+
+
+async def test_a_cache_hit_calls_no_factory():
+    """"A cache hit returns before invoking the chat-client, provider, reducer, or workspace factories." """
+    orchestrator, f = AgentOrchestrator(), Counting()
+    reducers = []
+    definition = AgentDefinition(id="c", compaction=True)
+    first = await orchestrator.get_or_create_agent(
+        f.request(definition, chat_reducer_factory=lambda d, c: reducers.append(d) or None))
+    calls = len(f.log)
+    second = await orchestrator.get_or_create_agent(
+        f.request(definition, chat_reducer_factory=lambda d, c: reducers.append(d) or None))
+    assert second is first and len(f.log) == calls and len(reducers) == 1
+
+
+async def test_the_definition_id_is_the_cache_key():
+    orchestrator, f = AgentOrchestrator(), Counting()
+    a = await orchestrator.get_or_create_agent(f.request(PLAIN))
+    b = await orchestrator.get_or_create_agent(f.request(PLAIN.model_copy(update={"name": "renamed"})))
+    assert a is b and orchestrator.agents.ids() == ["plain"]
+
+
+@pytest.mark.parametrize("bypass", [
+    {"configure_builder": lambda b: b},
+    {"configure_options": lambda o: o},
+    {"configure_agent_builder": lambda b, d: b},
+    {"bypass_requested_agent_cache": True},
+])
+async def test_each_bypass_condition_builds_a_fresh_agent_and_keeps_the_cached_one(bypass):
+    """"A requested agent is reused by ID only when all of these are true" (ConfigureBuilder, ConfigureOptions,
+    ConfigureAgentBuilder null; BypassRequestedAgentCache false)."""
+    orchestrator, f = AgentOrchestrator(), Counting()
+    cached = await orchestrator.get_or_create_agent(f.request(PLAIN))
+    fresh = await orchestrator.get_or_create_agent(f.request(PLAIN, **bypass))
+    assert fresh is not cached
+    assert orchestrator.agents.get("plain") is cached  # "without replacing an existing cached one"
+
+
+async def test_an_exposed_definition_is_never_reused_as_requested_agent():
+    """"the definition is not itself exposed as a tool." """
+    orchestrator, f = AgentOrchestrator(), Counting()
+    exposed = AgentDefinition(id="helper", exposed_as_tool=True)
+    a = await orchestrator.get_or_create_agent(f.request(exposed))
+    b = await orchestrator.get_or_create_agent(f.request(exposed))
+    assert a is not b
+
+
+async def test_build_sequence_dependencies_depth_first_before_the_parent():
+    """"Build each currently visible exposed dependency before its parent. Nested dependencies are
+    depth-first" and "Call ContextProviderFactory, then ChatClientFactory" """
+    leaf = AgentDefinition(id="leaf", exposed_as_tool=True)
+    mid = AgentDefinition(id="mid", exposed_as_tool=True, agent_tools=["leaf"])
+    other = AgentDefinition(id="other", exposed_as_tool=True)
+    top = AgentDefinition(id="top", agent_tools=["mid", "other"])
+    orchestrator, f = AgentOrchestrator(), Counting()
+    await orchestrator.get_or_create_agent(f.request(top, available=[top, mid, leaf, other]))
+    builds = [(kind, agent, requested) for kind, agent, requested in f.log if kind != "workspaces"]
+    assert builds == [
+        ("providers", "leaf", False), ("chat", "leaf", False),
+        ("providers", "mid", False), ("chat", "mid", False),
+        ("providers", "other", False), ("chat", "other", False),
+        ("providers", "top", True), ("chat", "top", True),
+    ]
+
+
+async def test_only_visible_exposed_dependencies_are_built_and_missing_ones_omitted():
+    """"Resolves referenced agents that are both present and marked IsExposedAsTool." """
+    hidden = AgentDefinition(id="hidden")
+    top = AgentDefinition(id="top", agent_tools=["hidden", "absent"])
+    orchestrator, f = AgentOrchestrator(), Counting()
+    agent = await orchestrator.get_or_create_agent(f.request(top, available=[top, hidden]))
+    assert [a for _, a, _ in f.log if _ != "workspaces"] == ["top", "top"]
+    assert agent.context_providers[0].tools == ()
+
+
+async def test_the_cycle_guard_stops_recursion():
+    """"a per-build guard stops cycles from recursing forever." """
+    a = AgentDefinition(id="a", exposed_as_tool=True, agent_tools=["b"])
+    b = AgentDefinition(id="b", exposed_as_tool=True, agent_tools=["a"])
+    top = AgentDefinition(id="top", agent_tools=["a"])
+    orchestrator, f = AgentOrchestrator(), Counting()
+    agent = await asyncio.wait_for(orchestrator.get_or_create_agent(f.request(top, available=[top, a, b])), 5)
+    assert [x for k, x, _ in f.log if k == "chat"] == ["b", "a", "top"]
+    assert [t.name for t in agent.context_providers[0].tools] == ["a"]
+    assert orchestrator.agents.get("b").context_providers[0].tools == ()
+
+
+async def test_a_failed_requested_build_is_not_cached_while_a_finished_dependency_stays():
+    """"No newly failed requested instance is cached. An exposed dependency that finished successfully before
+    a later parent failure can remain cached." """
+    child = AgentDefinition(id="child", exposed_as_tool=True)
+    parent = AgentDefinition(id="parent", agent_tools=["child"])
+    f = Counting()
+
+    def failing_chat(definition, ctx):
+        if definition.id == "parent":
+            raise ConnectionError("factory failed")
+        return f.client
+
+    orchestrator = AgentOrchestrator()
+    request = f.request(parent, available=[parent, child])
+    request.chat_client_factory = failing_chat
+    with pytest.raises(ConnectionError, match="factory failed"):
+        await orchestrator.get_or_create_agent(request)
+    assert "parent" not in orchestrator.agents and "child" in orchestrator.agents
+
+
+@pytest.mark.parametrize("where", ["providers", "chat", "reducer", "options", "builder"])
+async def test_factory_and_customizer_exceptions_propagate(where):
+    """"Factory, reducer, option, builder, and framework construction exceptions propagate to the caller." """
+    f = Counting()
+
+    def boom(*args):
+        raise LookupError(where)
+
+    definition = AgentDefinition(id="x", compaction=True)
+    request = f.request(definition)
+    if where == "providers":
+        request.context_provider_factory = boom
+    elif where == "chat":
+        request.chat_client_factory = boom
+    elif where == "reducer":
+        request.chat_reducer_factory = boom
+    elif where == "options":
+        request.configure_options = boom
+    else:
+        request.configure_builder = boom
+    orchestrator = AgentOrchestrator()
+    with pytest.raises(LookupError, match=where):
+        await orchestrator.get_or_create_agent(request)
+    assert len(orchestrator.agents) == 0
+
+
+async def test_a_null_provider_list_violates_the_contract():
+    """"a null provider list violates the request contract. Return [] explicitly" """
+    f = Counting()
+    request = f.request(PLAIN)
+    request.context_provider_factory = lambda d, ctx: None
+    with pytest.raises(Exception, match=r"return \[\]"):
+        await AgentOrchestrator().get_or_create_agent(request)
+
+
+async def test_a_null_provider_entry_fails_the_build():
+    f = Counting()
+    request = f.request(PLAIN)
+    request.context_provider_factory = lambda d, ctx: [None]
+    with pytest.raises(Exception, match="null"):
+        await AgentOrchestrator().get_or_create_agent(request)
+
+
+async def test_concurrent_misses_converge_on_one_instance():
+    """"concurrent cache misses converge on one cached instance, but more than one caller may execute build
+    factories" """
+    f = Counting()
+
+    async def slow_chat(definition, ctx):
+        f.log.append(("chat", definition.id, True))
+        await asyncio.sleep(0.01)
+        return f.client
+
+    requests = []
+    for _ in range(5):
+        r = f.request(PLAIN)
+        r.chat_client_factory = slow_chat
+        requests.append(r)
+    orchestrator = AgentOrchestrator()
+    agents = await asyncio.gather(*(orchestrator.get_or_create_agent(r) for r in requests))
+    assert len({id(a) for a in agents}) == 1 and orchestrator.agents.get("plain") is agents[0]
+    assert sum(1 for k, *_ in f.log if k == "chat") == 5
+
+
+async def test_configure_agent_builder_rebuilds_and_replaces_exposed_dependencies():
+    """"ConfigureAgentBuilder: Adjusts every built agent, including exposed dependencies. Its presence rebuilds
+    and replaces exposed dependencies for the request." """
+    child = AgentDefinition(id="child", exposed_as_tool=True)
+    parent = AgentDefinition(id="parent", agent_tools=["child"])
+    orchestrator, f = AgentOrchestrator(), Counting()
+    await orchestrator.get_or_create_agent(f.request(parent, available=[parent, child]))
+    old_child = orchestrator.agents.get("child")
+    seen = []
+    await orchestrator.get_or_create_agent(
+        f.request(parent, available=[parent, child], configure_agent_builder=lambda b, d: seen.append(d.id) or b))
+    assert seen == ["child", "parent"]
+    assert orchestrator.agents.get("child") is not old_child
+
+
+async def test_configure_builder_and_options_apply_to_the_requested_agent_only():
+    """"ConfigureBuilder and ConfigureOptions apply only to the requested agent." """
+    child = AgentDefinition(id="child", exposed_as_tool=True)
+    parent = AgentDefinition(id="parent", agent_tools=["child"])
+    orchestrator, f = AgentOrchestrator(), Counting()
+    builders, options = [], []
+    await orchestrator.get_or_create_agent(f.request(
+        parent, available=[parent, child],
+        configure_builder=lambda b: builders.append(b) or b,
+        configure_options=lambda o: options.append(o.id) or o))
+    assert len(builders) == 1 and options == ["parent"]
+
+
+async def test_options_carry_the_definition_and_cloned_default_chat_options():
+    """"Create ChatClientAgentOptions with the definition's ID, name, description, ordered providers, and cloned
+    default ChatOptions." / "The runtime clones the result before assigning it." """
+    shared = ChatOptions(temperature=0.2, stop=["x"])
+    orchestrator, f = AgentOrchestrator(), Counting()
+    definition = AgentDefinition(id="o", name="Oh", description="desc")
+    agent = await orchestrator.get_or_create_agent(f.request(definition, chat_options_resolver=lambda d: shared))
+    assert (agent.id, agent.name, agent.description) == ("o", "Oh", "desc")
+    assert agent.chat_options.temperature == 0.2 and agent.chat_options is not shared
+    agent.chat_options.stop.append("y")
+    assert shared.stop == ["x"]
+
+
+async def test_definition_chat_options_are_used_when_no_resolver():
+    orchestrator, f = AgentOrchestrator(), Counting()
+    agent = await orchestrator.get_or_create_agent(
+        f.request(AgentDefinition(id="t", chat_options={"temperature": 0.5, "max_tokens": 9})))
+    assert (agent.chat_options.temperature, agent.chat_options.max_tokens) == (0.5, 9)
+
+
+async def test_compaction_attaches_the_summarizing_reducer_or_the_factory_result():
+    """"A null factory uses Oscova's summarizing reducer. A factory may return null to omit a custom reducer." """
+    f = Counting()
+    definition = AgentDefinition(id="r", compaction={"keep_last": 4})
+    agent = await AgentOrchestrator().get_or_create_agent(f.request(definition))
+    assert isinstance(agent.chat_history_provider.reducer, SummarizingChatReducer)
+    assert agent.chat_history_provider.reducer.keep_last == 4
+    none = await AgentOrchestrator().get_or_create_agent(f.request(definition, chat_reducer_factory=lambda d, c: None))
+    assert none.chat_history_provider.reducer is None
+    plain = await AgentOrchestrator().get_or_create_agent(f.request(AgentDefinition(id="p")))
+    assert plain.chat_history_provider.reducer is None
+
+
+async def test_evict_and_invalidate_operations():
+    """EvictAgent removes one; InvalidateAllAgents keeps tools; InvalidateAll clears both; SyncTools keeps agents."""
+    orchestrator, f = AgentOrchestrator(), Counting()
+    tool = function_from_callable(lambda: "x", name="t", description="t")
+    orchestrator.sync_tools([tool])
+    a = await orchestrator.get_or_create_agent(f.request(PLAIN))
+    await orchestrator.get_or_create_agent(f.request(AgentDefinition(id="second")))
+    orchestrator.sync_tools({"u": tool})
+    assert orchestrator.agents.get("plain") is a and list(orchestrator.tools) == ["u"]
+    assert orchestrator.evict_agent("plain") and orchestrator.agents.ids() == ["second"]
+    assert await orchestrator.get_or_create_agent(f.request(PLAIN)) is not a
+    orchestrator.invalidate_all_agents()
+    assert len(orchestrator.agents) == 0 and list(orchestrator.tools) == ["u"]
+    await orchestrator.get_or_create_agent(f.request(PLAIN))
+    orchestrator.invalidate_all()
+    assert len(orchestrator.agents) == 0 and dict(orchestrator.tools) == {}
+
+
+async def test_agent_as_tool_snapshots_children_until_the_parent_is_rebuilt(openai_client, fake_openai):
+    """"AgentAsToolProvider captures the exposed agents available when that provider is created. Rebuild the
+    caller after changing its referenced agents" — and the child runs through the real client."""
+    child = AgentDefinition(id="child", exposed_as_tool=True, description="Answers child questions.")
+    parent = AgentDefinition(id="parent", agent_tools=["child"])
+    orchestrator = AgentOrchestrator()
+
+    def request(d):
+        return make_request(d, openai_client, lambda d, ctx: [AgentAsToolProvider(d.agent_tools, ctx.dependencies)]
+                            if d.agent_tools else [], available=[parent, child])
+
+    agent = await orchestrator.get_or_create_agent(request(parent))
+    snapshot = agent.context_providers[0].tools
+    orchestrator.evict_agent("child")
+    again = await orchestrator.get_or_create_agent(request(parent))
+    assert again is agent and again.context_providers[0].tools is snapshot
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("child", {"query": "hi child"}, "c1")]),
+                        Reply(text="child says hi"), Reply(text="parent done"))
+    response = await agent.run("ask the child")
+    assert response.text == "parent done"
+    assert fake_openai.requests[0].tool_names == ["child"]
+    assert fake_openai.requests[0].body["tools"][0]["function"]["description"] == "Answers child questions."
+    assert fake_openai.requests[1].messages == [{"role": "user", "content": "hi child"}]
+    assert fake_openai.requests[2].messages[-1]["content"] == "child says hi"
+
+
+async def test_cancelling_a_run_does_not_evict_and_evicting_does_not_cancel(openai_client, fake_openai):
+    """"cancelling a run does not remove its built agent from the cache. evicting or invalidating an agent does
+    not cancel a run already using that instance." """
+    orchestrator = AgentOrchestrator()
+    agent = await orchestrator.get_or_create_agent(make_request(PLAIN, openai_client))
+    fake_openai.enqueue(Reply(text="slow", delay=0.3))
+    task = asyncio.create_task(agent.run("x"))
+    await asyncio.sleep(0.05)
+    orchestrator.invalidate_all()
+    assert (await task).text == "slow"
+    fake_openai.enqueue(Reply(text="never", delay=2))
+    agent = await orchestrator.get_or_create_agent(make_request(PLAIN, openai_client))
+    task = asyncio.create_task(agent.run("y"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert orchestrator.agents.get("plain") is agent
