@@ -41,6 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     _serve_arguments(serve)
 
+    run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results")
+    run.add_argument("agent_id", metavar="AGENT_ID")
+    run.add_argument("--input", default=None, metavar="TEXT", help="the input (default: read from stdin)")
+    run.add_argument("--root", default=None, metavar="DIR",
+                     help="the workspace root (default: found from the current directory)")
+    run.add_argument("--json", action="store_true", help="print one run event per line (JSON)")
+
+    preview = sub.add_parser("preview", help="print an agent's assembled instructions, messages and tools")
+    preview.add_argument("agent_id", metavar="AGENT_ID")
+    preview.add_argument("--input", default=None, metavar="TEXT", help="an input message to assemble with")
+    preview.add_argument("--root", default=None, metavar="DIR",
+                         help="the workspace root (default: found from the current directory)")
+    preview.add_argument("--json", action="store_true", help="print the preview as JSON")
+
     sub.add_parser("schema", help="print the JSON Schema of agent definitions")
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="an OSC code; omit to list every rule")
@@ -66,6 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "preview":
+            return _preview(args)
         if args.command == "schema":
             return _schema()
         if args.command == "rule":
@@ -126,6 +144,80 @@ def _serve(args: argparse.Namespace) -> int:
     if args.tcp:
         return serve_tcp(args.host, args.port, args.client_pid)
     return serve_stdio(args.client_pid)
+
+
+def _workspace_root(option: str | None) -> str | None:
+    """`--root`, else the root found from the current directory, else the current directory."""
+    from .analysis.workspace import find_root
+
+    if option is not None:
+        if not os.path.isdir(option):
+            print(f"oscova-lsp: the workspace root {option} is not a directory", file=sys.stderr)
+            return None
+        return os.path.abspath(option)
+    return find_root(os.getcwd()) or os.getcwd()
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .runs.service import RunService  # the runtime loads here, never for `check` or `serve`
+    from .runs.terminal import run_in_terminal
+
+    root = _workspace_root(args.root)
+    if root is None:
+        return EXIT_USAGE
+    text = args.input
+    interactive = sys.stdin.isatty()
+    if text is None:
+        if interactive:
+            print("Type the input, then press Ctrl-D:", file=sys.stderr)
+        text = sys.stdin.read()
+        interactive = False  # stdin is spent: approval prompts cannot be answered
+    if not text.strip():
+        print("oscova-lsp: no input: pass --input TEXT or pipe it on stdin", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def main() -> dict[str, object]:
+        service = RunService(root)
+        try:
+            return await run_in_terminal(service, args.agent_id, text, as_json=args.json, out=sys.stdout,
+                                         err=sys.stderr, interactive=interactive)
+        finally:
+            await service.aclose()
+
+    result = asyncio.run(main())
+    return EXIT_OK if result["status"] == "completed" else EXIT_FINDINGS
+
+
+def _preview(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .runs.errors import RunError
+    from .runs.service import RunService
+    from .runs.terminal import format_preview
+
+    root = _workspace_root(args.root)
+    if root is None:
+        return EXIT_USAGE
+
+    async def main() -> dict[str, object]:
+        service = RunService(root)
+        try:
+            return await service.preview(args.agent_id, args.input)
+        finally:
+            await service.aclose()
+
+    try:
+        preview = asyncio.run(main())
+    except RunError as error:
+        print(f"oscova-lsp: {error}", file=sys.stderr)
+        return EXIT_FINDINGS
+    if args.json:
+        print(json.dumps(preview, indent=2, ensure_ascii=False))
+    else:
+        print(format_preview(preview, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
+    return EXIT_OK
 
 
 def _schema() -> int:

@@ -1,0 +1,14 @@
+"""Runs and previews of agents: the service the command line and the language server share.
+
+No pygls or lsprotocol here, and no `openai` at import: the model client loads on the first run.
+"""
+
+from .errors import RunError
+from .events import EVENT_KINDS, FINAL_KINDS, Redactor
+from .service import ApproveCallback, EventCallback, RunHandle, RunService, RunStatus
+from .transcript import RUNS_DIRECTORY, read_transcript
+
+__all__ = [
+    "EVENT_KINDS", "FINAL_KINDS", "RUNS_DIRECTORY", "ApproveCallback", "EventCallback", "Redactor", "RunError",
+    "RunHandle", "RunService", "RunStatus", "read_transcript",
+]

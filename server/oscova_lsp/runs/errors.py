@@ -1,0 +1,49 @@
+"""Why a run failed, in words a user can act on: never a traceback, never a key (callers redact)."""
+
+from __future__ import annotations
+
+import types
+
+from oscova_runtime.chat_client import ChatClientError
+from oscova_runtime.context import AIContextProvider, InvalidOperationError
+from oscova_runtime.function_invocation import ConsecutiveToolErrorsError
+from oscova_runtime.host import HostConfigurationError
+from oscova_runtime.providers.custom import ProviderLoadError
+from oscova_runtime.templates import TemplateError
+from oscova_runtime.tools import ToolLoadError
+
+from .events import describe_exception
+
+
+class RunError(Exception):
+    """A run cannot start (unknown agent, a definition with errors); the message is for the user."""
+
+
+_WORDED = (RunError, HostConfigurationError, ChatClientError, ProviderLoadError, ToolLoadError, TemplateError)
+
+
+def failing_provider(error: BaseException) -> str | None:
+    """The innermost context provider on the error's traceback: the one whose code raised."""
+    found: str | None = None
+    tb: types.TracebackType | None = error.__traceback__
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if isinstance(owner, AIContextProvider):
+            found = type(owner).__name__
+        tb = tb.tb_next
+    return found
+
+
+def describe_failure(error: BaseException, agent_id: str) -> str:
+    """One or two sentences saying what went wrong and, where it can, what to change."""
+    if isinstance(error, _WORDED):
+        return str(error)
+    if isinstance(error, ConsecutiveToolErrorsError):
+        cause = error.__cause__
+        return f"{error}; the last tool error was {describe_exception(cause)}" if cause else str(error)
+    provider = failing_provider(error)
+    if provider is not None:
+        return f"The context provider {provider} failed: {describe_exception(error)}"
+    if isinstance(error, InvalidOperationError):
+        return f"The agent {agent_id!r} could not be built: {error}"
+    return f"The run of {agent_id!r} failed: {describe_exception(error)}"

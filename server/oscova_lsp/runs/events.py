@@ -1,0 +1,87 @@
+"""Run events and results as plain JSON-ready dicts, and the redaction every outgoing text passes through.
+
+An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (SPEC §6 `oscova/runEvent`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from oscova_runtime.host_config import HostConfig
+from oscova_runtime.messages import ChatMessage, FunctionCallContent, FunctionResultContent
+
+EVENT_KINDS = ("started", "message", "delta", "toolCall", "toolResult", "completed", "failed", "cancelled")
+FINAL_KINDS = frozenset({"completed", "failed", "cancelled"})
+REDACTED = "***"
+MIN_SECRET_LENGTH = 4
+"""Shorter values (an empty or placeholder key) are not treated as secrets: they would mangle every text."""
+
+
+class Redactor:
+    """Replaces secret values (the keys named by `[models.*] api_key_env`) in every string of a value."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.secrets = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
+
+    @classmethod
+    def for_config(cls, config: HostConfig, environ: Mapping[str, str] | None = None) -> Redactor:
+        environ = os.environ if environ is None else environ
+        values = [environ.get(model.api_key_env, "") for model in config.models.values() if model.api_key_env]
+        return cls(values)
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+
+    def __call__(self, value: Any) -> Any:
+        if not self.secrets:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {self(k): self(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self(v) for v in value]
+        return value
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def describe_exception(error: BaseException) -> str:
+    """`Type: message` (or the type alone), without a traceback."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def jsonable(value: Any) -> Any:
+    """A tool argument or result as JSON-ready data (unknown objects as their `str`)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    return str(value)
+
+
+def message_to_dict(message: ChatMessage) -> dict[str, Any]:
+    """`{role, source, sourceId?, text, toolCalls?, toolResults?}`."""
+    out: dict[str, Any] = {"role": message.role, "source": message.source.type.value, "text": message.text}
+    if message.source.source_id:
+        out["sourceId"] = message.source.source_id
+    if message.author_name:
+        out["authorName"] = message.author_name
+    calls = [c for c in message.contents if isinstance(c, FunctionCallContent)]
+    if calls:
+        out["toolCalls"] = [{"callId": c.call_id, "name": c.name, "arguments": jsonable(c.arguments)} for c in calls]
+    results = [c for c in message.contents if isinstance(c, FunctionResultContent)]
+    if results:
+        out["toolResults"] = [{"callId": r.call_id, "result": jsonable(r.result)} for r in results]
+    return out

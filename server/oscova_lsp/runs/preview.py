@@ -1,0 +1,97 @@
+"""The provider pipeline without a model: what each provider contributed and what the model would be sent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from oscova_runtime.agent import ChatClientAgent
+from oscova_runtime.catalogue import PlannedProvider
+from oscova_runtime.context import AIContext, AIContextProvider, InvokingContext
+from oscova_runtime.messages import ChatMessage, ChatOptions
+from oscova_runtime.session import AgentSession
+from oscova_runtime.tools import AIFunction
+
+from .events import message_to_dict
+
+
+@dataclass(slots=True)
+class _Step:
+    provider: AIContextProvider
+    before: AIContext | None = None
+    after: AIContext | None = None
+
+
+@dataclass(slots=True)
+class _Recorder:
+    """Stands in for one provider during assembly: records the context before and after it."""
+
+    step: _Step
+
+    @property
+    def state_keys(self) -> tuple[str, ...]:
+        return self.step.provider.state_keys
+
+    async def invoking(self, context: InvokingContext) -> AIContext:
+        self.step.before = context.ai_context
+        self.step.after = await self.step.provider.invoking(context)
+        return self.step.after
+
+
+def tool_to_dict(tool: Any) -> dict[str, Any]:
+    if isinstance(tool, AIFunction):
+        return {"name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                "approvalRequired": tool.approval_required}
+    return {"name": getattr(tool, "name", type(tool).__name__), "description": getattr(tool, "description", "")}
+
+
+def _contribution(step: _Step) -> dict[str, Any]:
+    before, after = step.before, step.after
+    if before is None or after is None:  # the provider was not reached (a continuation): nothing
+        return {"instructions": None, "messages": [], "tools": []}
+    instructions = None
+    if after.instructions != before.instructions and after.instructions is not None:
+        previous = before.instructions or ""
+        instructions = after.instructions[len(previous):] if after.instructions.startswith(previous) else after.instructions
+        instructions = instructions[1:] if previous and instructions.startswith("\n") else instructions
+    messages: list[ChatMessage] = list(after.messages or ())[len(before.messages or ()):]
+    tools = list(after.tools or ())[len(before.tools or ()):]
+    return {"instructions": instructions, "messages": [message_to_dict(m) for m in messages],
+            "tools": [tool_to_dict(t)["name"] for t in tools]}
+
+
+async def assemble_preview(
+    agent: ChatClientAgent, plan: tuple[PlannedProvider, ...], input_text: str | None, session: AgentSession,
+) -> dict[str, Any]:
+    """Runs the agent's providers (through `assemble`) on a fresh, owned agent and reports each step.
+
+    `plan` is the provider plan the host built the agent from, in the same order as its providers.
+    """
+    steps = [_Step(p) for p in agent.context_providers]
+    original = agent.context_providers
+    agent.context_providers = tuple(_Recorder(s) for s in steps)  # type: ignore[misc]
+    try:
+        messages, options = await agent.assemble(input_text, session=session, options=ChatOptions())
+    finally:
+        agent.context_providers = original
+    providers = []
+    for index, step in enumerate(steps):
+        planned = plan[index] if index < len(plan) else None
+        entry: dict[str, Any] = {
+            "type": planned.type if planned else type(step.provider).__name__,
+            "class": planned.class_name if planned else type(step.provider).__name__,
+            "stateKeys": list(step.provider.state_keys),
+            "position": planned.position if planned else None,
+            "origin": planned.origin if planned else "default",
+            "active": planned is None or planned.inactive_reason is None,
+        }
+        if planned is not None and planned.inactive_reason is not None:
+            entry["inactiveReason"] = planned.inactive_reason
+        entry.update(_contribution(step))
+        providers.append(entry)
+    return {
+        "instructions": options.instructions or "",
+        "messages": [message_to_dict(m) for m in messages],
+        "tools": [tool_to_dict(t) for t in options.tools or ()],
+        "providers": providers,
+    }

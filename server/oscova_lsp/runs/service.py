@@ -1,0 +1,542 @@
+"""The run service: one workspace's configured host and orchestrator, runs as cancellable tasks.
+
+Plain Python (no LSP types), shared by `oscova-lsp run` / `preview` and the language server's commands.
+Every run streams events (`events.EVENT_KINDS`) to a callback and to a JSON-lines transcript under
+`<root>/.oscova/runs/`, and ends with a result `{runId, status, text, messages, error?, transcript}`.
+Keys never leave the service: events, results, log messages and transcripts pass through a `Redactor`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import itertools
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Generator
+from pathlib import Path
+from typing import Any, Literal
+
+from oscova_runtime.catalogue import plan_providers
+from oscova_runtime.definition import AgentDefinition
+from oscova_runtime.function_invocation import FunctionInvocationSettings
+from oscova_runtime.host import ConfiguredHost, HostConfigurationError
+from oscova_runtime.host_config import HostConfig
+from oscova_runtime.messages import (
+    ChatMessage,
+    ChatResponseUpdate,
+    FunctionCallContent,
+    FunctionResultContent,
+    TextContent,
+    UsageDetails,
+    updates_to_messages,
+)
+from oscova_runtime.observer import (
+    AgentRunObserverAccessor,
+    AgentTaskRun,
+    AgentTaskRunObserver,
+    use_agent_run_observer,
+)
+from oscova_runtime.orchestrator import AgentOrchestrator
+from oscova_runtime.session import AgentSession
+from oscova_runtime.tools import APPROVAL_DENIED, ApprovalRequest, approval_channel
+
+from ..analysis.diagnostics import Severity
+from ..analysis.engine import Analysis
+from ..analysis.files import DefinitionFile, FileKind, file_kind
+from ..analysis.workspace import read_text
+from .errors import RunError, describe_failure
+from .events import FINAL_KINDS, Redactor, describe_exception, jsonable, message_to_dict, now_iso
+from .preview import assemble_preview
+from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
+
+log = logging.getLogger(__name__)
+
+RunStatus = Literal["completed", "failed", "cancelled"]
+EventCallback = Callable[[dict[str, Any]], Any]
+"""Called synchronously with each event, in order; exceptions are logged and the run goes on."""
+ApproveCallback = Callable[[dict[str, Any]], Awaitable[bool]]
+"""Asked before an approval-required tool runs, with `{runId, agentId, tool, arguments}`; True approves."""
+
+MAX_ERROR_LINES = 5
+NOT_BLOCKING = frozenset({"OSC041"})
+"""Errors a run reports better itself: an unconfigured model (and a preview needs no model at all)."""
+
+
+class RunHandle:
+    """A run in progress. `await handle` gives its result; `handle.cancel()` stops it."""
+
+    def __init__(self, run_id: str, agent_id: str, session_id: str, transcript: str | None) -> None:
+        self.run_id = run_id
+        self.agent_id = agent_id
+        self.session_id = session_id
+        self.transcript = transcript
+        self.task: asyncio.Task[dict[str, Any]] | None = None
+        self.cancel_requested = False
+        self.started = False
+        self.finishing = False
+
+    def __await__(self) -> Generator[Any, None, dict[str, Any]]:
+        assert self.task is not None
+        return self.task.__await__()
+
+    def done(self) -> bool:
+        return self.task is not None and self.task.done()
+
+    def cancel(self) -> bool:
+        """Stops the run: its task is cancelled, so the model's HTTP stream closes and running tools are
+        cancelled. Returns False when the run had already ended."""
+        if self.task is None or self.task.done() or self.finishing:
+            return False
+        self.cancel_requested = True
+        if self.started:  # before the first step the task checks the flag itself
+            self.task.cancel()
+        return True
+
+
+class _Run:
+    """The mutable state of one run: sequence numbers, the transcript, what streamed so far."""
+
+    def __init__(self, handle: RunHandle, on_event: EventCallback | None, redact: Redactor,
+                 writer: TranscriptWriter | None) -> None:
+        self.handle = handle
+        self.on_event = on_event
+        self.redact = redact
+        self.writer = writer
+        self.seq = itertools.count(1)
+        self.updates: list[ChatResponseUpdate] = []
+        self.reported_messages = 0
+        self.call_names: dict[str, str] = {}
+        self.usage = UsageDetails()
+        self.input_message: ChatMessage | None = None
+
+    def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+        event = self.redact({"runId": self.handle.run_id, "seq": next(self.seq), "kind": kind, "time": now_iso(),
+                             **fields})
+        if self.writer is not None:
+            self.writer.write(event)
+        if self.on_event is not None:
+            try:
+                outcome = self.on_event(event)
+                if inspect.isawaitable(outcome):  # an async callback: scheduled, order kept by seq
+                    asyncio.ensure_future(outcome)
+            except Exception as error:  # noqa: BLE001 - a failing listener must not stop the run
+                log.warning("A run-event listener failed: %s", self.redact(describe_exception(error)))
+        return event
+
+    # -- streaming ---------------------------------------------------------------------------------
+
+    def on_messages_changed(self, task_run: AgentTaskRun) -> None:
+        live = task_run.live_messages or []
+        for message in live[self.reported_messages:]:
+            self.emit("message", **message_to_dict(message))
+        self.reported_messages = len(live)
+
+    def on_update(self, update: ChatResponseUpdate) -> None:
+        self.updates.append(update)
+        self.usage.add(update.usage)
+        for content in update.contents:
+            if isinstance(content, TextContent) and update.role == "assistant":
+                if content.text:
+                    self.emit("delta", text=content.text)
+            elif isinstance(content, FunctionCallContent):
+                self.call_names[content.call_id] = content.name
+                self.emit("toolCall", callId=content.call_id, name=content.name,
+                          arguments=jsonable(content.arguments))
+            elif isinstance(content, FunctionResultContent):
+                fields: dict[str, Any] = {"callId": content.call_id,
+                                          "name": self.call_names.get(content.call_id or "", "")}
+                if content.exception is not None:
+                    fields["error"] = describe_exception(content.exception)
+                else:
+                    fields["result"] = jsonable(content.result)
+                    if content.result == APPROVAL_DENIED:
+                        fields["denied"] = True
+                self.emit("toolResult", **fields)
+
+    @property
+    def text(self) -> str:
+        return "".join(u.text for u in self.updates if u.role == "assistant")
+
+    def messages(self) -> list[dict[str, Any]]:
+        conversation = ([self.input_message] if self.input_message else []) + updates_to_messages(self.updates)
+        return [message_to_dict(m) for m in conversation]
+
+
+class RunService:
+    """Runs and previews the agents of one workspace root.
+
+    The workspace (definitions, host configuration) is read through the analysis engine: pass the
+    language server's `analysis` to share it (its owner keeps it current), or let the service load
+    its own from disk (`reload`, `file_saved`). One `ConfiguredHost` and one `AgentOrchestrator`
+    serve every run, so built dependencies stay cached across runs; the requested agent of a run is
+    built with the task-run observer (`configure_builder`), which bypasses the cache as the seed says.
+    """
+
+    def __init__(
+        self, root: str | os.PathLike[str], *, analysis: Analysis | None = None, runs_dir: str | None = None,
+        function_invocation: FunctionInvocationSettings | None = None,
+    ) -> None:
+        self.root = os.path.realpath(os.fspath(root))
+        self._analysis = analysis
+        self._owns_analysis = analysis is None
+        self._loaded = analysis is not None
+        self.runs_dir = runs_dir or os.path.join(self.root, RUNS_DIRECTORY)
+        self.orchestrator = AgentOrchestrator(function_invocation)
+        self._host: ConfiguredHost | None = None
+        self._host_config: HostConfig | None = None
+        self._retired_hosts: list[ConfiguredHost] = []
+        self._runs: dict[str, RunHandle] = {}
+        self._sessions: dict[tuple[str, str], AgentSession] = {}
+        self._session_locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    # -- workspace -----------------------------------------------------------------------------------
+
+    @property
+    def analysis(self) -> Analysis:
+        if self._analysis is None:
+            self._analysis = Analysis(self.root)
+        if not self._loaded:
+            self._analysis.load()
+            self._loaded = True
+        return self._analysis
+
+    def reload(self) -> None:
+        """Reads the workspace again from disk (own analysis only) and drops every cached agent."""
+        if self._owns_analysis:
+            self._analysis = None
+            self._loaded = False
+        self.invalidate_all()
+
+    def _definition_files(self) -> dict[str, DefinitionFile]:
+        found: dict[str, DefinitionFile] = {}
+        for parsed in sorted(self.analysis.workspace.definitions(), key=lambda f: f.path):
+            agent_id = parsed.definition.id if parsed.definition is not None else parsed.raw_id
+            if agent_id and agent_id not in found:
+                found[agent_id] = parsed
+        return found
+
+    def list_agents(self) -> list[dict[str, Any]]:
+        """`[{id, name, uri, exposedAsTool, description}]` of every definition that validates, by id."""
+        agents = []
+        for agent_id, parsed in sorted(self._definition_files().items()):
+            definition = parsed.definition
+            if definition is None:
+                continue
+            agents.append({"id": agent_id, "name": definition.display_name, "uri": Path(parsed.path).as_uri(),
+                           "exposedAsTool": definition.exposed_as_tool, "description": definition.description})
+        return agents
+
+    def _definition(self, agent_id: str) -> AgentDefinition:
+        files = self._definition_files()
+        parsed = files.get(agent_id)
+        if parsed is None:
+            known = ", ".join(sorted(i for i, f in files.items() if f.definition is not None)) or "none"
+            raise RunError(f"No agent definition has the id {agent_id!r} (known agents: {known})")
+        analysis = self.analysis
+        checked = [parsed.path]
+        host_file = analysis.workspace.host_file
+        if host_file is not None:
+            checked.append(host_file.path)
+        errors = [d for path in checked for d in analysis.diagnostics(path) if d.severity is Severity.ERROR
+                  and d.code not in NOT_BLOCKING]
+        if errors or parsed.definition is None:
+            lines = [f"{os.path.relpath(d.path, self.root)}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
+                     f"{d.code} {d.message}" for d in errors[:MAX_ERROR_LINES]]
+            more = f" (and {len(errors) - MAX_ERROR_LINES} more)" if len(errors) > MAX_ERROR_LINES else ""
+            raise RunError(f"The agent {agent_id!r} cannot run until its configuration errors are fixed{more}"
+                           f" (`oscova-lsp check` lists them)" + "".join(f"\n  {line}" for line in lines))
+        return parsed.definition
+
+    def _current_host(self) -> ConfiguredHost:
+        """The configured host over the current definitions; a changed host configuration replaces it and
+        drops every cached agent and chat client."""
+        config = self.analysis.workspace.host
+        files = self._definition_files()
+        definitions = [f.definition for f in files.values() if f.definition is not None]
+        paths = {agent_id: f.path for agent_id, f in files.items() if f.definition is not None}
+        if self._host is None or config != self._host_config:
+            if self._host is not None:
+                self._retired_hosts.append(self._host)
+                self.orchestrator.invalidate_all()
+            self._host = ConfiguredHost(self.root, config, definitions, definition_paths=paths,
+                                        orchestrator=self.orchestrator)
+            self._host_config = config.model_copy(deep=True)
+        else:
+            self._host.definitions = definitions
+            self._host.definition_paths = paths
+        self._make_importable(config)
+        return self._host
+
+    def _make_importable(self, config: HostConfig) -> None:
+        """Puts the root on `sys.path` for `[tools.*]` and `[providers.*]` code, and forgets a same-named
+        module imported from elsewhere (another workspace) so this workspace's own file is used."""
+        if self.root not in sys.path:
+            sys.path.insert(0, self.root)
+        specs = [t.callable for t in config.tools.values()] + [p.class_ for p in config.providers.values()]
+        for top in {spec.partition(":")[0].split(".")[0] for spec in specs}:
+            local = os.path.join(self.root, top)
+            if not (os.path.isdir(local) or os.path.isfile(local + ".py")):
+                continue
+            module = sys.modules.get(top)
+            origin = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", []) or []), None)
+            if module is not None and (origin is None or not _is_inside(os.path.realpath(origin), self.root)):
+                self._forget_modules(top)
+
+    def _forget_modules(self, top: str) -> None:
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[name]
+
+    def _forget_workspace_modules(self) -> None:
+        """Drops modules loaded from the workspace, so edited tools and providers load afresh."""
+        for name, module in list(sys.modules.items()):
+            origin = getattr(module, "__file__", None)
+            if origin and _is_inside(os.path.realpath(origin), self.root):
+                del sys.modules[name]
+
+    # -- cache -----------------------------------------------------------------------------------------
+
+    def evict_agent(self, agent_id: str) -> bool:
+        return self.orchestrator.evict_agent(agent_id)
+
+    def invalidate_agents(self) -> None:
+        """Drops every cached agent; the tool catalogue is kept."""
+        self.orchestrator.invalidate_all_agents()
+
+    def invalidate_all(self) -> None:
+        """Drops every cached agent and the tool catalogue; workspace code is imported again next run."""
+        self.orchestrator.invalidate_all()
+        if self._host is not None:
+            self._host._tools_synced = False
+        self._forget_workspace_modules()
+
+    def file_saved(self, path: str) -> list[str]:
+        """A file was saved (or deleted): re-reads it (own analysis only) and evicts the cached agents it
+        affects, including the agents that reach them through `agent_tools`. Returns the evicted ids."""
+        path = os.path.abspath(path)
+        if not _is_inside(os.path.realpath(path), self.root):
+            return []
+        if path.endswith(".py"):
+            self.invalidate_all()
+            return ["*"]
+        kind = file_kind(path)
+        if kind is None or not self._loaded:
+            return []
+        workspace = self.analysis.workspace
+        affected: set[str] = set()
+        before = workspace.files.get(path)
+        if isinstance(before, DefinitionFile) and before.raw_id:
+            affected.add(before.raw_id)
+        if self._owns_analysis:
+            text, _ = read_text(path) if os.path.exists(path) else (None, None)
+            workspace.update(path, text)
+        after = workspace.files.get(path)
+        if kind is FileKind.HOST:
+            self.invalidate_all()
+            return ["*"]
+        if isinstance(after, DefinitionFile) and after.raw_id:
+            affected.add(after.raw_id)
+        if kind is FileKind.TEMPLATE:
+            uses = workspace.template_uses(path)
+            if any(use.agent_path is None for use in uses):  # a host template: every agent renders it
+                self.invalidate_agents()
+                return ["*"]
+            for use in uses:
+                parsed = workspace.files.get(use.agent_path or "")
+                if isinstance(parsed, DefinitionFile) and parsed.raw_id:
+                    affected.add(parsed.raw_id)
+        for agent_id in list(affected):
+            for referrer in workspace._reverse_agent_closure(agent_id):
+                parsed = workspace.files.get(referrer)
+                if isinstance(parsed, DefinitionFile) and parsed.raw_id:
+                    affected.add(parsed.raw_id)
+        return sorted(a for a in affected if self.evict_agent(a))
+
+    # -- preview ---------------------------------------------------------------------------------------
+
+    async def preview(self, agent_id: str, input: str | None = None, *, session_id: str | None = None,
+                      ) -> dict[str, Any]:
+        """`{agentId, instructions, messages, tools, providers}`: the provider pipeline without a model.
+
+        Approval-required tools are listed as a run with an approval channel would offer them. Raises
+        `RunError` with words for the user when the agent cannot be assembled.
+        """
+        host = self._current_host()
+        redact = Redactor.for_config(host.config)
+        try:
+            definition = self._definition(agent_id)
+            request = host.build_request(definition, bypass_requested_agent_cache=True)
+
+            placeholders: list[str] = []
+
+            def chat_client(d: AgentDefinition, ctx: Any) -> Any:
+                try:
+                    return host.chat_client_for(d)
+                except HostConfigurationError as error:  # no model needed to assemble
+                    if not ctx.requested:
+                        placeholders.append(d.id)
+                    return _UnconfiguredChatClient(str(error))
+
+            request.chat_client_factory = chat_client
+            host.ensure_tools()
+            try:
+                agent = await host.orchestrator.get_or_create_agent(request)
+            finally:  # a dependency built without its model must not stay cached for runs
+                for stand_in in placeholders:
+                    self.evict_agent(stand_in)
+            session = self._sessions.get((agent_id, session_id)) if session_id else None
+            plan = plan_providers(definition, host.config, requested=True).providers
+
+            async def never_asked(request: ApprovalRequest) -> bool:
+                return False
+
+            with approval_channel(never_asked):
+                result = await assemble_preview(agent, plan, input, session or AgentSession())
+        except RunError:
+            raise
+        except Exception as error:  # noqa: BLE001 - in words
+            raise RunError(redact.text(describe_failure(error, agent_id))) from None
+        return redact({"agentId": agent_id, **result})
+
+    # -- runs ------------------------------------------------------------------------------------------
+
+    def start_run(
+        self, agent_id: str, input: str, *, session_id: str | None = None, on_event: EventCallback | None = None,
+        approve: ApproveCallback | None = None,
+    ) -> RunHandle:
+        """Starts a run as a task of the running loop and returns at once; `await` the handle for the result.
+
+        Without `approve`, approval-required tools are not offered to the model (runtime behaviour).
+        """
+        run_id = uuid.uuid4().hex[:12]
+        session_id = session_id or uuid.uuid4().hex[:12]
+        path = transcript_path(self.runs_dir, agent_id, run_id)
+        writer = TranscriptWriter(path)
+        handle = RunHandle(run_id, agent_id, session_id, writer.path)
+        config = self._analysis.workspace.host if self._analysis is not None and self._loaded else None
+        run = _Run(handle, on_event, Redactor.for_config(config) if config else Redactor(), writer)
+        handle.task = asyncio.get_running_loop().create_task(self._execute(run, input, approve),
+                                                             name=f"oscova-run-{run_id}")
+        self._runs[run_id] = handle
+        return handle
+
+    async def run(self, agent_id: str, input: str, **options: Any) -> dict[str, Any]:
+        """Starts a run and waits for its result."""
+        return await self.start_run(agent_id, input, **options)
+
+    def cancel(self, run_id: str) -> bool:
+        handle = self._runs.get(run_id)
+        return handle.cancel() if handle is not None else False
+
+    def active_runs(self) -> list[RunHandle]:
+        return [h for h in self._runs.values() if not h.done()]
+
+    async def shutdown(self) -> None:
+        """Cancels every run and waits for them to end."""
+        handles = self.active_runs()
+        for handle in handles:
+            handle.cancel()
+        if handles:
+            await asyncio.gather(*(h.task for h in handles if h.task is not None), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Shuts down and closes the chat clients the service's hosts created."""
+        await self.shutdown()
+        for host in [*self._retired_hosts, *([self._host] if self._host else [])]:
+            with contextlib.suppress(Exception):
+                await host.aclose()
+        self._retired_hosts.clear()
+
+    async def _execute(self, run: _Run, input: str, approve: ApproveCallback | None) -> dict[str, Any]:
+        handle = run.handle
+        handle.started = True
+        status: RunStatus = "failed"
+        error: str | None = None
+        accessor = AgentRunObserverAccessor()
+        name = handle.agent_id
+        try:
+            try:
+                if handle.cancel_requested:
+                    raise asyncio.CancelledError
+                host = self._current_host()
+                run.redact = Redactor.for_config(host.config)
+                definition = self._definition(handle.agent_id)
+                name = definition.display_name
+            finally:
+                run.emit("started", agentId=handle.agent_id, agentName=name, input=input,
+                         sessionId=handle.session_id, transcript=handle.transcript)
+            key = (handle.agent_id, handle.session_id)
+            session = self._sessions.setdefault(key, AgentSession(session_id=handle.session_id))
+            async with self._session_locks.setdefault(key, asyncio.Lock()):
+                task_run = AgentTaskRun(live_messages=[])
+                task_run.live_messages_changed.append(run.on_messages_changed)
+                accessor.observer = AgentTaskRunObserver(task_run)
+                agent = await host.get_agent(definition, configure_builder=use_agent_run_observer(accessor))
+                run.input_message = ChatMessage.of("user", input)
+                with approval_channel(self._approval_handler(run, approve) if approve else None):
+                    async for update in agent.run_streaming(input, session=session):
+                        run.on_update(update)
+            status = "completed"
+        except asyncio.CancelledError:
+            status = "cancelled"
+        except Exception as failure:  # noqa: BLE001 - every failure becomes words in the result
+            error = run.redact.text(describe_failure(failure, handle.agent_id))
+            log.info("Run %s of %s failed: %s", handle.run_id, handle.agent_id, error)
+        finally:
+            accessor.observer = None
+        return self._finish(run, status, error)
+
+    def _finish(self, run: _Run, status: RunStatus, error: str | None) -> dict[str, Any]:
+        handle = run.handle
+        handle.finishing = True  # a listener cancelling now must not turn the result into an exception
+        fields: dict[str, Any] = {"text": run.text}
+        if status == "completed":
+            fields["usage"] = {"inputTokens": run.usage.input_tokens, "outputTokens": run.usage.output_tokens,
+                               "totalTokens": run.usage.total_tokens}
+        if error is not None:
+            fields["error"] = error
+        assert status in FINAL_KINDS
+        run.emit(status, **fields)
+        if run.writer is not None:
+            run.writer.close()
+        self._runs.pop(handle.run_id, None)
+        result: dict[str, Any] = {"runId": handle.run_id, "agentId": handle.agent_id, "sessionId": handle.session_id,
+                                  "status": status, "text": run.text, "messages": run.messages(),
+                                  "transcript": handle.transcript}
+        if error is not None:
+            result["error"] = error
+        return run.redact(result)
+
+    def _approval_handler(self, run: _Run, approve: ApproveCallback) -> Callable[[ApprovalRequest], Awaitable[bool]]:
+        async def ask(request: ApprovalRequest) -> bool:
+            prompt = run.redact({"runId": run.handle.run_id, "agentId": run.handle.agent_id,
+                                 "tool": request.tool_name, "arguments": jsonable(dict(request.arguments))})
+            try:
+                return bool(await approve(prompt))
+            except Exception as error:  # noqa: BLE001 - no answer is a denial
+                log.warning("Asking to approve %s failed; the call is denied: %s", request.tool_name,
+                            run.redact.text(describe_exception(error)))
+                return False
+
+        return ask
+
+
+class _UnconfiguredChatClient:
+    """Stands in for a model that is not configured, so a preview can assemble without one."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def get_response(self, messages: Any, options: Any) -> Any:
+        raise HostConfigurationError(self.reason)
+
+    async def get_streaming_response(self, messages: Any, options: Any) -> Any:  # pragma: no cover
+        raise HostConfigurationError(self.reason)
+        yield
+
+
+def _is_inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

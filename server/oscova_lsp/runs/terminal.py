@@ -1,0 +1,287 @@
+"""The terminal front end of runs and previews: a live transcript, a spinner while waiting, `--json` lines.
+
+The answer streams to stdout; tool calls, results, progress and errors go to stderr, so
+`oscova-lsp run agent > answer.txt` keeps only the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import IO, Any
+
+from .events import jsonable
+from .service import ApproveCallback, RunService
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPIN_INTERVAL = 0.1
+RESULT_PREVIEW = 240
+
+
+def _one_line(value: Any, limit: int = RESULT_PREVIEW) -> str:
+    text = value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _arguments(arguments: Any) -> str:
+    if isinstance(arguments, dict):
+        return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    return _one_line(arguments)
+
+
+class _Style:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.enabled else text
+
+    def dim(self, text: str) -> str:
+        return self("2", text)
+
+    def bold(self, text: str) -> str:
+        return self("1", text)
+
+    def red(self, text: str) -> str:
+        return self("31", text)
+
+    def cyan(self, text: str) -> str:
+        return self("36", text)
+
+    def green(self, text: str) -> str:
+        return self("32", text)
+
+
+def _wants_color(stream: IO[str]) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+class LiveTranscript:
+    """Renders run events as they come. With a TTY on stderr, a spinner shows while nothing streams."""
+
+    def __init__(self, out: IO[str], err: IO[str], *, spinner: bool | None = None) -> None:
+        self.out = out
+        self.err = err
+        self.style = _Style(_wants_color(err))
+        self.spinner_enabled = err.isatty() if spinner is None else spinner
+        self.at_line_start = True
+        self.status = "starting"
+        self.last_output = time.monotonic()
+        self._spinner_shown = False
+        self._frame = 0
+        self.paused = False
+        self.final: dict[str, Any] | None = None
+
+    # -- spinner -------------------------------------------------------------------------------------
+
+    def _clear_spinner(self) -> None:
+        if self._spinner_shown:
+            self.err.write("\r\033[K")
+            self.err.flush()
+            self._spinner_shown = False
+
+    def tick(self) -> None:
+        if not self.spinner_enabled or not self.at_line_start or self.paused or self.final is not None:
+            return
+        if time.monotonic() - self.last_output < SPIN_INTERVAL:
+            return
+        self._frame = (self._frame + 1) % len(SPINNER)
+        self.err.write(f"\r\033[K{self.style.cyan(SPINNER[self._frame])} {self.style.dim(self.status + '…')}")
+        self.err.flush()
+        self._spinner_shown = True
+
+    async def spin(self) -> None:
+        while True:
+            self.tick()
+            await asyncio.sleep(SPIN_INTERVAL)
+
+    # -- output --------------------------------------------------------------------------------------
+
+    def _end_line(self) -> None:
+        if not self.at_line_start:
+            self.out.write("\n")
+            self.out.flush()
+            self.at_line_start = True
+
+    def note(self, text: str) -> None:
+        self._clear_spinner()
+        self._end_line()
+        self.err.write(text + "\n")
+        self.err.flush()
+        self.last_output = time.monotonic()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["kind"]
+        style = self.style
+        if kind == "started":
+            self.status = "waiting for the model"
+            self.note(style.dim(f"▶ {event.get('agentName') or event.get('agentId')} · run {event['runId']}"))
+        elif kind == "delta":
+            self._clear_spinner()
+            text = event.get("text", "")
+            self.out.write(text)
+            self.out.flush()
+            if text:
+                self.at_line_start = text.endswith("\n")
+            self.last_output = time.monotonic()
+        elif kind == "toolCall":
+            self.status = f"running {event.get('name')}"
+            self.note(style.cyan(f"→ {event.get('name')}({_arguments(event.get('arguments'))})"))
+        elif kind == "toolResult":
+            self.status = "waiting for the model"
+            if "error" in event:
+                self.note(style.red(f"← {event.get('name')} failed: {_one_line(event['error'])}"))
+            elif event.get("denied"):
+                self.note(style.red(f"← {event.get('name')}: denied"))
+            else:
+                self.note(style.dim(f"← {event.get('name')}: {_one_line(event.get('result'))}"))
+        elif kind in ("completed", "failed", "cancelled"):
+            self.final = event
+            self._clear_spinner()
+            self._end_line()
+            if kind == "completed":
+                usage = event.get("usage") or {}
+                tokens = f" · {usage['totalTokens']} tokens" if usage.get("totalTokens") else ""
+                self.err.write(style.dim(f"✓ completed{tokens}") + "\n")
+            elif kind == "failed":
+                self.err.write(style.red("✗ ") + str(event.get("error") or "The run failed.") + "\n")
+            else:
+                self.err.write(style.red("✗ cancelled") + "\n")
+            self.err.flush()
+
+    def ask(self, prompt: str) -> None:
+        """Writes a question on stderr and keeps the spinner away until `answered`."""
+        self._clear_spinner()
+        self._end_line()
+        self.paused = True
+        self.err.write(prompt)
+        self.err.flush()
+
+    def answered(self) -> None:
+        self.paused = False
+        self.last_output = time.monotonic()
+
+
+class JsonLines:
+    """`--json`: one event per line on stdout."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self.out.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        self.out.flush()
+
+
+def _read_line_in_daemon_thread() -> asyncio.Future[str]:
+    """A line from stdin without blocking the loop or interpreter exit (a cancelled run leaves it)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def read() -> None:
+        try:
+            line = sys.stdin.readline()
+        except (OSError, ValueError):
+            line = ""
+        def deliver() -> None:
+            if not future.done():
+                future.set_result(line)
+
+        loop.call_soon_threadsafe(deliver)
+
+    threading.Thread(target=read, name="oscova-approval", daemon=True).start()
+    return future
+
+
+def terminal_approver(view: LiveTranscript) -> ApproveCallback:
+    async def approve(request: dict[str, Any]) -> bool:
+        view.ask(view.style.bold(f"? Allow {request['tool']}({_arguments(request.get('arguments'))})? [y/N] "))
+        try:
+            answer = await _read_line_in_daemon_thread()
+        finally:
+            view.answered()
+        return answer.strip().lower() in ("y", "yes")
+
+    return approve
+
+
+async def run_in_terminal(
+    service: RunService, agent_id: str, text: str, *, as_json: bool, out: IO[str], err: IO[str],
+    interactive: bool,
+) -> dict[str, Any]:
+    """Runs with a live view; Ctrl-C cancels the run (a second Ctrl-C stops waiting for it)."""
+    view: LiveTranscript | None = None if as_json else LiveTranscript(out, err)
+    listener = JsonLines(out) if view is None else view
+    approve = terminal_approver(view) if view is not None and interactive else None
+    handle = service.start_run(agent_id, text, on_event=listener, approve=approve)
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+
+    def on_interrupt() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            handle.cancel()
+        else:  # a second Ctrl-C stops waiting
+            raise KeyboardInterrupt
+
+    installed = False
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        installed = True
+    except (NotImplementedError, RuntimeError):  # Windows: asyncio.run cancels on Ctrl-C instead
+        pass
+    spinner = asyncio.ensure_future(view.spin()) if view is not None and view.spinner_enabled else None
+    try:
+        return await handle
+    finally:
+        if spinner is not None:
+            spinner.cancel()
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
+    """The assembled instructions, messages, tools and each provider's contribution, for reading."""
+    style = _Style(color)
+    lines: list[str] = []
+
+    def heading(title: str) -> None:
+        if lines:
+            lines.append("")
+        lines.append(style.bold(f"── {title} " + "─" * max(0, 60 - len(title))))
+
+    heading(f"Instructions ({preview['agentId']})")
+    lines.append(preview.get("instructions") or style.dim("(none)"))
+    heading("Messages")
+    for message in preview.get("messages") or []:
+        source = message.get("sourceId") or message.get("source")
+        lines.append(f"[{message['role']} · {source}] {message.get('text', '')}")
+    if not preview.get("messages"):
+        lines.append(style.dim("(none)"))
+    heading("Tools")
+    for tool in preview.get("tools") or []:
+        flag = " (approval required)" if tool.get("approvalRequired") else ""
+        lines.append(f"{tool['name']}{flag} — {_one_line(tool.get('description') or '', 120)}")
+    if not preview.get("tools"):
+        lines.append(style.dim("(none)"))
+    heading("Providers")
+    for number, provider in enumerate(preview.get("providers") or [], start=1):
+        parts = []
+        if provider.get("instructions"):
+            count = len(provider["instructions"].splitlines())
+            parts.append(f"instructions ({count} line{'s' if count != 1 else ''})")
+        if provider.get("messages"):
+            parts.append(f"{len(provider['messages'])} message(s)")
+        if provider.get("tools"):
+            parts.append("tools " + ", ".join(provider["tools"]))
+        contributed = "; ".join(parts) if parts else style.dim(
+            "nothing" + (f" ({provider['inactiveReason']})" if provider.get("inactiveReason") else ""))
+        lines.append(f"{number:>2}. {provider['type']} ({provider['class']}): {contributed}")
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""Fixtures for the run service tests: the local OpenAI-compatible server and small temp workspaces."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from oscova_lsp.runs import RunService
+
+from tests.support.fake_openai import FakeOpenAI
+
+CANARY_KEY = "sk-canary-7f3a9c2e51d84b60"
+KEY_VARIABLE = "OSCOVA_RUNS_TEST_KEY"
+
+
+@pytest.fixture(scope="session")
+def _server() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_openai(_server: FakeOpenAI) -> FakeOpenAI:
+    """The running local server, its queue and record emptied for this test."""
+    _server.reset()
+    return _server
+
+
+def host_toml(base_url: str, *, key_variable: str | None = KEY_VARIABLE, timeout: float = 10, extra: str = "") -> str:
+    key = f'api_key_env = "{key_variable}"\n' if key_variable else ""
+    return (f'[host]\nuser_id = "alice"\n\n[models.default]\nmodel = "fake-model"\nbase_url = "{base_url}"\n'
+            f"{key}timeout = {timeout}\n\n[environment]\nworkspace_directories = [\"data\"]\n{extra}")
+
+
+AGENTS = {
+    "helper": """\
+        id: helper
+        name: Helper
+        instructions: |
+          You help {{ user_name }}.
+        tools: [current_datetime, read_file, write_file]
+        workspaces: [data]
+        """,
+    "echo": """\
+        id: echo
+        description: Repeats what it is told.
+        exposed_as_tool: true
+        instructions: Repeat the query.
+        """,
+    "lead": """\
+        id: lead
+        instructions: Delegate to echo.
+        agent_tools: [echo]
+        """,
+}
+
+
+def make_workspace(root: Path, base_url: str, *, host: str | None = None, agents: dict[str, str] | None = None) -> Path:
+    (root / "agents").mkdir(parents=True, exist_ok=True)
+    (root / "data").mkdir(exist_ok=True)
+    (root / "data" / "notes.txt").write_text("The launch is on Tuesday.\n")
+    (root / "oscova.toml").write_text(host if host is not None else host_toml(base_url))
+    for name, text in (AGENTS if agents is None else agents).items():
+        (root / "agents" / f"{name}.agent.yaml").write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture
+def canary_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(KEY_VARIABLE, CANARY_KEY)
+    return CANARY_KEY
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, fake_openai: FakeOpenAI, canary_key: str) -> Path:
+    return make_workspace(tmp_path / "ws", fake_openai.base_url)
+
+
+@pytest.fixture
+async def service(workspace: Path) -> AsyncIterator[RunService]:
+    svc = RunService(workspace)
+    yield svc
+    await svc.aclose()
+
+
+class Recorder:
+    """Collects run events (the `on_event` callback)."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+    def kinds(self) -> list[str]:
+        return [e["kind"] for e in self.events]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] == kind]
