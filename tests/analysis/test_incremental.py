@@ -97,3 +97,20 @@ def test_unrelated_files_are_not_rechecked(example) -> None:
     memory = root / "templates/memory.j2"
     affected = analysis.update(str(memory), memory.read_text() + "\nMore.\n")
     assert rel(root, affected) == {"templates/memory.j2"}
+
+
+def test_an_edit_other_files_cannot_see_rechecks_only_that_file(example) -> None:
+    root, analysis, _ = example
+    writer = root / "agents/writer.agent.yaml"
+    text = writer.read_text().replace("Write short, plain replies.", "Write short replies, {{ nobody }}.")
+    assert rel(root, analysis.update(str(writer), text)) == {"agents/writer.agent.yaml"}
+    assert [d.code for d in analysis.diagnostics(str(writer))] == ["OSC101"]
+
+
+def test_moving_the_id_line_rechecks_the_files_whose_fixes_point_there(example) -> None:
+    root, analysis, _ = example
+    writer = root / "agents/writer.agent.yaml"
+    affected = analysis.update(str(writer), "# a comment moves every line down\n" + writer.read_text())
+    assert rel(root, affected) == {
+        "agents/writer.agent.yaml", "agents/concierge.agent.yaml", "agents/release-notes.agent.yaml",
+    }

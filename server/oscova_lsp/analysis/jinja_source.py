@@ -76,7 +76,7 @@ _TOKEN_RE = re.compile(
     r"""(?P<ws>\s+)
       |(?P<end>[-+]?(?:\}\}|%\}))
       |(?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
-      |(?P<name>[A-Za-z_][A-Za-z0-9_]*)
+      |(?P<name>[^\W\d]\w*)
       |(?P<num>\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?)
       |(?P<op>==|!=|<=|>=|//|\*\*|[-+*/%~|.,:;()\[\]{}<>=!])
       |(?P<other>.)""",
@@ -388,9 +388,10 @@ def analyze_template(text: str) -> TemplateFacts:
 
 
 def _fallback_offset(text: str, lines: LineIndex, name: str, lineno: int) -> int:
-    start = lines.line_start(lineno - 1)
-    found = re.compile(rf"\b{re.escape(name)}\b").search(text, start)
-    return found.start() if found else start
+    """Where a name the scanner missed sits: from its line on (Jinja counts a lone CR as a line break)."""
+    pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    found = pattern.search(text, lines.line_start(lineno - 1)) or pattern.search(text)
+    return found.start() if found else 0
 
 
 def _suppressions(scan: _Scan, lines: LineIndex) -> dict[int, frozenset[str] | None]:

@@ -169,6 +169,14 @@ class Workspace:
             self._add(new)
         if kind is FileKind.HOST:
             return set(self.files) | {path}
+        if isinstance(old, DefinitionFile) and isinstance(new, DefinitionFile) and \
+                _cross_file_facts(old) == _cross_file_facts(new):
+            # An edit other files cannot see (instructions text, model, tools, ...): this file, plus the
+            # definitions whose related information and fixes point at a line that moved.
+            if _cross_file_positions(old) == _cross_file_positions(new) or not new.raw_id:
+                return {path}
+            near = self.agent_tool_referrers.get(new.raw_id, set()) | self.defs_by_id.get(new.raw_id, set())
+            return {p for p in near if p in self.files} | {path}
         after = self._dependents(new) if new is not None else set()
         affected = before | after | {path}
         if new is None:
@@ -338,6 +346,30 @@ class Workspace:
         paths = {config.environment.template, config.memory.system_prompt}
         paths |= {p.template for p in config.providers.values()}
         return {self.resolve_template(p) for p in paths if p}
+
+
+def _cross_file_facts(parsed: DefinitionFile) -> tuple[object, ...]:
+    """What other files' diagnostics read from a definition: its id, whether it is exposed or shared, which
+    agents it calls, which templates it renders and the names its inline instructions set for them."""
+    definition = parsed.definition
+    inline = parsed.inline.facts if parsed.inline is not None else None
+    return (
+        parsed.raw_id, definition is None,
+        definition.exposed_as_tool if definition else None, definition.shared if definition else None,
+        tuple(definition.agent_tools) if definition else (), definition.instructions_file if definition else None,
+        tuple(r.path for r in inline.references) if inline else (), inline.local_names if inline else None,
+    )
+
+
+def _cross_file_positions(parsed: DefinitionFile) -> tuple[object, ...]:
+    """Where other files' related information and quick fixes point in a definition."""
+    doc = parsed.doc
+    if doc is None:
+        return ()
+    id_span, exposed = doc.span(("id",)), doc.span(("exposed_as_tool",))
+    id_is_last_line = id_span is not None and id_span.value.end.line + 1 >= parsed.lines.line_count
+    return (id_span.key if id_span else None, id_span.value if id_span else None,
+            exposed.value if exposed else None, id_is_last_line)
 
 
 _DEFAULT_HOST = HostConfig()

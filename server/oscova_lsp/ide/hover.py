@@ -1,0 +1,153 @@
+"""Hover text: variables (provider, meaning), provider types, agent ids, tools, models, keys, OSC codes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from oscova_runtime.catalogue import BUILTIN_TOOLS, PROVIDERS_BY_TYPE
+from oscova_runtime.definition import AgentDefinition
+
+from ..analysis.diagnostics import Diagnostic
+from ..analysis.files import ParsedFile
+from ..analysis.rules import RULES
+from ..analysis.text import Position
+from ..analysis.workspace import Workspace
+from .locate import Target, target_at
+from .model import Hover
+from .queries import binders, bindings_for, relative, variable_occurrences
+
+
+def hover(ws: Workspace, parsed: ParsedFile, pos: Position, diagnostics: Sequence[Diagnostic] = ()) -> Hover | None:
+    target = target_at(ws, parsed, pos)
+    sections: list[str] = []
+    if target is not None:
+        text = describe(ws, parsed, target)
+        if text:
+            sections.append(text)
+    shown = {target.value} if target is not None and target.kind == "code" else set()
+    for diag in diagnostics:
+        if diag.range.contains(pos) and diag.code in RULES and diag.code not in shown:
+            shown.add(diag.code)
+            rule = RULES[diag.code]
+            sections.append(f"**{rule.code}** ({diag.severity.label}): {rule.summary}\n\n{rule.explanation.strip()}"
+                            + (f"\n\nQuick fix: {rule.fix}." if rule.fix else "")
+                            + f"\n\n`oscova-lsp rule {rule.code}` prints the whole rule.")
+    if not sections:
+        return None
+    return Hover("\n\n---\n\n".join(sections), target.range if target is not None else None)
+
+
+def describe(ws: Workspace, parsed: ParsedFile, target: Target) -> str | None:
+    kind = target.kind
+    if kind == "variable":
+        return _variable(ws, parsed, target)
+    if kind == "provider":
+        return provider_text(ws, target.value)
+    if kind == "agent":
+        return agent_text(ws, target.value)
+    if kind == "tool":
+        return tool_text(ws, target.value)
+    if kind == "model":
+        model = ws.host.models.get(target.value)
+        if model is None:
+            return f"**model** `{target.value}`: not configured in `[models]`"
+        where = f" at {model.base_url}" if model.base_url else ""
+        key = f"; key from `${model.api_key_env}`" if model.api_key_env else ""
+        return f"**model** `{target.value}`: `{model.model}`{where}{key}"
+    if kind == "key":
+        field = AgentDefinition.model_fields.get(target.value)
+        if field is None:
+            return None
+        return f"**{target.value}**: {field.description or ''}"
+    if kind == "template":
+        uses = ws.template_uses(target.value)
+        exists = target.value in ws.files
+        head = f"**template** `{relative(ws, target.value)}`" + ("" if exists else " (does not exist)")
+        if uses:
+            head += "\n\nRendered by: " + "; ".join(f"`{u.renderer}` for {u.label}" for u in uses)
+        return head
+    if kind == "code":
+        rule = RULES.get(target.value)
+        return rule.documentation() if rule else None
+    return None
+
+
+def _variable(ws: Workspace, parsed: ParsedFile, target: Target) -> str:
+    name = target.value
+    if target.declaration:
+        count = sum(1 for f in ws.files.values() for occ in variable_occurrences(f) if occ.name == name)
+        return (f"**`{name}`**: a personal variable declared in `[variables]`, bound by the `personal` provider "
+                f"in agent instructions ({count} use{'s' if count != 1 else ''} in the workspace)")
+    found = bindings_for(ws, parsed).get(name, [])
+    lines = [f"**`{name}`**"]
+    if found:
+        for binding in found:
+            spec = PROVIDERS_BY_TYPE.get(binding.renderer)
+            who = f"`{binding.renderer}` ({spec.class_name})" if spec else f"`{binding.renderer}`"
+            lines.append(f"- bound by {who} for {binding.use_label}: {binding.meaning}")
+    else:
+        others = [b for b in binders(ws, name) if b.renderer != "jinja"]
+        if name in {b.renderer for b in binders(ws, name)} or any(b.renderer == "jinja" for b in binders(ws, name)):
+            lines.append("- a Jinja default global")
+        elif others:
+            lines.append("- not bound by the provider that renders this template; "
+                         + ", ".join(b.use_label for b in others) + " binds it")
+        else:
+            lines.append("- no provider binds it: it renders empty")
+    return "\n".join(lines)
+
+
+def provider_text(ws: Workspace, provider_type: str) -> str:
+    spec = PROVIDERS_BY_TYPE.get(provider_type)
+    if spec is not None:
+        text = (f"**provider** `{spec.type}`: {spec.class_name} (default state key `{spec.class_name}`), "
+                f"position {spec.position} of the default order\n\n{spec.summary}\n\n"
+                f"Contributes: {', '.join(spec.contributes)}. Applies when: {spec.applies_when}.")
+        if spec.variables:
+            text += "\n\nVariables its template binds: " + ", ".join(f"`{v.name}`" for v in spec.variables)
+        if spec.tools:
+            text += "\n\nTools: " + ", ".join(f"`{t}`" for t in spec.tools)
+        return text
+    custom = ws.host.providers.get(provider_type)
+    if custom is None:
+        return f"**provider** `{provider_type}`: unknown provider type"
+    text = (f"**custom provider** `{provider_type}`: `{custom.class_}` (state keys "
+            f"{', '.join(f'`{k}`' for k in custom.effective_state_keys)})\n\n"
+            f"Contributes: {', '.join(custom.contributes)}. {'Trusted' if custom.trusted else 'Untrusted'}.")
+    if custom.template:
+        text += f"\n\nTemplate: `{custom.template}`"
+    if custom.variables:
+        text += "\n\nVariables: " + ", ".join(f"`{v}`" for v in custom.variables)
+    return text
+
+
+def agent_text(ws: Workspace, agent_id: str) -> str:
+    parsed = ws.definition_by_id(agent_id)
+    if parsed is None:
+        return f"**agent** `{agent_id}`: no definition has this id"
+    definition = parsed.definition
+    text = f"**agent** `{agent_id}`"
+    if definition is not None:
+        if definition.name:
+            text += f" — {definition.name}"
+        if definition.description:
+            text += f"\n\n{definition.description}"
+        flags = [f for f in ("exposed_as_tool", "shared", "memory", "todo", "vision") if getattr(definition, f)]
+        text += "\n\n" + (", ".join(f"`{f}`" for f in flags) if flags else "not `exposed_as_tool`")
+        if definition.agent_tools:
+            text += "\n\nAgent tools: " + ", ".join(f"`{a}`" for a in definition.agent_tools)
+    text += f"\n\nDefined in `{relative(ws, parsed.path)}`"
+    return text
+
+
+def tool_text(ws: Workspace, name: str) -> str:
+    spec = BUILTIN_TOOLS.get(name)
+    if spec is not None:
+        origin = f"contributed by the `{spec.provider}` provider" if spec.provider else "built-in tool"
+        approval = "; needs approval" if spec.approval_required else ""
+        return f"**tool** `{name}` ({origin}{approval}): {spec.description}"
+    custom = ws.host.tools.get(name)
+    if custom is not None:
+        text = f"**tool** `{name}`: custom, `{custom.callable}`, approval {custom.approval}"
+        return text + (f"\n\n{custom.description}" if custom.description else "")
+    return f"**tool** `{name}`: unknown tool"

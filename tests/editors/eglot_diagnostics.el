@@ -1,0 +1,36 @@
+;;; eglot_diagnostics.el --- Emacs 28 batch + eglot 1.9: print the diagnostics oscova-lsp gives $TARGET  -*- lexical-binding: t -*-
+(require 'package)
+(add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
+(package-initialize)
+(require 'eglot)
+(require 'project)
+(require 'flymake)
+
+(define-derived-mode oscova-yaml-mode prog-mode "Oscova")
+(let ((root (file-name-as-directory (getenv "ROOT"))))
+  (add-hook 'project-find-functions (lambda (_dir) (cons 'transient root))))
+(add-to-list 'eglot-server-programs
+             (cons 'oscova-yaml-mode (split-string (getenv "SERVER_CMD") " ")))
+
+(find-file (getenv "TARGET"))
+(oscova-yaml-mode)
+(apply #'eglot (eglot--guess-contact))
+
+(let ((deadline (+ (float-time) 30))
+      (expected (split-string (getenv "EXPECT") ","))
+      (found nil))
+  (while (and (< (float-time) deadline)
+              (not (seq-every-p (lambda (code)
+                                  (seq-some (lambda (d) (string-match-p code (flymake-diagnostic-text d)))
+                                            found))
+                                expected)))
+    (flymake-start)
+    (accept-process-output nil 0.2)
+    (setq found (flymake-diagnostics)))
+  (dolist (d found)
+    (princ (format "DIAG %d %s %s\n"
+                   (line-number-at-pos (flymake-diagnostic-beg d))
+                   (flymake-diagnostic-type d)
+                   (flymake-diagnostic-text d))))
+  (princ "END\n")
+  (kill-emacs (if found 0 3)))

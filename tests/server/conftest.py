@@ -1,0 +1,200 @@
+"""End-to-end fixtures: the server as a subprocess over stdio, driven by pytest-lsp with the capabilities
+of real VS Code 1.139 (pull diagnostics) and of Neovim 0.7 (push diagnostics)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+HERE = Path(__file__).parent
+WORKSPACE = HERE / "workspace"
+VSCODE_INITIALIZE = Path("/work/shared/recipes/vscode-1.139-initialize.json")
+_LOCAL_VSCODE = HERE / "vscode-1.139-initialize.json"
+SERVER_COMMAND = [sys.executable, "-m", "oscova_lsp"]
+
+
+def vscode_capabilities(converter: Any) -> lsp.ClientCapabilities:
+    source = _LOCAL_VSCODE if _LOCAL_VSCODE.exists() else VSCODE_INITIALIZE
+    params = json.loads(source.read_text())
+    return converter.structure(params["capabilities"], lsp.ClientCapabilities)
+
+
+def copy_workspace(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    root = tmp_path_factory.mktemp(name) / "ws"
+    shutil.copytree(WORKSPACE, root)
+    return root
+
+
+class Editor:
+    """A thin editor over pytest-lsp's client: open/change/close documents and read their diagnostics the way
+    the client gets them (published, or pulled)."""
+
+    def __init__(self, client: LanguageClient, root: Path, mode: str) -> None:
+        self.client = client
+        self.root = root
+        self.mode = mode
+        self.versions: dict[str, int] = {}
+        self.published_versions: dict[str, int | None] = {}
+        self.registrations: list[lsp.Registration] = []
+        self.config_requests = 0
+
+    def uri(self, rel: str) -> str:
+        return from_fs_path(str(self.root / rel))
+
+    def open(self, rel: str, text: str | None = None) -> str:
+        uri = self.uri(rel)
+        if text is None:
+            text = (self.root / rel).read_text()
+        self.versions[uri] = 1
+        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=uri, language_id=_language(rel), version=1, text=text)))
+        return uri
+
+    def replace(self, rel: str, text: str) -> int:
+        uri = self.uri(rel)
+        self.versions[uri] += 1
+        self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+        return self.versions[uri]
+
+    def edit(self, rel: str, start: tuple[int, int], end: tuple[int, int], text: str) -> int:
+        """An incremental change."""
+        uri = self.uri(rel)
+        self.versions[uri] += 1
+        rng = lsp.Range(start=lsp.Position(*start), end=lsp.Position(*end))
+        self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+            content_changes=[lsp.TextDocumentContentChangePartial(range=rng, text=text)]))
+        return self.versions[uri]
+
+    def close(self, rel: str) -> None:
+        uri = self.uri(rel)
+        self.versions.pop(uri, None)
+        self.client.text_document_did_close(lsp.DidCloseTextDocumentParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri)))
+
+    async def current(self, rel: str) -> list[lsp.Diagnostic]:
+        uri = self.uri(rel)
+        if self.mode == "push":
+            return list(self.client.diagnostics.get(uri, []))
+        if uri in self.versions:
+            report = await self.client.text_document_diagnostic_async(
+                lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+            return list(report.items)
+        report = await self.client.workspace_diagnostic_async(lsp.WorkspaceDiagnosticParams(previous_result_ids=[]))
+        for item in report.items:
+            if item.uri == uri:
+                return list(item.items)
+        return []
+
+    async def wait_diagnostics(self, rel: str, predicate: Callable[[list[lsp.Diagnostic]], bool],
+                               timeout: float = 10) -> list[lsp.Diagnostic]:
+        """The document's diagnostics once `predicate` holds; fails the test after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        found: list[lsp.Diagnostic] = []
+        while time.monotonic() < deadline:
+            found = await self.current(rel)
+            if predicate(found):
+                return found
+            await asyncio.sleep(0.05)
+        codes = [(d.code, d.range.start.line, d.range.start.character, d.message) for d in found]
+        raise AssertionError(f"diagnostics of {rel} never matched; last: {codes}")
+
+    async def wait_for(self, condition: Callable[[], bool], timeout: float = 10) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError("condition never held")
+            await asyncio.sleep(0.02)
+
+    async def raw_request(self, method: str, params: Any) -> Any:
+        """A request sent as raw JSON, bypassing the client's type checks (for malformed params)."""
+        protocol = self.client.protocol
+        msg_id = f"raw-{time.monotonic_ns()}"
+        future = asyncio.get_running_loop().create_future()
+        protocol._request_futures[msg_id] = future
+        protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return await asyncio.wait_for(future, 10)
+
+    async def wait_checked(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for reports in self.client.progress_reports.values():
+                if any(isinstance(r, lsp.WorkDoneProgressEnd) for r in reports):
+                    return
+            await asyncio.sleep(0.05)
+        raise AssertionError("the background check never ended")
+
+
+def _language(rel: str) -> str:
+    return "yaml" if rel.endswith((".yaml", ".yml")) else "toml" if rel.endswith(".toml") else "jinja"
+
+
+def codes(diagnostics: list[lsp.Diagnostic]) -> list[str]:
+    return sorted(str(d.code) for d in diagnostics)
+
+
+CLIENTS = ["vscode", "neovim"]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module", loop_scope="module",
+                    params=CLIENTS)
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory):
+    name = request.param
+    root = copy_workspace(tmp_path_factory, name)
+    if name == "vscode":
+        capabilities = vscode_capabilities(lsp_client.protocol._converter)
+        mode = "pull"
+    else:
+        capabilities = client_capabilities("neovim@v0.7.0")
+        mode = "push"
+    ed = Editor(lsp_client, root, mode)
+
+    @lsp_client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(params: lsp.RegistrationParams) -> None:
+        ed.registrations.extend(params.registrations)
+
+    lsp_client.protocol.fm._features.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)  # record versions too
+
+    @lsp_client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def publish(params: lsp.PublishDiagnosticsParams) -> None:
+        lsp_client.diagnostics[params.uri] = params.diagnostics
+        ed.published_versions[params.uri] = params.version
+
+    lsp_client.set_configuration({"debounce": 50}, section="oscova")
+    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
+    result = await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=capabilities, root_uri=folder.uri, workspace_folders=[folder],
+        client_info=lsp.ClientInfo(name=name)))
+    ed.initialize_result = result  # type: ignore[attr-defined]
+    await ed.wait_checked()
+    lsp_client.editor = ed  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture(scope="module")
+def editor(client: LanguageClient) -> Editor:
+    return client.editor  # type: ignore[attr-defined]
+
+
+def read_source(root: Path, rel: str) -> str:
+    return (root / rel).read_text()
+
+
+__all__ = ["Editor", "codes", "copy_workspace", "vscode_capabilities", "SERVER_COMMAND", "WORKSPACE", "os"]

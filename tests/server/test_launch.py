@@ -1,0 +1,146 @@
+"""Starting the server: stdio with a fast `initialize`, TCP, the command line's forms, lean imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import SERVER_COMMAND, vscode_capabilities
+
+VSCODE = json.loads((Path(__file__).parent / "vscode-1.139-initialize.json").read_text())
+
+
+def frame(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def read_frame(stream) -> dict:
+    header = b""
+    while not header.endswith(b"\r\n\r\n"):
+        chunk = stream.read(1)
+        if not chunk:
+            raise EOFError("the server closed the stream")
+        header += chunk
+    length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
+    return json.loads(stream.read(length))
+
+
+def session(tmp_path: Path) -> bytes:
+    params = dict(VSCODE, rootUri=tmp_path.as_uri(), rootPath=str(tmp_path),
+                  workspaceFolders=[{"uri": tmp_path.as_uri(), "name": "t"}], processId=os.getpid())
+    return (frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+            + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            + frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+            + frame({"jsonrpc": "2.0", "method": "exit"}))
+
+
+@pytest.mark.parametrize("command", [
+    SERVER_COMMAND,
+    [sys.executable, "-m", "oscova_lsp", "--stdio", "--clientProcessId", str(os.getpid())],
+    [sys.executable, "-m", "oscova_lsp", "serve", "--stdio", f"--clientProcessId={os.getpid()}"],
+])
+def test_initialize_is_answered_within_half_a_second_of_spawn(command: list[str], tmp_path: Path):
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        params = dict(VSCODE, rootUri=tmp_path.as_uri(), workspaceFolders=[{"uri": tmp_path.as_uri(), "name": "t"}])
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+        proc.stdin.flush()
+        reply = read_frame(proc.stdout)
+        elapsed = time.perf_counter() - started
+        assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "oscova-lsp"
+        assert elapsed < 0.5, f"initialize answered after {elapsed:.3f} s"
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+                         + frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        proc.stdin.flush()
+        while True:  # exactly one answer to `initialize`: pygls's own is dropped
+            message = read_frame(proc.stdout)
+            assert message.get("id") != 1
+            if message.get("id") == 2:
+                break
+            if "method" in message and "id" in message:  # a request from the server
+                proc.stdin.write(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
+                proc.stdin.flush()
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.flush()
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_server_start_never_imports_openai(tmp_path: Path):
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "oscova_lsp"], input=session(tmp_path),
+                          capture_output=True, timeout=60)
+    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines()
+                if line.startswith("import time:")]
+    assert "oscova_lsp.lsp.server" in imported  # the server did start
+    assert not [name for name in imported if name.split(".")[0] == "openai"]
+
+
+def test_tcp(tmp_path: Path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "oscova_lsp", "serve", "--tcp", "--host", "127.0.0.1",
+                             "--port", str(port)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        with conn:
+            conn.sendall(session(tmp_path))
+            stream = conn.makefile("rb")
+            answers = {}
+            while 2 not in answers:
+                message = read_frame(stream)
+                if "id" in message and "method" not in message:
+                    answers[message["id"]] = message
+            assert "completionProvider" in answers[1]["result"]["capabilities"]
+        assert proc.wait(10) is not None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_fast_initialize_advertises_what_pygls_would():
+    """`launch` answers `initialize` from `capabilities` before pygls is loaded; it must say what the
+    registered features would have made pygls say."""
+    from lsprotocol import types as lsp
+    from oscova_lsp.lsp.capabilities import server_capabilities
+    from oscova_lsp.lsp.server import create_server
+    from pygls.capabilities import ServerCapabilitiesBuilder
+    from pytest_lsp import client_capabilities
+
+    server = create_server()
+    converter = server.protocol._converter
+    fm = server.protocol.fm
+    for caps in (vscode_capabilities(converter), client_capabilities("neovim@v0.7.0"),
+                 client_capabilities("emacs"), lsp.ClientCapabilities()):
+        built = ServerCapabilitiesBuilder(caps, set({**fm.features, **fm.builtin_features}), fm.feature_options,
+                                          list(fm.commands), lsp.TextDocumentSyncKind.Incremental, None,
+                                          lsp.PositionEncodingKind.Utf16).build()
+        assert converter.unstructure(built) == server_capabilities(converter.unstructure(caps))
+
+
+def test_check_does_not_import_pygls(tmp_path: Path):
+    (tmp_path / "a.agent.yaml").write_text("id: a\n")
+    code = ("import sys; from oscova_lsp.cli import main; rc = main(['check', sys.argv[1]]); "
+            "print('PYGLS' if 'pygls' in sys.modules else 'LEAN'); sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("LEAN")
