@@ -417,7 +417,6 @@ class Checker:
         def where(use_: VariableUse) -> Range:
             count = nth.get(use_.name, 0)
             if inline is None:
-                start = Position(use_.line, use_.column)
                 start = lines.position_of_char(use_.line, use_.column)
                 return Range(start, lines.position_of_char(use_.line, use_.end_column))
             assert inline.inline is not None
@@ -471,10 +470,8 @@ class Checker:
         close_at = text.find("}}", var.offset)
         if open_at == -1 or close_at == -1:
             return (TextEdit(path, rng, f"<{var.name}>{var.name}</{var.name}>"),)
-        before = lines.position(open_at) if inline is None else None
         if inline is None:
-            assert before is not None
-            after = lines.position(close_at + 2)
+            before, after = lines.position(open_at), lines.position(close_at + 2)
             return (TextEdit(path, Range(after, after), f"</{var.name}>"),
                     TextEdit(path, Range(before, before), f"<{var.name}>"))
         # Inline: the expression's columns relative to the variable, on the variable's file line.

@@ -249,12 +249,10 @@ def _null_entry_problem(doc: YamlDocument, index: int) -> Problem:
     line = rng.start.line
     line_text = doc.lines.line_text(line)
     stripped = line_text.strip()
-    if stripped.startswith("-") and stripped.lstrip("- ").split("#")[0].strip() in ("", "null", "~", "Null", "NULL"):
-        delete = Range(Position(line, 0), Position(line + 1, 0))
-    elif span.style == "[" or "[" in line_text:
-        delete = rng
-    else:
-        delete = rng
+    alone_on_its_line = stripped.startswith("-") and stripped.lstrip("- ").split("#")[0].strip() in (
+        "", "null", "~", "Null", "NULL")
+    # A block item alone on its line goes with its line; a flow item (`[a, null]`) goes by itself.
+    delete = Range(Position(line, 0), Position(line + 1, 0)) if alone_on_its_line else rng
     return Problem("OSC010", rng, "null entry in `context_providers`: the agent fails when it is built",
                    fix=("Remove the null entry", ((delete, ""),)))
 
