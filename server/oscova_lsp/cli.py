@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -115,6 +116,7 @@ def _check(args: argparse.Namespace) -> int:
     files = 0
     for analysis, paths in analyses.values():
         analysis.load(jobs=args.jobs)
+        gc.freeze()  # the parsed workspace lives until exit: keep the collector from rescanning it
         for notice in analysis.workspace.notices:
             print(f"note: {notice}", file=sys.stderr)
         found = analysis.all_diagnostics(paths)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from .checks import Checker, LintOptions, apply_lint
 from .diagnostics import Diagnostic
-from .files import ParsedFile, parse_file
+from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
+from .jinja_source import analyze_templates_to_wire, facts_from_wire
 from .workspace import Workspace, find_root, read_text
 
 PARALLEL_THRESHOLD = 400
@@ -29,11 +31,15 @@ class Analysis:
     def root(self) -> str:
         return self.workspace.root
 
-    def load(self, *, jobs: int | None = None) -> None:
+    def load(self, *, jobs: int | None = None, mp_context: Any = None) -> None:
+        """Reads and parses the whole workspace; large ones parse their templates in worker processes.
+
+        `mp_context` chooses how workers start (a server with threads running wants "forkserver").
+        """
         paths = self.workspace.discover()
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         if workers > 1 and len(paths) >= PARALLEL_THRESHOLD:
-            self.workspace.load(_parse_parallel(paths, workers))
+            self.workspace.load(_parse_split(paths, workers, mp_context))
         else:
             self.workspace.load()
 
@@ -66,15 +72,38 @@ def _parse_one(path: str) -> ParsedFile:
     return parse_file(path, *read_text(path))
 
 
-def _parse_parallel(paths: list[str], workers: int) -> list[ParsedFile]:
+def _parse_split(paths: list[str], workers: int, mp_context: Any) -> list[ParsedFile]:
+    """Templates (the costly part: Jinja's parser) go to worker processes as text and come back as compact
+    facts, while this process parses definitions and the host configuration. Whole parsed files are not
+    sent back: pickling them costs as much as parsing them."""
     from concurrent.futures import ProcessPoolExecutor
 
-    chunk = max(16, len(paths) // (workers * 8))
+    templates: list[tuple[str, str]] = []
+    parsed: list[ParsedFile] = []
+    others: list[str] = []
+    for path in paths:
+        if file_kind(path) is FileKind.TEMPLATE:
+            text, skipped = read_text(path)
+            if text is None or len(text) > MAX_FILE_BYTES:
+                parsed.append(parse_file(path, text, skipped))
+            else:
+                templates.append((path, text))
+        else:
+            others.append(path)
+    chunk = max(32, len(templates) // (workers * 4) + 1)
+    batches = [templates[i:i + chunk] for i in range(0, len(templates), chunk)]
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(_parse_one, paths, chunksize=chunk))
-    except (OSError, RuntimeError):  # no process support here: parse in this process
-        return [_parse_one(path) for path in paths]
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context)
+    except (OSError, RuntimeError, ValueError):  # no process support here: parse in this process
+        return parsed + [_parse_one(path) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
+            _parse_one(path) for path in others]
+    with pool:
+        futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in batches]
+        parsed.extend(_parse_one(path) for path in others)  # meanwhile, here
+        for batch, future in zip(batches, futures, strict=True):
+            for (path, text), wire in zip(batch, future.result(), strict=True):
+                parsed.append(parse_template(path, text, facts_from_wire(text, wire)))
+    return parsed
 
 
 def analysis_for(path: str, lint: LintOptions | None = None) -> Analysis:

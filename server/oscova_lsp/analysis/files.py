@@ -409,8 +409,9 @@ def _error_message(error: Any, loc: tuple[Any, ...]) -> str:
 # Templates
 
 
-def parse_template(path: str, text: str) -> TemplateFile:
-    facts = analyze_template(text)
+def parse_template(path: str, text: str, facts: TemplateFacts | None = None) -> TemplateFile:
+    """`facts` may come precomputed (from a worker process)."""
+    facts = facts if facts is not None else analyze_template(text)
     parsed = TemplateFile(path, FileKind.TEMPLATE, text, LineIndex(text), facts=facts)
     parsed.suppressions = facts.suppressions
     if facts.syntax_error is not None:

@@ -437,3 +437,39 @@ def _delimited_intervals(text: str) -> list[tuple[int, int]]:
     for i in range(0, len(fences) - 1, 2):
         intervals.append((fences[i], fences[i + 1]))
     return intervals
+
+
+# --------------------------------------------------------------------------------------------------
+# A compact form for worker processes: plain tuples pickle an order of magnitude faster than objects.
+
+WireFacts = tuple
+
+
+def facts_to_wire(facts: TemplateFacts) -> WireFacts:
+    error = (facts.syntax_error.message, facts.syntax_error.line) if facts.syntax_error else None
+    return (
+        tuple((u.name, u.line, u.column, u.offset) for u in facts.free_uses),
+        tuple((r.kind, r.path, r.line, r.column, r.end_column, r.ignore_missing) for r in facts.references),
+        error,
+        tuple(facts.local_names),
+        tuple(facts.suppressions.items()),
+        tuple(facts.delimited),
+    )
+
+
+def facts_from_wire(text: str, wire: WireFacts) -> TemplateFacts:
+    uses, refs, error, local_names, suppressions, delimited = wire
+    return TemplateFacts(
+        text=text,
+        free_uses=[VariableUse(*u) for u in uses],
+        references=[TemplateReference(*r) for r in refs],
+        syntax_error=SyntaxProblem(*error) if error else None,
+        local_names=frozenset(local_names),
+        suppressions=dict(suppressions),
+        delimited=list(delimited),
+    )
+
+
+def analyze_templates_to_wire(texts: list[str]) -> list[WireFacts]:
+    """Worker-process entry point: many templates' facts in the compact form."""
+    return [facts_to_wire(analyze_template(text)) for text in texts]

@@ -183,6 +183,8 @@ class _Builder:
         return None  # pragma: no cover
 
     def _scalar(self, node: yaml.ScalarNode) -> Any:
+        if node.tag == "tag:yaml.org,2002:str":
+            return node.value  # the common case, without the constructor's dispatch
         if node.tag == "tag:yaml.org,2002:timestamp":
             return node.value  # Dates stay text: every date-like field of the format is a string.
         constructor = SafeConstructor.yaml_constructors.get(node.tag)

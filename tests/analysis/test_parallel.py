@@ -1,0 +1,26 @@
+"""A large workspace parses its templates in worker processes, with the same results as one process."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from oscova_lsp.analysis.engine import PARALLEL_THRESHOLD, Analysis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from workspace_gen import generate  # noqa: E402
+
+
+def test_worker_processes_give_the_same_diagnostics(tmp_path: Path) -> None:
+    generate(tmp_path, 250)
+    serial, parallel = Analysis(str(tmp_path)), Analysis(str(tmp_path))
+    serial.load(jobs=1)
+    parallel.load(jobs=2)
+    assert len(parallel.workspace.files) >= PARALLEL_THRESHOLD
+    expected = serial.all_diagnostics()
+    assert sum(len(d) for d in expected.values()) > 0
+    assert parallel.all_diagnostics() == expected
+    # Incremental updates work the same on a workspace loaded in parallel.
+    template = str(tmp_path / "templates/agent_1.j2")
+    assert parallel.update(template, "{{ nowhere }}") == serial.update(template, "{{ nowhere }}")
+    assert parallel.diagnostics(template) == serial.diagnostics(template)
