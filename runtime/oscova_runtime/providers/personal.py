@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from ..context import AIContext, AIContextProvider, InvokingContext
+from ..front_matter import split_front_matter
 from ..templates import TemplateRenderer
 
 ModelFactory = Callable[[InvokingContext], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
@@ -66,16 +67,9 @@ class SharedAgentPersonalContextRepository:
                 text = handle.read()
         except (FileNotFoundError, NotADirectoryError):
             return None
-        if text.startswith("---\n"):
-            head, sep, body = text[4:].partition("\n---\n")
-            if sep:
-                try:
-                    meta = yaml.safe_load(head) or {}
-                except yaml.YAMLError:
-                    meta = {}
-                if isinstance(meta, dict) and meta.get("agent_id") not in (None, agent_id):
-                    return None  # another agent's file under a colliding slug
-                text = body
+        meta, text = split_front_matter(text)
+        if meta.get("agent_id") not in (None, agent_id):
+            return None  # another agent's file under a colliding slug
         data = text.encode("utf-8")[: self.max_bytes]
         return data.decode("utf-8", errors="ignore").strip()
 

@@ -8,23 +8,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import yaml
-
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..filecache import read_text
+from ..front_matter import split_front_matter
 from ..tools import function_from_callable
-
-
-def _split_front_matter(text: str) -> tuple[dict, str]:
-    if text.startswith("---\n"):
-        head, sep, body = text[4:].partition("\n---\n")
-        if sep:
-            try:
-                meta = yaml.safe_load(head) or {}
-            except yaml.YAMLError:
-                meta = {}
-            return (meta if isinstance(meta, dict) else {}), body
-    return {}, text
 
 
 class SkillsContextProvider(AIContextProvider):
@@ -36,7 +23,7 @@ class SkillsContextProvider(AIContextProvider):
     def _read(self, name: str) -> tuple[dict, str] | None:
         if name not in self.skills:
             return None
-        return read_text(os.path.join(self.skills_root, name, "SKILL.md"), _split_front_matter)
+        return read_text(os.path.join(self.skills_root, name, "SKILL.md"), split_front_matter)
 
     async def load_skill(self, name: str) -> str:
         """Loads the full instructions of one assigned skill by name."""
