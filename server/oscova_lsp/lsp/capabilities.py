@@ -13,6 +13,9 @@ COMPLETION_TRIGGERS = [" ", "{", "%", "|", "'", '"', "/", "[", ",", "-"]
 DIAGNOSTIC_IDENTIFIER = "oscova"
 WATCHED_GLOBS = ["**/*.agent.yaml", "**/*.agent.yml", "**/*.j2", "**/*.jinja", "**/*.jinja2",
                  "**/oscova.toml", "**/pyproject.toml"]
+COMMANDS = ("oscova.runAgent", "oscova.previewPrompt", "oscova.cancelRun", "oscova.evictAgent",
+            "oscova.invalidateAgents", "oscova.invalidateAll", "oscova.listAgents")
+"""The `workspace/executeCommand` commands (SPEC §6), in the order the server registers them."""
 
 
 def _client_has(capabilities: Any, *path: str) -> bool:
@@ -28,18 +31,19 @@ def server_capabilities(client: dict[str, Any]) -> dict[str, Any]:
     """The `capabilities` of the `initialize` result, as JSON, for the client's capabilities."""
     caps: dict[str, Any] = {
         "positionEncoding": "utf-16",
-        "textDocumentSync": {"openClose": True, "change": 2, "save": False},
+        "textDocumentSync": {"openClose": True, "change": 2, "save": True},
         "completionProvider": {"triggerCharacters": COMPLETION_TRIGGERS, "resolveProvider": False},
         "hoverProvider": True,
         "definitionProvider": True,
         "referencesProvider": True,
         "documentSymbolProvider": True,
         "codeActionProvider": {"codeActionKinds": ["quickfix"]},
+        "codeLensProvider": {"resolveProvider": False},
         "documentLinkProvider": {"resolveProvider": False},
         "renameProvider": {"prepareProvider": True} if _client_has(
             client, "textDocument", "rename", "prepareSupport") else True,
         "workspaceSymbolProvider": {"resolveProvider": False},
-        "executeCommandProvider": {"commands": []},
+        "executeCommandProvider": {"commands": list(COMMANDS)},
         "inlayHintProvider": {"resolveProvider": False},
         "diagnosticProvider": {"identifier": DIAGNOSTIC_IDENTIFIER, "interFileDependencies": True,
                                "workspaceDiagnostics": True},

@@ -8,8 +8,10 @@ thread, on an `Analysis` of its own that is swapped in when complete.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import hashlib
+import inspect
 import logging
 import os
 import time
@@ -18,18 +20,19 @@ from collections.abc import Iterable
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
 from ..analysis.diagnostics import Diagnostic
-from ..analysis.files import ParsedFile
+from ..analysis.files import DefinitionFile, ParsedFile
 from ..analysis.workspace import Workspace
 from ..ide import actions, completion, hints, hover, navigation, symbols
 from ..ide.model import RenameError
 from . import convert
-from .capabilities import COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER, SERVER_NAME, WATCHED_GLOBS
+from .capabilities import COMMANDS, COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER, SERVER_NAME, WATCHED_GLOBS
+from .runs import Runs, code_lenses, command_handlers, workspace_trusted
 from .session import Session
 from .settings import Settings
 
@@ -73,6 +76,32 @@ class OscovaProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        # pygls answers `$/cancelRequest` but leaves a command's coroutine running: a run is cancelled here,
+        # and its result (status `cancelled`) answers the request.
+        runs = getattr(self._server, "runs", None)
+        if isinstance(runs, Runs) and runs.cancel_request(msg_id):
+            return
+        super()._handle_cancel_notification(msg_id)
+
+    @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
+    async def lsp_workspace__execute_command(self, params: lsp.ExecuteCommandParams) -> Any:  # type: ignore[override]
+        """Every command gets the whole `ExecuteCommandParams` (its argument object, its `workDoneToken`), and
+        runs as the request's own task, so the request's id is the task's."""
+        handler = self.fm.commands.get(params.command)
+        if handler is None:
+            raise JsonRpcInvalidParams(f"unknown command {params.command!r}; the server offers {', '.join(COMMANDS)}")
+        try:
+            result = handler(params)
+            if inspect.isawaitable(result):
+                result = await result
+        except JsonRpcException:
+            raise
+        except Exception as error:  # a bug: an error for this request, in a line, without pygls' traceback
+            logger.exception("%s failed", params.command)
+            raise JsonRpcInternalError(f"{params.command} failed: {type(error).__name__}: {error}") from None
+        return result
+
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams):  # type: ignore[override]
         # The engine counts columns in UTF-16 code units; pin the encoding whatever the client offers.
@@ -101,6 +130,7 @@ class OscovaServer(LanguageServer):
         self._tasks: set[asyncio.Task[Any]] = set()
         self.checked = asyncio.Event()
         self.check_seconds: float | None = None
+        self.runs = Runs(self)
 
     # ------------------------------------------------------------------------------------ utilities
 
@@ -415,6 +445,7 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         ls.settings = Settings.parse(params.initialization_options)
         ls.session.set_lint(ls.settings.lint_options())
         ls.client_pid = ls.client_pid or params.process_id
+        ls.runs.trusted = workspace_trusted(params.initialization_options)
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: OscovaServer, params: lsp.InitializedParams) -> None:
@@ -426,11 +457,13 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
 
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: OscovaServer, params: Any) -> None:
+        # Synchronous, so the answer precedes an `exit` sent right behind the request.
         for timer in ls._timers.values():
             timer.cancel()
         ls._timers.clear()
         for task in list(ls._tasks):
             task.cancel()
+        ls.runs.shutdown()
 
     # ---------------------------------------------------------------------------- documents
 
@@ -453,6 +486,12 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         document = ls.workspace.get_text_document(params.text_document.uri)
         ls.schedule(path, document.source, params.text_document.version)
 
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        path = convert.path_of(params.text_document.uri)
+        if path is not None:
+            ls.runs.file_saved(path)
+
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: OscovaServer, params: lsp.DidCloseTextDocumentParams) -> None:
         path = convert.path_of(params.text_document.uri)
@@ -473,6 +512,7 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
             if path is None:
                 continue
             affected |= ls.session.disk_changed(path, change.type == lsp.FileChangeType.Deleted)
+            ls.runs.file_saved(path)
         if affected:
             ls._invalidate(affected)
             ls.publish_pending()
@@ -625,6 +665,14 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
                                       edit=_workspace_edit(ls, action.edits)))
         return out
 
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))
+    def on_code_lens(ls: OscovaServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
+        found = ls.lookup(params.text_document.uri)
+        if found is None:
+            return None
+        _, parsed, _ = found
+        return code_lenses(parsed, params.text_document.uri) if isinstance(parsed, DefinitionFile) else []
+
     @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT, lsp.InlayHintOptions(resolve_provider=False))
     def on_inlay_hint(ls: OscovaServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint] | None:
         found = ls.lookup(params.text_document.uri)
@@ -666,6 +714,15 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         return [lsp.DocumentLink(range=convert.range_(link.range), target=convert.uri(link.target),
                                  tooltip=link.tooltip if tooltips else None)
                 for link in navigation.document_links(ws, parsed)]
+
+    # ---------------------------------------------------------------------------------- runs
+
+    for name, handler in command_handlers(server.runs).items():
+        server.command(name)(functools.partial(handler))  # (pygls tags the callable; a bound method refuses)
+
+    @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def on_progress_cancel(ls: OscovaServer, params: lsp.WorkDoneProgressCancelParams) -> None:
+        ls.runs.cancel_progress(params.token)
 
     return server
 

@@ -1,0 +1,463 @@
+"""Runs from the editor: the `oscova.*` commands, the `Run agent` / `Preview prompt` code lenses, streaming
+(`oscova/runEvent` and work-done progress), cancellation, tool approval and the workspace-trust gate.
+
+One `RunService` per workspace root, created on first use; its module and the runtime's model code are
+imported then, never at server start. A run is a task of the service: the `oscova.runAgent` request only
+awaits it, so a slow run never holds up diagnostics or completion.
+
+Three ways stop a run for real, all through `RunHandle.cancel()` (the model's HTTP stream closes, running
+tools are cancelled, the result says `cancelled`): `oscova.cancelRun`, the progress's cancel button
+(`window/workDoneProgress/cancel`) and `$/cancelRequest` on the run's request, which `OscovaProtocol`
+routes here because pygls answers it without stopping the command's coroutine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from ..analysis.files import DefinitionFile
+from ..analysis.workspace import Workspace
+from . import convert
+from .capabilities import COMMANDS
+
+if TYPE_CHECKING:
+    from ..runs import RunHandle, RunService
+    from .server import OscovaServer
+
+logger = logging.getLogger(__name__)
+
+RUN_EVENT = "oscova/runEvent"
+APPROVE = "Approve"
+DENY = "Deny"
+SHUTDOWN_GRACE = 3.0
+"""Seconds given to closing a service's chat clients at shutdown."""
+MAX_ARGUMENT_PREVIEW = 400
+"""Characters of a tool call's arguments shown in an approval prompt."""
+
+
+class JsonRpcRequestFailed(JsonRpcException):
+    """LSP `RequestFailed`: the request was well formed but could not be carried out (words for the user)."""
+
+    CODE = -32803
+
+
+@dataclass
+class _RunRequest:
+    """An `oscova.runAgent` request in flight: cancelled before its run started, or the run's handle."""
+
+    handle: RunHandle | None = None
+    cancelled: bool = False
+    token: Any = None
+    last_report: str | None = None
+    tools: dict[str, str] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------- arguments
+
+
+def command_argument(params: lsp.ExecuteCommandParams) -> dict[str, Any]:
+    """The single argument object of a command (`arguments: [{...}]`); none at all reads as `{}`."""
+    arguments = params.arguments
+    if not arguments:
+        return {}
+    if len(arguments) != 1 or not isinstance(arguments[0], dict):
+        raise JsonRpcInvalidParams(f"{params.command} takes one argument object, e.g. "
+                                   f"{{\"arguments\": [{{\"agentId\": \"...\"}}]}}")
+    return arguments[0]
+
+
+def _string(args: dict[str, Any], key: str, command: str, *, required: bool = False) -> str | None:
+    value = args.get(key)
+    if value is None:
+        if required:
+            raise JsonRpcInvalidParams(f"{command} needs `{key}` (a string)")
+        return None
+    if not isinstance(value, str) or (required and key != "input" and not value.strip()):
+        raise JsonRpcInvalidParams(f"{command}: `{key}` must be a non-empty string" if key != "input"
+                                   else f"{command}: `input` must be a string")
+    return value
+
+
+# ------------------------------------------------------------------------------------------ code lenses
+
+
+def code_lenses(parsed: DefinitionFile, document_uri: str) -> list[lsp.CodeLens]:
+    """`Run agent` and `Preview prompt` on the `id:` line of a definition."""
+    doc = parsed.doc
+    agent_id = parsed.raw_id
+    if doc is None or not agent_id:
+        return []
+    span = doc.span(("id",))
+    if span is None:
+        return []
+    start = span.key.start if span.key is not None else span.value.start
+    rng = lsp.Range(start=convert.position(start), end=convert.position(span.value.end))
+    example = parsed.definition.example_input if parsed.definition is not None else None
+    return [
+        lsp.CodeLens(range=rng, command=lsp.Command(
+            title="Run agent", command="oscova.runAgent",
+            arguments=[{"agentId": agent_id, "input": example or "", "uri": document_uri}])),
+        lsp.CodeLens(range=rng, command=lsp.Command(
+            title="Preview prompt", command="oscova.previewPrompt",
+            arguments=[{"agentId": agent_id, "uri": document_uri}])),
+    ]
+
+
+def agents_of(workspace: Workspace) -> list[dict[str, Any]]:
+    """`[{id, name, uri, exposedAsTool, exampleInput}]` of the definitions that validate, by id."""
+    found: dict[str, DefinitionFile] = {}
+    for parsed in sorted(workspace.definitions(), key=lambda f: f.path):
+        if parsed.definition is not None and parsed.definition.id not in found:
+            found[parsed.definition.id] = parsed
+    out = []
+    for agent_id, parsed in sorted(found.items()):
+        definition = parsed.definition
+        assert definition is not None
+        out.append({"id": agent_id, "name": definition.display_name, "uri": convert.uri(parsed.path),
+                    "exposedAsTool": definition.exposed_as_tool, "exampleInput": definition.example_input})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+
+class Runs:
+    """The run services of the server's workspace roots and the runs in flight."""
+
+    def __init__(self, server: OscovaServer) -> None:
+        self.server = server
+        self.trusted = True
+        self.services: dict[str, RunService] = {}
+        self._loading: dict[str, asyncio.Future[None]] = {}
+        self._requests: dict[Any, _RunRequest] = {}
+        """`oscova.runAgent` requests by JSON-RPC id."""
+        self._tokens: dict[Any, _RunRequest] = {}
+        """The same, by work-done progress token."""
+        self._closing = False
+
+    # -- services ---------------------------------------------------------------------------------------
+
+    def root_for(self, document_uri: str | None, command: str) -> str:
+        """The workspace root a command's `uri` (a file or a folder) names; the first folder's without one."""
+        session = self.server.session
+        if document_uri is not None:
+            path = convert.path_of(document_uri)
+            if path is None:
+                raise JsonRpcInvalidParams(f"{command}: `uri` must be a file: URI, not {document_uri!r}")
+            return session.root_of(os.path.join(path, "_") if os.path.isdir(path) else path)
+        if not session.folders:
+            raise JsonRpcInvalidParams(f"{command}: the editor opened no workspace folder; pass `uri`")
+        return session.root_of(os.path.join(session.folders[0], "_"))
+
+    async def service(self, root: str) -> RunService:
+        """The root's run service, its workspace read from disk in a worker thread (never on the loop)."""
+        while root in self._loading:
+            await asyncio.shield(self._loading[root])
+        found = self.services.get(root)
+        if found is not None:
+            return found
+        from ..runs import RunService
+
+        service = self.services[root] = RunService(root)
+        loop = asyncio.get_running_loop()
+        self._loading[root] = loop.create_future()
+        try:
+            await loop.run_in_executor(None, _prepare, service)
+        except Exception as error:
+            self.services.pop(root, None)
+            logger.exception("reading the workspace %s for a run failed", root)
+            raise JsonRpcRequestFailed(f"Could not read the workspace {root}: {error}") from None
+        except BaseException:
+            self.services.pop(root, None)
+            raise
+        finally:
+            self._loading.pop(root).set_result(None)
+        return service
+
+    def file_saved(self, path: str) -> None:
+        """A saved or changed file evicts the cached agents it affects in the service of its root."""
+        for root, service in list(self.services.items()):
+            if root in self._loading or not _is_inside(path, service.root):
+                continue
+            try:
+                evicted = service.file_saved(path)
+            except Exception:  # noqa: BLE001 - a cache that cannot tell must forget everything
+                logger.exception("evicting agents after a change to %s failed", path)
+                service.invalidate_all()
+                continue
+            if evicted:
+                logger.info("%s changed: evicted %s", path, ", ".join(evicted))
+
+    def _services_for(self, args: dict[str, Any], command: str) -> list[RunService]:
+        document_uri = _string(args, "uri", command)
+        if document_uri is None:
+            return list(self.services.values())
+        found = self.services.get(self.root_for(document_uri, command))
+        return [found] if found is not None else []
+
+    # -- commands ---------------------------------------------------------------------------------------
+
+    async def run_agent(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
+        command = params.command
+        args = command_argument(params)
+        agent_id = _string(args, "agentId", command, required=True)
+        text = _string(args, "input", command, required=True)
+        session_id = _string(args, "sessionId", command)
+        assert agent_id is not None and text is not None
+        if not self.trusted:
+            raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runAgent runs agents (and the "
+                                       "workspace's tool and provider code) only in a trusted workspace")
+        if self._closing:
+            raise JsonRpcRequestFailed("The server is shutting down")
+        root = self.root_for(_string(args, "uri", command), command)
+        request = _RunRequest()
+        msg_id = self.server.protocol.msg_id
+        if msg_id is not None:
+            self._requests[msg_id] = request
+        status = "cancelled"
+        result: dict[str, Any] = {}
+        try:
+            service = await self.service(root)
+            request.token = await self._progress_token(params.work_done_token)
+            if request.token is not None:
+                self._tokens[request.token] = request
+                self._progress(request, lsp.WorkDoneProgressBegin(
+                    title=f"Running {self._agent_name(service, agent_id)}", cancellable=True,
+                    message="starting"))
+            handle = service.start_run(agent_id, text, session_id=session_id,
+                                       on_event=lambda event: self._on_event(request, event),
+                                       approve=self._approve if self._can_ask() else None)
+            request.handle = handle
+            if request.cancelled or self._closing:
+                handle.cancel()
+            result = await handle
+            status = result["status"]
+        finally:
+            if msg_id is not None:
+                self._requests.pop(msg_id, None)
+            if request.token is not None:
+                self._tokens.pop(request.token, None)
+                error = result.get("error") if status == "failed" else None
+                self._progress(request, lsp.WorkDoneProgressEnd(message=f"failed: {error}" if error else status))
+                self.server.work_done_progress.tokens.pop(request.token, None)
+        self.server.window_log_message(lsp.LogMessageParams(
+            type=lsp.MessageType.Warning if status == "failed" else lsp.MessageType.Info,
+            message=f"oscova: run {result['runId']} of {agent_id} {status}"
+                    + (f": {result['error']}" if result.get("error") else "")
+                    + (f" (transcript {result['transcript']})" if result.get("transcript") else "")))
+        return {key: result[key] for key in ("runId", "agentId", "sessionId", "status", "text", "messages",
+                                             "error", "transcript") if key in result}
+
+    async def preview_prompt(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
+        command = params.command
+        args = command_argument(params)
+        agent_id = _string(args, "agentId", command, required=True)
+        text = _string(args, "input", command)
+        assert agent_id is not None
+        service = await self.service(self.root_for(_string(args, "uri", command), command))
+        from ..runs import RunError
+
+        try:
+            preview = await service.preview(agent_id, text or None)
+        except RunError as error:
+            raise JsonRpcRequestFailed(str(error)) from None
+        return {"agentId": agent_id, "instructions": preview.get("instructions") or "",
+                "messages": preview.get("messages", []), "tools": preview.get("tools", []),
+                "providers": preview.get("providers", [])}
+
+    def cancel_run(self, params: lsp.ExecuteCommandParams) -> None:
+        args = command_argument(params)
+        run_id = _string(args, "runId", params.command, required=True)
+        for service in list(self.services.values()):
+            if run_id is not None and service.cancel(run_id):
+                return
+
+    def evict_agent(self, params: lsp.ExecuteCommandParams) -> None:
+        args = command_argument(params)
+        agent_id = _string(args, "agentId", params.command, required=True)
+        for service in self._services_for(args, params.command):
+            if agent_id is not None:
+                service.evict_agent(agent_id)
+
+    def invalidate_agents(self, params: lsp.ExecuteCommandParams) -> None:
+        for service in self._services_for(command_argument(params), params.command):
+            service.invalidate_agents()
+
+    def invalidate_all(self, params: lsp.ExecuteCommandParams) -> None:
+        for service in self._services_for(command_argument(params), params.command):
+            service.invalidate_all()
+
+    async def list_agents(self, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
+        """The agents as the editor sees them (open documents included)."""
+        args = command_argument(params)
+        document_uri = _string(args, "uri", params.command)
+        server = self.server
+        if document_uri is not None:
+            root = self.root_for(document_uri, params.command)
+            await server.root_ready(os.path.join(root, "_")).wait()
+            roots = [root]
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(server.checked.wait(), 30)
+            roots = sorted(server.session.analyses)
+        out: list[dict[str, Any]] = []
+        for root in roots:
+            analysis = server.session.analyses.get(root)
+            if analysis is not None:
+                out.extend(agents_of(analysis.workspace))
+        return out
+
+    # -- cancellation -------------------------------------------------------------------------------------
+
+    def cancel_request(self, msg_id: Any) -> bool:
+        """`$/cancelRequest` for an `oscova.runAgent` request: cancels its run, whose result (status
+        `cancelled`) then answers the request. False for other requests (pygls handles them)."""
+        request = self._requests.get(msg_id)
+        if request is None:
+            return False
+        self._cancel(request)
+        return True
+
+    def cancel_progress(self, token: Any) -> None:
+        request = self._tokens.get(token)
+        if request is not None:
+            self._cancel(request)
+
+    def _cancel(self, request: _RunRequest) -> None:
+        request.cancelled = True
+        if request.handle is not None:
+            request.handle.cancel()
+
+    def shutdown(self) -> None:
+        """Cancels every run (each ends as `cancelled`, its transcript closed) and closes the services' chat
+        clients once their runs are over."""
+        self._closing = True
+        for request in list(self._requests.values()):
+            self._cancel(request)
+        handles = [h for s in self.services.values() for h in s.active_runs()]
+        for handle in handles:
+            handle.cancel()
+        self.server.spawn(self._close_services())
+
+    async def _close_services(self) -> None:
+        for service in list(self.services.values()):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(service.aclose(), SHUTDOWN_GRACE)
+
+    # -- streaming ----------------------------------------------------------------------------------------
+
+    def _on_event(self, request: _RunRequest, event: dict[str, Any]) -> None:
+        self.server.protocol.notify(RUN_EVENT, event)
+        if request.token is None:
+            return
+        kind = event["kind"]
+        message: str | None = None
+        if kind == "toolCall":
+            request.tools[str(event.get("callId"))] = str(event.get("name"))
+            message = f"calling {event.get('name')}"
+        elif kind == "toolResult":
+            name = event.get("name") or request.tools.get(str(event.get("callId")), "a tool")
+            message = f"{name} failed" if "error" in event else f"{name} answered"
+        elif kind == "delta":
+            message = "answering"
+        elif kind == "message" and event.get("role") == "user":
+            message = "asking the model"
+        if message is not None and message != request.last_report:
+            request.last_report = message
+            self._progress(request, lsp.WorkDoneProgressReport(message=message))
+
+    async def _progress_token(self, given: Any) -> Any:
+        if given is not None:
+            return given
+        if not self.server.caps("window", "work_done_progress"):
+            return None
+        token = f"oscova-run-{uuid.uuid4().hex[:12]}"
+        try:
+            await asyncio.wait_for(self.server.work_done_progress.create_async(token), 5)
+        except Exception:  # noqa: BLE001 - the run goes on without progress
+            logger.info("the client did not create a progress token for a run")
+            return None
+        return token
+
+    def _progress(self, request: _RunRequest, value: Any) -> None:
+        progress = self.server.work_done_progress
+        try:
+            if isinstance(value, lsp.WorkDoneProgressBegin):
+                progress.begin(request.token, value)
+            elif isinstance(value, lsp.WorkDoneProgressEnd):
+                progress.end(request.token, value)
+            else:
+                progress.report(request.token, value)
+        except Exception:  # noqa: BLE001
+            logger.debug("progress for %s dropped", request.token)
+
+    @staticmethod
+    def _agent_name(service: RunService, agent_id: str) -> str:
+        for agent in service.list_agents():
+            if agent["id"] == agent_id:
+                return str(agent["name"])
+        return agent_id
+
+    # -- approval -----------------------------------------------------------------------------------------
+
+    def _can_ask(self) -> bool:
+        return self.server.caps("window", "show_message") is not None
+
+    async def _approve(self, prompt: dict[str, Any]) -> bool:
+        arguments = json.dumps(prompt.get("arguments"), ensure_ascii=False)
+        if len(arguments) > MAX_ARGUMENT_PREVIEW:
+            arguments = arguments[:MAX_ARGUMENT_PREVIEW] + "…"
+        message = (f"The agent {prompt.get('agentId')} wants to run the tool {prompt.get('tool')} with "
+                   f"{arguments}. Allow it?")
+        answer = await self.server.window_show_message_request_async(lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Warning, message=message,
+            actions=[lsp.MessageActionItem(title=APPROVE), lsp.MessageActionItem(title=DENY)]))
+        return answer is not None and answer.title == APPROVE
+
+
+def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams], Awaitable[Any] | Any]]:
+    handlers: dict[str, Callable[[lsp.ExecuteCommandParams], Any]] = {
+        "oscova.runAgent": runs.run_agent,
+        "oscova.previewPrompt": runs.preview_prompt,
+        "oscova.cancelRun": runs.cancel_run,
+        "oscova.evictAgent": runs.evict_agent,
+        "oscova.invalidateAgents": runs.invalidate_agents,
+        "oscova.invalidateAll": runs.invalidate_all,
+        "oscova.listAgents": runs.list_agents,
+    }
+    assert tuple(handlers) == COMMANDS
+    return handlers
+
+
+def workspace_trusted(options: Any) -> bool:
+    """False only when the client says so: `initializationOptions.workspaceTrusted == false` (VS Code)."""
+    if not isinstance(options, dict):
+        return True
+    for scope in (options, options.get("oscova")):
+        if isinstance(scope, dict) and scope.get("workspaceTrusted") is False:
+            return False
+    return True
+
+
+def _prepare(service: RunService) -> None:
+    """Off the event loop: reads the workspace and imports the model client (half a second of imports that
+    would otherwise stall diagnostics and completion on the first run)."""
+    service.analysis  # noqa: B018 - loads on first access
+    with contextlib.suppress(ImportError):
+        import openai  # noqa: F401
+
+
+def _is_inside(path: str, root: str) -> bool:
+    path = os.path.realpath(path)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
