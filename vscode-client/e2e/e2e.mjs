@@ -1,0 +1,456 @@
+// End-to-end test in real VS Code: code-server 4.139.1 + headless Chromium, driven by playwright-core.
+// Called by e2e/run.sh (which installs everything and builds the .vsix): node e2e/e2e.mjs path/to.vsix
+//
+// 1. Diagnostics: a copy of examples/broken; a definition and a template opened from the explorer;
+//    squiggles and Problems rows with concrete OSC codes and messages.
+// 2. Runs (when the server advertises `oscova.runAgent`; in CI it must): a scratch workspace whose
+//    model is a local fake OpenAI endpoint; the key set with "Oscova: Set API Key"; "Oscova: Run Agent"
+//    shows the streamed answer and a tool call in the Run view; a second run is cancelled from the view.
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startFakeOpenAI } from './fake-openai.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, '..', '..');
+const CI = ['true', '1'].includes(String(process.env.CI).toLowerCase());
+const vsix = process.argv[2];
+const NODE24 = process.env.OSCOVA_E2E_NODE;
+const CODE_SERVER = process.env.OSCOVA_E2E_CODE_SERVER;
+const OSCOVA_LSP = process.env.OSCOVA_LSP;
+const CHROMIUM = process.env.OSCOVA_E2E_CHROMIUM ?? '/usr/bin/chromium';
+const API_KEY = 'sk-e2e-0123456789';
+const API_KEY_ENV = 'OSCOVA_E2E_API_KEY';
+const screenshots = join(here, 'screenshots');
+const t0 = Date.now();
+const cleanups = [];
+
+function log(message) {
+  console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${message}`);
+}
+
+function need(value, what) {
+  if (!value || (typeof value === 'string' && value.startsWith('/') && !existsSync(value))) {
+    throw new Error(`missing ${what}: ${value ?? '(unset)'} (run e2e/run.sh, which installs it)`);
+  }
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+    srv.on('error', reject);
+  });
+}
+
+async function waitFor(fn, what, timeoutMs = 60_000, everyMs = 250) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+/** The commands the server advertises: an `initialize` handshake over stdio. */
+async function advertisedCommands(executable) {
+  const child = spawn(executable, [], { stdio: ['pipe', 'pipe', 'ignore'] });
+  try {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { processId: process.pid, rootUri: null, capabilities: {} } });
+    child.stdin.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    let buffer = Buffer.alloc(0);
+    const result = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no initialize answer in 10 s')), 10_000);
+      child.stdout.on('data', (chunk) => {
+        buffer = Buffer.concat([buffer, chunk]);
+        const headerEnd = buffer.indexOf('\r\n\r\n');
+        if (headerEnd < 0) return;
+        const length = Number(/Content-Length: (\d+)/i.exec(buffer.subarray(0, headerEnd).toString())?.[1]);
+        if (buffer.length < headerEnd + 4 + length) return;
+        clearTimeout(timer);
+        resolve(JSON.parse(buffer.subarray(headerEnd + 4, headerEnd + 4 + length).toString()));
+      });
+      child.on('exit', () => reject(new Error('the server exited before answering initialize')));
+    });
+    return result.result?.capabilities?.executeCommandProvider?.commands ?? [];
+  } finally {
+    child.kill();
+  }
+}
+
+function writeRunWorkspace(dir, baseUrl) {
+  mkdirSync(join(dir, 'agents'), { recursive: true });
+  writeFileSync(join(dir, 'oscova.toml'), `[host]
+user_id = "e2e"
+
+[models.default]
+model = "fake-model"
+base_url = "${baseUrl}"
+api_key_env = "${API_KEY_ENV}"
+`);
+  writeFileSync(join(dir, 'agents', 'clock.agent.yaml'), `id: clock
+name: Clock
+description: Tells the time with the current_datetime tool.
+instructions: You are {{ agent_name }}. Answer questions about time with the current_datetime tool.
+tools:
+  - current_datetime
+example_input: What time is it? Use the tool.
+`);
+}
+
+function dumpLogs(userData) {
+  // The extension's output channel and the extension host log, to see why a step failed.
+  const found = [];
+  const walk = (d) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (/Oscova|exthost\.log|remoteagent\.log/i.test(name)) found.push(p);
+    }
+  };
+  try { walk(join(userData, 'logs')); } catch { /* none yet */ }
+  for (const file of found) {
+    const text = readFileSync(file, 'utf8');
+    console.log(`----- ${file} (last 60 lines)\n${text.split('\n').slice(-60).join('\n')}`);
+  }
+}
+
+// ------------------------------------------------------------------------------------ workbench UI
+
+async function openWorkbench(page, baseUrl, folder) {
+  await page.goto(`${baseUrl}/?folder=${encodeURIComponent(folder)}`);
+  await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
+}
+
+async function explorerOpen(page, ...names) {
+  for (const name of names) {
+    const row = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${name}"]`).first();
+    await row.waitFor({ timeout: 30_000 });
+    await row.click();
+  }
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 15_000 });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-widget .monaco-list-row:visible').filter({ hasText: title }).first();
+  await row.waitFor({ timeout: 15_000 });
+  await input.press('Enter'); // the best match is selected; a click can land on a row the list re-renders
+}
+
+// Picks an item of the quick pick a command opened (the keyboard way: the palette's rows are re-used).
+async function pickItem(page, text) {
+  const input = page.locator('.quick-input-widget input');
+  await waitFor(async () => !(await input.inputValue()).startsWith('>'), 'the quick pick replacing the command palette', 30_000);
+  await input.fill(text);
+  await page.locator('.quick-input-widget .monaco-list-row:visible').filter({ hasText: text }).first().waitFor({ timeout: 30_000 });
+  await input.press('Enter');
+}
+
+async function quickInputVisible(page) {
+  await page.locator('.quick-input-widget').waitFor({ state: 'visible', timeout: 20_000 });
+  return page.locator('.quick-input-widget input');
+}
+
+async function problems(page) {
+  return page.locator('.markers-panel .monaco-list-row').allInnerTexts();
+}
+
+function runFrame(page) {
+  return page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+}
+
+// ------------------------------------------------------------------------------------------- main
+
+async function main() {
+  need(vsix, 'the .vsix to test');
+  need(NODE24, 'Node 24');
+  need(CODE_SERVER, 'code-server');
+  need(OSCOVA_LSP, 'oscova-lsp');
+  need(CHROMIUM, 'Debian chromium');
+
+  rmSync(screenshots, { recursive: true, force: true });
+  mkdirSync(screenshots, { recursive: true });
+  const work = mkdtempSync(join(os.tmpdir(), 'oscova-e2e-'));
+  cleanups.push(() => rmSync(work, { recursive: true, force: true }));
+  const userData = join(work, 'user-data');
+  const extensions = join(work, 'extensions');
+  mkdirSync(join(userData, 'User'), { recursive: true });
+  writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({
+    'workbench.startupEditor': 'none',
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'extensions.autoUpdate': false,
+    'extensions.autoCheckUpdates': false,
+    'extensions.ignoreRecommendations': true,
+    'chat.disableAIFeatures': true,
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'git.enabled': false,
+    'window.restoreWindows': 'none',
+    'files.hotExit': 'off',
+    'oscova.trace.server': 'messages',
+    // code-server rebuilds the extension host's PATH from a login shell, so the server is configured.
+    'oscova.server.command': [OSCOVA_LSP],
+  }, null, 2));
+  const env = {
+    ...process.env,
+    PATH: `${dirname(NODE24)}:${process.env.PATH}`,
+    XDG_CONFIG_HOME: join(work, 'xdg-config'),
+    XDG_DATA_HOME: join(work, 'xdg-data'),
+    OSCOVA_LSP_LOG: 'INFO',
+  };
+  delete env[API_KEY_ENV];
+
+  const broken = join(work, 'broken');
+  cpSync(join(repo, 'examples', 'broken'), broken, { recursive: true });
+
+  log('probing the server for run commands');
+  const offered = await advertisedCommands(OSCOVA_LSP);
+  const runsOffered = ['oscova.runAgent', 'oscova.listAgents', 'oscova.cancelRun', 'oscova.previewPrompt'].every((c) => offered.includes(c));
+
+  const fake = await startFakeOpenAI({ apiKey: API_KEY });
+  cleanups.push(() => fake.close());
+  const runWs = join(work, 'run-ws');
+  writeRunWorkspace(runWs, fake.baseUrl);
+  // Workspace settings name the server too (user settings alone raced once in code-server). The
+  // untrusted copy's workspace setting names a program that does not exist: in Restricted Mode it must
+  // be ignored (restrictedConfigurations), so the server still starts from the user setting.
+  const untrustedWs = join(work, 'untrusted-ws');
+  writeRunWorkspace(untrustedWs, fake.baseUrl);
+  const workspaceSettings = (dir, command) => {
+    mkdirSync(join(dir, '.vscode'), { recursive: true });
+    writeFileSync(join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'oscova.server.command': command }));
+  };
+  workspaceSettings(broken, [OSCOVA_LSP]);
+  workspaceSettings(runWs, [OSCOVA_LSP]);
+  workspaceSettings(untrustedWs, ['/nonexistent/oscova-lsp-from-the-workspace']);
+
+  log('installing the .vsix into a fresh extensions folder');
+  const install = spawnSync(CODE_SERVER, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix], { env, encoding: 'utf8' });
+  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
+    throw new Error(`installing the .vsix failed:\n${install.stdout}\n${install.stderr}`);
+  }
+
+  let csLog = '';
+  async function startCodeServer(trust) {
+    const port = await freePort();
+    log(`starting code-server on port ${port}${trust ? '' : ' with workspace trust enabled'}`);
+    const args = ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', trust ? userData : `${userData}-untrusted`,
+      '--extensions-dir', extensions, '--disable-telemetry', '--disable-update-check'];
+    if (trust) args.push('--disable-workspace-trust');
+    else cpSync(join(userData, 'User'), join(`${userData}-untrusted`, 'User'), { recursive: true });
+    const cs = spawn(CODE_SERVER, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    cs.stdout.on('data', (d) => { csLog += d; });
+    cs.stderr.on('data', (d) => { csLog += d; });
+    const kill = () => { try { process.kill(-cs.pid, 'SIGTERM'); } catch { /* gone */ } };
+    cleanups.push(kill);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(async () => (await fetch(`${url}/healthz`)).ok, 'code-server /healthz', 60_000);
+    return { url, kill };
+  }
+  const { url: baseUrl } = await startCodeServer(true);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--no-first-run', '--disable-dev-shm-usage'],
+  });
+  cleanups.push(() => browser.close());
+  const page = await (await browser.newContext({ viewport: { width: 1500, height: 950 } })).newPage();
+  const shot = (name) => page.screenshot({ path: join(screenshots, `${name}.png`) });
+  try {
+    async function restrictedMode() {
+      // ---------------------------------------------------------------------- restricted mode
+      log('restricted mode: diagnostics work, runs are refused');
+      const requestsBefore = fake.state.requests.length;
+      const untrusted = await startCodeServer(false);
+      const page2 = await page.context().newPage();
+      await page2.goto(`${untrusted.url}/?folder=${encodeURIComponent(untrustedWs)}`);
+      await page2.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+      // Depending on the startup prompt setting VS Code asks, or opens the folder in Restricted Mode.
+      const dontTrust = page2.getByRole('button', { name: /don.t trust/i }).first();
+      if (await dontTrust.waitFor({ timeout: 5_000 }).then(() => true, () => false)) await dontTrust.click();
+      await page2.locator('.statusbar-item').filter({ hasText: 'Restricted Mode' }).first().waitFor({ timeout: 30_000 });
+      await page2.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
+      // Break the definition in the editor: the server still checks it in Restricted Mode.
+      await explorerOpen(page2, 'agents', 'clock.agent.yaml');
+      await page2.locator('.monaco-editor .view-lines').first().click();
+      await page2.keyboard.press('Control+End');
+      await page2.keyboard.type('memory: maybe\n');
+      await page2.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 60_000 });
+      await page2.keyboard.press('Control+Shift+M');
+      await waitFor(async () => (await problems(page2)).some((r) => r.includes('OSC002')), 'OSC002 in Problems (restricted mode)', 30_000);
+      await runCommand(page2, 'Oscova: Run Agent');
+      await page2.locator('.notifications-toasts').filter({ hasText: 'only in a trusted workspace' }).waitFor({ timeout: 20_000 });
+      if (fake.state.requests.length !== requestsBefore) throw new Error('a run reached the model in Restricted Mode');
+      log('restricted mode: OSC002 reported; Run Agent refused with the trust message; no model request');
+      await page2.screenshot({ path: join(screenshots, '06-restricted-mode.png') });
+      await page2.close();
+      untrusted.kill();
+
+    }
+
+    // ----------------------------------------------------------------------------- diagnostics
+    log('opening examples/broken');
+    await openWorkbench(page, baseUrl, broken);
+    await explorerOpen(page, 'agents', 'providers.agent.yaml');
+    log('waiting for squiggles in agents/providers.agent.yaml');
+    await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 90_000 });
+    await page.keyboard.press('Control+Shift+M');
+    const expectedDefinition = [
+      ['OSC010', 'null entry in `context_providers`'],
+      ['OSC011', '`memory` has the state key `MemoryContextProvider`'],
+      ['OSC012', '`environment` uses the state key `InMemoryChatHistoryProvider`'],
+      ['OSC013', 'unknown provider type `memroy`; did you mean `memory`?'],
+      ['OSC014', '`library` contributes nothing here'],
+    ];
+    const rows = await waitFor(async () => {
+      const r = await problems(page);
+      return expectedDefinition.every(([code, text]) => r.some((row) => row.includes(code) && row.includes(text))) ? r : undefined;
+    }, `Problems rows ${expectedDefinition.map(([c]) => c).join(', ')}`, 60_000).catch(async (error) => {
+      console.log('Problems rows:', await problems(page));
+      throw error;
+    });
+    const squiggles = await page.locator('.monaco-editor .squiggly-error').count();
+    if (squiggles < 3) throw new Error(`expected at least 3 error squiggles (OSC010, OSC011, OSC012, OSC013), saw ${squiggles}`);
+    if (!rows.some((row) => /oscova\(OSC010\)/.test(row) || (row.includes('OSC010') && row.includes('oscova')))) {
+      throw new Error(`Problems rows do not show the source "oscova": ${rows.join(' | ')}`);
+    }
+    log(`definition: ${squiggles} error squiggles, Problems rows ${expectedDefinition.map(([c]) => c).join(' ')}`);
+    await shot('01-definition-diagnostics');
+
+    await explorerOpen(page, 'templates', 'agent.j2');
+    const expectedTemplate = [
+      ['OSC101', '`ticket_count` is not bound by the `personal` provider'],
+      ['OSC102', '`current_time` changes every minute'],
+    ];
+    await waitFor(async () => {
+      const r = await problems(page);
+      return expectedTemplate.every(([code, text]) => r.some((row) => row.includes(code) && row.includes(text)));
+    }, `template Problems rows ${expectedTemplate.map(([c]) => c).join(', ')}`, 60_000).catch(async (error) => {
+      console.log('Problems rows:', await problems(page));
+      throw error;
+    });
+    // The contributed `jinja` language is the editor's mode for .j2.
+    const mode = await page.locator('.statusbar-item[id="status.editor.mode"]').innerText();
+    if (!/jinja/i.test(mode)) throw new Error(`the language mode of agent.j2 is "${mode}", not Jinja`);
+    const status = await page.locator('.statusbar-item').filter({ hasText: 'Oscova' }).first().innerText();
+    log(`template: Problems rows ${expectedTemplate.map(([c]) => c).join(' ')}; language mode "${mode.trim()}"; status bar "${status.trim()}"`);
+    await shot('02-template-diagnostics');
+
+    // ------------------------------------------------------------------------------------ runs
+    if (!runsOffered) {
+      const message = `the server does not advertise the run commands (it offers: ${JSON.stringify(offered)})`;
+      if (CI) throw new Error(`${message}: the run part of the e2e cannot pass`);
+      log(`RUN PART NOT TESTED: ${message}`);
+      await restrictedMode();
+      return 'diagnostics and restricted mode; RUN PART NOT TESTED';
+    }
+    log('opening the run workspace');
+    await openWorkbench(page, baseUrl, runWs);
+    await explorerOpen(page, 'agents', 'clock.agent.yaml');
+    await page.locator('.monaco-editor .view-lines').first().waitFor();
+
+    log('Oscova: Set API Key');
+    await runCommand(page, 'Oscova: Set API Key');
+    const keyInput = await quickInputVisible(page);
+    await waitFor(async () => (await keyInput.getAttribute('type')) === 'password', 'the password input box', 15_000);
+    await keyInput.fill(API_KEY);
+    await keyInput.press('Enter');
+    await page.locator('.notifications-toasts').filter({ hasText: 'the key is set' }).waitFor({ timeout: 30_000 });
+
+    log('Oscova: Run Agent (streamed answer and a tool call)');
+    await runCommand(page, 'Oscova: Run Agent');
+    await pickItem(page, 'clock');
+    const inputBox = await quickInputVisible(page);
+    await waitFor(async () => (await inputBox.inputValue()) === 'What time is it? Use the tool.', 'the input box prefilled with example_input', 15_000);
+    await inputBox.press('Enter');
+    const frame = runFrame(page);
+    await frame.locator('[data-testid=status]').filter({ hasText: 'Completed' }).waitFor({ timeout: 60_000 }).catch(async (error) => {
+      await shot('failure-run');
+      const text = await frame.locator('body').innerText().catch(() => '(no Run view)');
+      throw new Error(`${error.message}\nRun view:\n${text}`);
+    });
+    const answer = (await frame.locator('[data-testid=answer]').allInnerTexts()).join('\n');
+    if (!answer.includes('The clock tool says it is late. Done.')) throw new Error(`unexpected answer in the Run view: ${answer}`);
+    const tool = frame.locator('details.tool').filter({ hasText: 'current_datetime' });
+    if (await tool.count() !== 1) throw new Error('the Run view shows no current_datetime tool call');
+    const toolText = await tool.innerText();
+    if (!/result/i.test(toolText) || !/\d{4}-\d{2}-\d{2}/.test(toolText)) throw new Error(`the tool call has no result: ${toolText}`);
+    const runInput = await frame.locator('[data-testid=input]').innerText();
+    if (runInput !== 'What time is it? Use the tool.') throw new Error(`the Run view shows the input "${runInput}"`);
+    // The assembled instructions (from oscova.previewPrompt), collapsed until opened.
+    await frame.locator('details.instructions summary').click();
+    const instructions = await frame.locator('pre.instructions').innerText();
+    if (!instructions.includes('You are Clock. Answer questions about time')) throw new Error(`the Run view's instructions: ${instructions}`);
+    const authorized = fake.state.requests.filter((r) => r.auth).length;
+    if (authorized < 2) throw new Error(`the fake endpoint saw ${authorized} requests with the key set by Set API Key`);
+    log(`run completed: answer streamed, tool call current_datetime with its result; ${fake.state.requests.length} model requests`);
+    await shot('03-run-completed');
+    // Its transcript (.oscova/runs/…) opens from the Run view.
+    await frame.locator('button', { hasText: 'Open transcript' }).click();
+    await page.locator('.tabs-container .tab').filter({ hasText: /\.jsonl?$/ }).first().waitFor({ timeout: 20_000 });
+    log('the run transcript opened from the Run view');
+    await runCommand(page, 'Oscova: Preview Prompt');
+    await pickItem(page, 'clock');
+    await page.locator('.tabs-container .tab').filter({ hasText: 'clock.md' }).first().waitFor({ timeout: 20_000 });
+    await page.locator('.monaco-editor .view-lines').filter({ hasText: 'Prompt preview' }).first().waitFor({ timeout: 10_000 });
+    log('Oscova: Preview Prompt opened the assembled prompt');
+
+    log('a second run, cancelled from the Run view');
+    const closedBefore = fake.state.closedEarly;
+    await runCommand(page, 'Oscova: Run Agent');
+    await pickItem(page, 'clock');
+    const inputBox2 = await quickInputVisible(page);
+    await inputBox2.fill('Take it slow, please.');
+    await inputBox2.press('Enter');
+    await frame.locator('[data-testid=answer]').filter({ hasText: 'Thinking slowly' }).waitFor({ timeout: 60_000 });
+    const statusBar = await page.locator('.statusbar-item').filter({ hasText: 'Oscova' }).first().innerText();
+    if (!/1 run/.test(statusBar)) throw new Error(`the status bar does not show the run in progress: "${statusBar}"`);
+    await shot('04-run-streaming');
+    await frame.locator('[data-testid=cancel]').click();
+    await frame.locator('[data-testid=status]').filter({ hasText: 'Cancelled' }).waitFor({ timeout: 30_000 });
+    await waitFor(() => fake.state.closedEarly > closedBefore, 'the model stream to be closed by the cancel', 15_000);
+    log('run cancelled: the Run view says Cancelled and the HTTP stream was closed');
+    await shot('05-run-cancelled');
+
+    await restrictedMode();
+    return 'diagnostics, runs and restricted mode';
+  } catch (error) {
+    for (const [i, p] of page.context().pages().entries()) {
+      await p.screenshot({ path: join(screenshots, `failure-${i}.png`) }).catch(() => undefined);
+    }
+    dumpLogs(userData);
+    console.log(`----- code-server output (last 40 lines)\n${csLog.split('\n').slice(-40).join('\n')}`);
+    throw error;
+  }
+}
+
+let code = 0;
+try {
+  const what = await main();
+  log(`PASSED (${what}); screenshots in ${screenshots}`);
+} catch (error) {
+  console.error(`[e2e] FAILED: ${error.stack ?? error}`);
+  code = 1;
+} finally {
+  for (const cleanup of cleanups.reverse()) {
+    try { await cleanup(); } catch { /* best effort */ }
+  }
+}
+process.exit(code);

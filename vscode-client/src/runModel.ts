@@ -1,0 +1,320 @@
+/**
+ * The Run view's model: `oscova/runEvent` notifications and the `oscova.runAgent` result reduced into
+ * a plain object the webview renders. Pure (no VS Code), so it is unit-tested event by event.
+ */
+
+export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+
+export interface RunEvent {
+  runId: string;
+  seq?: number;
+  kind: string;
+  [key: string]: unknown;
+}
+
+export interface AnswerItem {
+  type: 'answer';
+  text: string;
+  streaming: boolean;
+  /** The observer's `message` for this text arrived (so a later copy is not shown twice). */
+  confirmed?: boolean;
+}
+export interface MessageItem { type: 'message'; role: string; source?: string; text: string }
+export interface ToolItem {
+  type: 'tool';
+  callId: string;
+  name: string;
+  /** Arguments as pretty JSON (or the raw string when not JSON). */
+  arguments: string;
+  status: 'running' | 'done' | 'error' | 'denied';
+  result?: string;
+  error?: string;
+}
+export type RunItem = AnswerItem | MessageItem | ToolItem;
+
+export interface RunState {
+  /** Client-side key: the server's runId once known, else a local id. */
+  key: string;
+  runId?: string;
+  agentId: string;
+  agentName?: string;
+  input: string;
+  /** Assembled instructions (from `started` or `oscova.previewPrompt`). */
+  instructions?: string;
+  status: RunStatus;
+  startedAt: number;
+  endedAt?: number;
+  items: RunItem[];
+  error?: string;
+  transcript?: string;
+  lastSeq: number;
+}
+
+export const TERMINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
+
+export function isActive(run: RunState): boolean {
+  return !TERMINAL.has(run.status);
+}
+
+export function durationMs(run: RunState, now: number): number {
+  return (run.endedAt ?? now) - run.startedAt;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export function newRun(key: string, agentId: string, input: string, now: number): RunState {
+  return { key, agentId, input, status: 'pending', startedAt: now, items: [], lastSeq: -1 };
+}
+
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Any JSON-ish value as display text: strings as they are, others as pretty JSON. */
+export function display(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') {
+    const trimmed = value.trim();
+    if ((trimmed.startsWith('{') && trimmed.endsWith('}')) || (trimmed.startsWith('[') && trimmed.endsWith(']'))) {
+      try {
+        return JSON.stringify(JSON.parse(trimmed), null, 2);
+      } catch {
+        return value;
+      }
+    }
+    return value;
+  }
+  try {
+    return JSON.stringify(value, null, 2) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** A failure as words: the event's `error` may be a string or `{message}`. */
+function errorText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && typeof (value as { message?: unknown }).message === 'string') {
+    return (value as { message: string }).message;
+  }
+  return value === undefined || value === null ? undefined : display(value);
+}
+
+function closeAnswer(items: RunItem[]): RunItem[] {
+  const last = items[items.length - 1];
+  if (last?.type === 'answer' && last.streaming) {
+    return [...items.slice(0, -1), { ...last, streaming: false }];
+  }
+  return items;
+}
+
+function finish(run: RunState, status: RunStatus, now: number, error?: string): RunState {
+  if (TERMINAL.has(run.status)) return run;
+  return { ...run, status, endedAt: now, error: error ?? run.error, items: closeAnswer(run.items) };
+}
+
+/** Applies one `oscova/runEvent`. Duplicates (a seq already applied) and events after the end are ignored. */
+export function reduce(run: RunState, event: RunEvent, now: number): RunState {
+  if (typeof event.seq === 'number') {
+    if (event.seq <= run.lastSeq) return run;
+    run = { ...run, lastSeq: event.seq };
+  }
+  if (TERMINAL.has(run.status)) return run;
+  const e = event;
+  switch (e.kind) {
+    case 'started': {
+      return {
+        ...run,
+        runId: e.runId,
+        status: 'running',
+        agentId: str(e.agentId) ?? run.agentId,
+        agentName: str(e.agentName) ?? str(e.name) ?? run.agentName,
+        input: str(e.input) ?? run.input,
+        instructions: str(e.instructions) ?? run.instructions,
+        transcript: str(e.transcript) ?? run.transcript,
+      };
+    }
+    case 'delta': {
+      const text = str(e.text) ?? str(e.delta) ?? '';
+      if (!text) return { ...run, status: 'running' };
+      const last = run.items[run.items.length - 1];
+      if (last?.type === 'answer' && last.streaming) {
+        return { ...run, status: 'running', items: [...run.items.slice(0, -1), { ...last, text: last.text + text }] };
+      }
+      return { ...run, status: 'running', items: [...run.items, { type: 'answer', text, streaming: true }] };
+    }
+    case 'message': {
+      const role = str(e.role) ?? 'assistant';
+      const text = str(e.text) ?? display(e.content);
+      const items = run.items;
+      const last = items[items.length - 1];
+      if (role === 'assistant') {
+        if (!text) return run; // an assistant turn that only called tools
+        // The observer's copy of what was streamed: that segment becomes final, not a second answer.
+        const same = items.findIndex((i) => i.type === 'answer' && !i.confirmed && i.text === text);
+        if (same >= 0) {
+          return { ...run, items: items.map((i, n) => (n === same ? { type: 'answer', text, streaming: false, confirmed: true } : i)) };
+        }
+        if (last?.type === 'answer' && last.streaming) {
+          return { ...run, items: [...items.slice(0, -1), { type: 'answer', text, streaming: false, confirmed: true }] };
+        }
+        return { ...run, items: [...closeAnswer(items), { type: 'answer', text, streaming: false, confirmed: true }] };
+      }
+      if (role === 'user' && text === run.input) return run; // the input, shown at the top
+      if (role === 'tool' && items.some((i) => i.type === 'tool' && (i.result === text || i.callId === e.callId))) return run;
+      if (!text) return run;
+      return { ...run, items: [...closeAnswer(items), { type: 'message', role, source: str(e.source), text }] };
+    }
+    case 'toolCall': {
+      const callId = str(e.callId) ?? `call-${run.items.length}`;
+      if (run.items.some((i) => i.type === 'tool' && i.callId === callId)) return run;
+      const tool: ToolItem = { type: 'tool', callId, name: str(e.name) ?? '(tool)', arguments: display(e.arguments), status: 'running' };
+      return { ...run, status: 'running', items: [...closeAnswer(run.items), tool] };
+    }
+    case 'toolResult': {
+      const callId = str(e.callId);
+      const error = errorText(e.error);
+      let matched = false;
+      const items = run.items.map((i) => {
+        if (matched || i.type !== 'tool' || i.callId !== callId) return i;
+        matched = true;
+        if (error !== undefined) return { ...i, status: 'error' as const, error };
+        if (e.denied === true) return { ...i, status: 'denied' as const, result: display(e.result) };
+        return { ...i, status: 'done' as const, result: display(e.result) };
+      });
+      if (!matched) {
+        items.push({ type: 'tool', callId: callId ?? `call-${run.items.length}`, name: str(e.name) ?? '(tool)', arguments: '',
+          status: error !== undefined ? 'error' : 'done', result: error === undefined ? display(e.result) : undefined, error });
+      }
+      return { ...run, items };
+    }
+    case 'completed': {
+      const done = finish(run, 'completed', now);
+      const text = str(e.text);
+      const withText = text && !done.items.some((i) => i.type === 'answer')
+        ? { ...done, items: [...done.items, { type: 'answer' as const, text, streaming: false }] }
+        : done;
+      return { ...withText, transcript: str(e.transcript) ?? withText.transcript };
+    }
+    case 'failed':
+      return { ...finish(run, 'failed', now, errorText(e.error) ?? str(e.message) ?? 'the run failed'), transcript: str(e.transcript) ?? run.transcript };
+    case 'cancelled':
+      return { ...finish(run, 'cancelled', now), transcript: str(e.transcript) ?? run.transcript };
+    default:
+      return run; // a kind this client does not know yet
+  }
+}
+
+/** The `oscova.runAgent` result, which also arrives when the server sent no events (or lost some). */
+export interface RunResult {
+  runId?: string;
+  status?: string;
+  text?: string;
+  error?: unknown;
+  transcript?: string;
+}
+
+export function applyResult(run: RunState, result: RunResult | null | undefined, now: number): RunState {
+  if (!result || typeof result !== 'object') return run;
+  let next: RunState = { ...run, runId: run.runId ?? result.runId, transcript: result.transcript ?? run.transcript };
+  const status = result.status;
+  if (status === 'completed' || status === 'failed' || status === 'cancelled') {
+    next = finish(next, status, now, status === 'failed' ? errorText(result.error) ?? 'the run failed' : undefined);
+  }
+  if (typeof result.text === 'string' && result.text && !next.items.some((i) => i.type === 'answer')) {
+    next = { ...next, items: [...next.items, { type: 'answer', text: result.text, streaming: false }] };
+  }
+  return next;
+}
+
+/** A request failure (the server answered with an error, or the connection went away). */
+export function applyError(run: RunState, message: string, now: number): RunState {
+  return finish(run, 'failed', now, message);
+}
+
+/** All runs of the session, newest last; routes events to the right run. */
+export class RunStore {
+  private runs = new Map<string, RunState>();
+  private order: string[] = [];
+  /** Runs the client started whose `started` event has not arrived yet, oldest first. */
+  private unclaimed: string[] = [];
+  private counter = 0;
+  constructor(private readonly clock: () => number = Date.now, private readonly limit = 50) {}
+
+  all(): RunState[] {
+    return this.order.map((k) => this.runs.get(k)!);
+  }
+
+  get(key: string): RunState | undefined {
+    return this.runs.get(key);
+  }
+
+  latest(): RunState | undefined {
+    return this.runs.get(this.order[this.order.length - 1]);
+  }
+
+  active(): RunState[] {
+    return this.all().filter(isActive);
+  }
+
+  /** A run the client is about to start; the next `started` event for its agent claims it. */
+  begin(agentId: string, input: string): RunState {
+    const key = `local-${++this.counter}`;
+    const run = newRun(key, agentId, input, this.clock());
+    this.put(run);
+    this.unclaimed.push(key);
+    return run;
+  }
+
+  update(key: string, change: (run: RunState) => RunState): RunState | undefined {
+    const run = this.runs.get(key);
+    if (!run) return undefined;
+    const next = change(run);
+    this.runs.set(key, next);
+    if (next.runId || TERMINAL.has(next.status)) this.unclaimed = this.unclaimed.filter((k) => k !== key);
+    return next;
+  }
+
+  /** Routes an event; returns the key of the run it changed. */
+  apply(event: RunEvent): string | undefined {
+    if (!event || typeof event.runId !== 'string' || typeof event.kind !== 'string') return undefined;
+    let key = this.keyOf(event.runId);
+    if (!key) {
+      const agentId = str(event.agentId);
+      const claim = this.unclaimed.find((k) => !agentId || this.runs.get(k)!.agentId === agentId);
+      if (claim) {
+        key = claim;
+        this.unclaimed = this.unclaimed.filter((k) => k !== claim);
+        this.runs.set(claim, { ...this.runs.get(claim)!, runId: event.runId });
+      } else {
+        // A run started elsewhere (a code lens, another client command): shown all the same.
+        key = event.runId;
+        this.put({ ...newRun(key, agentId ?? '', str(event.input) ?? '', this.clock()), runId: event.runId });
+      }
+    }
+    const now = this.clock();
+    this.runs.set(key, reduce(this.runs.get(key)!, event, now));
+    return key;
+  }
+
+  keyOf(runId: string): string | undefined {
+    for (const [key, run] of this.runs) if (run.runId === runId) return key;
+    return undefined;
+  }
+
+  private put(run: RunState) {
+    this.runs.set(run.key, run);
+    this.order.push(run.key);
+    while (this.order.length > this.limit) {
+      const oldest = this.order.find((k) => !isActive(this.runs.get(k)!));
+      if (!oldest) break;
+      this.order = this.order.filter((k) => k !== oldest);
+      this.runs.delete(oldest);
+    }
+  }
+}

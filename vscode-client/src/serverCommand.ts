@@ -1,0 +1,124 @@
+/**
+ * Which command starts the language server. Pure: the file system and the Python extension are passed
+ * in, so the order of preference is unit-tested without VS Code.
+ *
+ * Order: the `oscova.server.command` setting; `oscova-lsp` on PATH; `python -m oscova_lsp` with the
+ * interpreter the Python extension selected (when it can import `oscova_lsp`); in a trusted workspace,
+ * `oscova-lsp` from the workspace's own `.venv` / `venv`.
+ */
+import * as path from 'node:path';
+
+export interface ServerCommand {
+  command: string;
+  args: string[];
+  /** Where it came from, for the output channel and the not-found message. */
+  source: 'setting' | 'path' | 'python-extension' | 'workspace-venv';
+}
+
+export interface ResolveInput {
+  /** `oscova.server.command`: argv, or a single program as a string. */
+  configured: unknown;
+  pathEnv: string | undefined;
+  platform: NodeJS.Platform;
+  workspaceFolders: string[];
+  trusted: boolean;
+  /** True when `file` exists and is executable. */
+  isExecutable(file: string): boolean;
+  /** The Python extension's interpreter for the workspace (argv, e.g. `['/venv/bin/python']`), if any. */
+  pythonInterpreter?: () => Promise<string[] | undefined>;
+  /** Whether that interpreter can import `oscova_lsp`. */
+  pythonHasServer?: (interpreter: string[]) => Promise<boolean>;
+}
+
+export type Resolution =
+  | { ok: true; server: ServerCommand }
+  | { ok: false; reason: string; interpreter?: string[] };
+
+export const SERVER_EXECUTABLE = 'oscova-lsp';
+export const PIP_PACKAGE = 'oscova-lsp';
+
+/** The setting as argv, or undefined when it is unset or empty. */
+export function configuredArgv(value: unknown): string[] | undefined {
+  if (typeof value === 'string') return value.trim() ? [value.trim()] : undefined;
+  if (Array.isArray(value)) {
+    const argv = value.filter((v): v is string => typeof v === 'string');
+    if (argv.length && argv[0].trim()) return argv;
+  }
+  return undefined;
+}
+
+function executableNames(name: string, platform: NodeJS.Platform): string[] {
+  return platform === 'win32' ? [`${name}.exe`, `${name}.cmd`, `${name}.bat`, name] : [name];
+}
+
+/** `name` looked up on PATH like a shell would; absolute or relative paths are checked as they are. */
+export function which(name: string, pathEnv: string | undefined, platform: NodeJS.Platform,
+  isExecutable: (file: string) => boolean): string | undefined {
+  const p = platform === 'win32' ? path.win32 : path.posix;
+  if (name.includes('/') || (platform === 'win32' && name.includes('\\'))) {
+    return isExecutable(name) ? name : undefined;
+  }
+  const separator = platform === 'win32' ? ';' : ':';
+  for (const dir of (pathEnv ?? '').split(separator)) {
+    if (!dir) continue;
+    for (const candidate of executableNames(name, platform)) {
+      const full = p.join(dir, candidate);
+      if (isExecutable(full)) return full;
+    }
+  }
+  return undefined;
+}
+
+export async function resolveServerCommand(input: ResolveInput): Promise<Resolution> {
+  const p = input.platform === 'win32' ? path.win32 : path.posix;
+  const configured = configuredArgv(input.configured);
+  if (configured) {
+    let program = configured[0];
+    // A relative program path in the setting is relative to the first workspace folder.
+    if ((program.startsWith('./') || program.startsWith('../')) && input.workspaceFolders.length) {
+      program = p.resolve(input.workspaceFolders[0], program);
+    }
+    const found = which(program, input.pathEnv, input.platform, input.isExecutable);
+    if (!found) {
+      return { ok: false, reason: `\`oscova.server.command\` names \`${configured[0]}\`, which was not found or is not executable` };
+    }
+    return { ok: true, server: { command: found, args: configured.slice(1), source: 'setting' } };
+  }
+
+  const onPath = which(SERVER_EXECUTABLE, input.pathEnv, input.platform, input.isExecutable);
+  if (onPath) return { ok: true, server: { command: onPath, args: [], source: 'path' } };
+
+  let interpreter: string[] | undefined;
+  if (input.pythonInterpreter) {
+    interpreter = await input.pythonInterpreter();
+    if (interpreter?.length && input.pythonHasServer && await input.pythonHasServer(interpreter)) {
+      return {
+        ok: true,
+        server: { command: interpreter[0], args: [...interpreter.slice(1), '-m', 'oscova_lsp'], source: 'python-extension' },
+      };
+    }
+  }
+
+  // A workspace's own virtual environment is code from the workspace: only when it is trusted.
+  if (input.trusted) {
+    const bin = input.platform === 'win32' ? 'Scripts' : 'bin';
+    for (const folder of input.workspaceFolders) {
+      for (const venv of ['.venv', 'venv']) {
+        for (const name of executableNames(SERVER_EXECUTABLE, input.platform)) {
+          const candidate = p.join(folder, venv, bin, name);
+          if (input.isExecutable(candidate)) {
+            return { ok: true, server: { command: candidate, args: [], source: 'workspace-venv' } };
+          }
+        }
+      }
+    }
+  }
+  return { ok: false, reason: 'the Oscova language server (`oscova-lsp`) was not found', interpreter };
+}
+
+/** The command that installs the server, with the selected interpreter when there is one. */
+export function installCommand(interpreter: string[] | undefined, platform: NodeJS.Platform): string {
+  const quote = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : platform === 'win32' ? `"${s}"` : `'${s.replace(/'/g, `'\\''`)}'`);
+  if (interpreter?.length) return [...interpreter.map(quote), '-m', 'pip', 'install', PIP_PACKAGE].join(' ');
+  return `${platform === 'win32' ? 'py' : 'python3'} -m pip install ${PIP_PACKAGE}`;
+}

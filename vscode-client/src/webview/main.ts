@@ -1,0 +1,105 @@
+/**
+ * The Run view's script (runs inside the webview). It renders the `RunState` the extension posts with
+ * DOM APIs and `textContent` only: model output and tool results are never parsed as HTML.
+ */
+import type { RunItem, RunState } from '../runModel';
+import { durationMs, formatDuration, isActive } from '../runModel';
+
+interface VsCodeApi {
+  postMessage(message: unknown): void;
+  getState(): unknown;
+  setState(state: unknown): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const vscode = acquireVsCodeApi();
+const root = document.getElementById('root')!;
+let current: RunState | undefined;
+let offset = 0; // extension clock minus ours, so durations tick between updates
+const open = new Set<string>(((vscode.getState() as { open?: string[] } | undefined)?.open) ?? []);
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string | undefined)[]) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  for (const child of children) if (child !== undefined) node.append(child);
+  return node;
+}
+
+function details(id: string, summary: Node | string, body: Node, className: string, defaultOpen = false): HTMLDetailsElement {
+  const d = el('details', { class: className, 'data-id': id }, el('summary', {}, summary), body) as HTMLDetailsElement;
+  d.open = open.has(id) || (defaultOpen && !open.has(`closed:${id}`));
+  d.addEventListener('toggle', () => {
+    if (d.open) { open.add(id); open.delete(`closed:${id}`); } else { open.delete(id); open.add(`closed:${id}`); }
+    vscode.setState({ open: [...open] });
+  });
+  return d;
+}
+
+function statusLabel(run: RunState): string {
+  return { pending: 'Starting…', running: 'Running', completed: 'Completed', failed: 'Failed', cancelled: 'Cancelled' }[run.status];
+}
+
+function renderItem(run: RunState, item: RunItem, index: number): HTMLElement {
+  switch (item.type) {
+    case 'answer':
+      return el('div', { class: `answer${item.streaming ? ' streaming' : ''}`, 'data-testid': 'answer' }, item.text);
+    case 'message':
+      return el('div', { class: `message role-${item.role}` },
+        el('div', { class: 'label' }, `${item.role}${item.source ? ` · ${item.source}` : ''}`),
+        el('div', { class: 'text' }, item.text));
+    case 'tool': {
+      const body = el('div', { class: 'tool-body' },
+        el('div', { class: 'label' }, 'Arguments'), el('pre', { class: 'arguments' }, item.arguments || '{}'));
+      if (item.status === 'done') body.append(el('div', { class: 'label' }, 'Result'), el('pre', { class: 'result' }, item.result ?? ''));
+      if (item.status === 'error') body.append(el('div', { class: 'label' }, 'Error'), el('pre', { class: 'result error' }, item.error ?? ''));
+      if (item.status === 'denied') body.append(el('div', { class: 'label' }, 'Denied'), el('pre', { class: 'result error' }, item.result || 'The call was not approved.'));
+      const icon = { running: '⏳', error: '✖', denied: '⊘', done: '✔' }[item.status];
+      const summary = el('span', {}, el('span', { class: `tool-status ${item.status}` }, icon), ' ', el('code', {}, item.name));
+      return details(`${run.key}:tool:${item.callId}:${index}`, summary, body, `tool ${item.status}`, true);
+    }
+  }
+}
+
+function render() {
+  const run = current;
+  root.replaceChildren();
+  if (!run) {
+    root.append(el('p', { class: 'empty' }, 'No run yet. Use “Oscova: Run Agent…” or the Run agent code lens.'));
+    return;
+  }
+  const now = Date.now() + offset;
+  const header = el('header', {},
+    el('h1', {}, run.agentName ? `${run.agentName} ` : '', el('code', {}, run.agentId)),
+    el('span', { class: `status ${run.status}`, 'data-testid': 'status' }, statusLabel(run)),
+    el('span', { class: 'duration', 'data-testid': 'duration' }, formatDuration(durationMs(run, now))));
+  if (isActive(run)) {
+    const cancel = el('button', { type: 'button', 'data-testid': 'cancel' }, 'Cancel');
+    cancel.addEventListener('click', () => vscode.postMessage({ type: 'cancel', key: run.key }));
+    header.append(cancel);
+  } else if (run.transcript) {
+    const transcript = el('button', { type: 'button', class: 'secondary' }, 'Open transcript');
+    transcript.addEventListener('click', () => vscode.postMessage({ type: 'openTranscript', key: run.key }));
+    header.append(transcript);
+  }
+  root.append(header);
+  root.append(el('section', { class: 'input' }, el('div', { class: 'label' }, 'Input'), el('div', { class: 'text', 'data-testid': 'input' }, run.input)));
+  root.append(details(`${run.key}:instructions`, 'Instructions',
+    el('pre', { class: 'instructions' }, run.instructions ?? (isActive(run) ? 'Assembling…' : 'Not available')), 'instructions'));
+  const timeline = el('section', { class: 'timeline', 'data-testid': 'timeline' });
+  run.items.forEach((item, i) => timeline.append(renderItem(run, item, i)));
+  if (!run.items.length && isActive(run)) timeline.append(el('div', { class: 'waiting' }, 'Waiting for the model…'));
+  root.append(timeline);
+  if (run.error) root.append(el('div', { class: 'error', role: 'alert', 'data-testid': 'error' }, run.error));
+}
+
+window.addEventListener('message', (event: MessageEvent) => {
+  const message = event.data as { type?: string; run?: RunState; now?: number };
+  if (message?.type === 'state') {
+    current = message.run;
+    if (typeof message.now === 'number') offset = message.now - Date.now();
+    render();
+  }
+});
+setInterval(() => { if (current && isActive(current)) { const d = root.querySelector('.duration'); if (d) d.textContent = formatDuration(durationMs(current, Date.now() + offset)); } }, 250);
+render();
+vscode.postMessage({ type: 'ready' });

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+const root = join(__dirname, '..', '..');
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const SERVER_COMMANDS = ['oscova.runAgent', 'oscova.previewPrompt', 'oscova.cancelRun', 'oscova.evictAgent',
+  'oscova.invalidateAgents', 'oscova.invalidateAll', 'oscova.listAgents'];
+
+test('client command ids never collide with the commands the server advertises', () => {
+  const ids: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command);
+  for (const id of ids) {
+    assert.ok(!SERVER_COMMANDS.includes(id), id);
+    assert.match(id, /^oscova\.client\./);
+  }
+  const source = readFileSync(join(root, 'src', 'extension.ts'), 'utf8');
+  for (const [, id] of source.matchAll(/registerCommand\(id|command\('([^']+)'/g)) {
+    if (id) assert.ok(!SERVER_COMMANDS.includes(id), `registers ${id}`);
+  }
+});
+
+test('engines.vscode and @types/vscode are pinned at or below code-server 1.139', () => {
+  assert.equal(manifest.engines.vscode, '^1.91.0');
+  assert.equal(manifest.devDependencies['@types/vscode'], '1.91.0');
+});
+
+test('restricted mode is limited, and the server command cannot come from an untrusted workspace', () => {
+  const trust = manifest.capabilities.untrustedWorkspaces;
+  assert.equal(trust.supported, 'limited');
+  assert.deepEqual(trust.restrictedConfigurations, ['oscova.server.command']);
+});
+
+test('the languages, grammar and schema the manifest names exist', () => {
+  const jinja = manifest.contributes.languages.find((l: { id: string }) => l.id === 'jinja');
+  assert.deepEqual(jinja.extensions, ['.j2', '.jinja', '.jinja2']);
+  for (const p of [jinja.configuration, manifest.contributes.grammars[0].path, manifest.contributes.yamlValidation[0].url]) {
+    assert.ok(existsSync(join(root, p)), p);
+    JSON.parse(readFileSync(join(root, p), 'utf8'));
+  }
+  assert.deepEqual(manifest.contributes.yamlValidation[0].fileMatch, ['*.agent.yaml', '*.agent.yml']);
+});
+
+test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) => {
+  // eslint-disable-next-line @typescript-eslint/no-var-requires
+  const { findOscovaLsp, generate, schemaPath } = await import(join(root, 'scripts', 'generate-schema.mjs'));
+  const exe = findOscovaLsp();
+  if (!exe) {
+    if (process.env.CI) assert.fail('oscova-lsp not found: set OSCOVA_LSP or install the server into ../.venv');
+    t.skip('oscova-lsp not installed');
+    return;
+  }
+  assert.equal(readFileSync(schemaPath, 'utf8'), generate(exe), 'stale schema: run `npm run schema`');
+  assert.ok(execFileSync(exe, ['schema'], { encoding: 'utf8' }).includes('example_input'));
+});
