@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from ..analysis.checks import LintOptions
 from ..analysis.diagnostics import Diagnostic
-from ..analysis.engine import PARALLEL_THRESHOLD, Analysis
-from ..analysis.files import ParsedFile, file_kind, parse_file
+from ..analysis.engine import Analysis
+from ..analysis.files import ParsedFile, file_kind
 from ..analysis.workspace import NEVER_SCANNED, find_root, read_text
 
 
@@ -79,21 +79,16 @@ class Session:
     def load(self, root: str) -> Analysis:
         """A freshly loaded analysis of `root` (run in a worker thread: it shares nothing with the live one).
 
-        One thread by default: measured on 2 cores with 2,000 files, worker processes lose more to
-        pickling the parsed files back than they gain (5.4 s against 4.4 s). `OSCOVA_LSP_JOBS=N` parses in N
-        processes started by a fork server (forking this process directly, with the server's threads holding
-        locks, can deadlock the children).
+        A large workspace parses its templates in worker processes (`Analysis.load`), started by a fork
+        server: forking this process directly, with the server's threads holding locks, can deadlock the
+        children. `OSCOVA_LSP_JOBS=N` sets the number of processes (1: parse in this thread).
         """
         analysis = Analysis(root, self.lint)
-        paths = analysis.workspace.discover()
         try:
-            workers = int(os.environ.get("OSCOVA_LSP_JOBS", "1"))
+            workers = int(os.environ.get("OSCOVA_LSP_JOBS", str(os.cpu_count() or 1)))
         except ValueError:
-            workers = 1
-        if workers > 1 and len(paths) >= PARALLEL_THRESHOLD:
-            analysis.workspace.load(_parse_in_processes(paths, workers))
-        else:
-            analysis.workspace.load()
+            workers = os.cpu_count() or 1
+        analysis.load(jobs=workers, mp_context=_fork_server())
         return analysis
 
     def install(self, root: str, analysis: Analysis) -> set[str]:
@@ -195,18 +190,11 @@ class Session:
         return sorted(p for a in self.analyses.values() for p in a.workspace.files)
 
 
-def _parse(path: str) -> ParsedFile:
-    return parse_file(path, *read_text(path))
-
-
-def _parse_in_processes(paths: list[str], workers: int) -> list[ParsedFile]:
+def _fork_server() -> object | None:
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
-    chunk = max(16, len(paths) // (workers * 8))
     try:
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            return list(pool.map(_parse, paths, chunksize=chunk))
-    except (OSError, RuntimeError, ValueError):  # no process support here: parse in this thread
-        return [_parse(path) for path in paths]
+        return multiprocessing.get_context("forkserver")
+    except ValueError:  # a platform without it: the engine's default start method
+        return None
+
