@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,20 +14,6 @@ from tests.support.fake_openai import FakeOpenAI
 
 CANARY_KEY = "sk-canary-7f3a9c2e51d84b60"
 KEY_VARIABLE = "OSCOVA_RUNS_TEST_KEY"
-
-
-@pytest.fixture(scope="session")
-def _server() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def fake_openai(_server: FakeOpenAI) -> FakeOpenAI:
-    """The running local server, its queue and record emptied for this test."""
-    _server.reset()
-    return _server
 
 
 def host_toml(base_url: str, *, key_variable: str | None = KEY_VARIABLE, timeout: float = 10, extra: str = "") -> str:

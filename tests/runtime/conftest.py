@@ -27,20 +27,6 @@ from oscova_runtime.orchestrator import AgentBuildRequest  # noqa: E402
 __all__ = ["Reply", "ToolCall"]
 
 
-@pytest.fixture(scope="session")
-def _server() -> Any:
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def fake_openai(_server: FakeOpenAI) -> FakeOpenAI:
-    """The running local server, its queue and record emptied for this test."""
-    _server.reset()
-    return _server
-
-
 @pytest.fixture(autouse=True)
 async def _close_chat_clients(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
     """Closes every OpenAIChatClient a test created (hosts create their own) before its loop ends."""

@@ -1,0 +1,3 @@
+"""Shared fixtures for every test folder."""
+
+pytest_plugins = ["tests.support.fixtures"]
