@@ -600,13 +600,17 @@ async def bare(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory: p
     await lsp_client.shutdown_session()
 
 
-async def test_without_show_message_request_approval_tools_are_not_offered(bare: LanguageClient, fake: FakeOpenAI):
+async def test_a_client_that_does_not_declare_show_message_is_still_asked(bare: LanguageClient, fake: FakeOpenAI):
+    """Emacs's preset declares no `window.showMessage`, yet eglot answers `window/showMessageRequest`."""
     fake.reset()
     session: Session = bare.session  # type: ignore[attr-defined]
-    fake.enqueue(Reply(text="ok"))
-    result = await session.command("oscova.runAgent", {"agentId": "helper", "input": "hi"})
+    session.prompts.clear()
+    session.answer = "Approve"
+    fake.enqueue(write_reply(), Reply(text="Written."))
+    result = await session.command("oscova.runAgent", {"agentId": "helper", "input": "write it"})
     assert result["status"] == "completed" and [e["kind"] for e in session.events][-1] == "completed"
-    assert "write_file" not in fake.requests[0].tool_names and "read_file" in fake.requests[0].tool_names
+    assert "write_file" in fake.requests[0].tool_names and len(session.prompts) == 1
+    assert (session.root / "data" / "out.txt").read_text() == "hello"
 
 
 async def test_shutdown_cancels_every_run(fake: FakeOpenAI, tmp_path: Path):

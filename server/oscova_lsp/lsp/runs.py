@@ -412,7 +412,9 @@ class Runs:
     # -- approval -----------------------------------------------------------------------------------------
 
     def _can_ask(self) -> bool:
-        return self.server.caps("window", "show_message") is not None
+        """`window/showMessageRequest` is part of every client's side of the protocol; the `window.showMessage`
+        capability only refines it (eglot answers prompts without declaring it), so every client is asked."""
+        return True
 
     async def _approve(self, prompt: dict[str, Any]) -> bool:
         arguments = json.dumps(prompt.get("arguments"), ensure_ascii=False)
