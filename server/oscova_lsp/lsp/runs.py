@@ -237,7 +237,7 @@ class Runs:
                     message="starting"))
             handle = service.start_run(agent_id, text, session_id=session_id,
                                        on_event=lambda event: self._on_event(request, event),
-                                       approve=self._approve if self._can_ask() else None)
+                                       approve=self._approve)
             request.handle = handle
             if request.cancelled or self._closing:
                 handle.cancel()
@@ -411,12 +411,9 @@ class Runs:
 
     # -- approval -----------------------------------------------------------------------------------------
 
-    def _can_ask(self) -> bool:
-        """`window/showMessageRequest` is part of every client's side of the protocol; the `window.showMessage`
-        capability only refines it (eglot answers prompts without declaring it), so every client is asked."""
-        return True
-
     async def _approve(self, prompt: dict[str, Any]) -> bool:
+        """Asks through `window/showMessageRequest`, which every client implements (the `window.showMessage`
+        capability only refines it: eglot answers prompts without declaring it)."""
         arguments = json.dumps(prompt.get("arguments"), ensure_ascii=False)
         if len(arguments) > MAX_ARGUMENT_PREVIEW:
             arguments = arguments[:MAX_ARGUMENT_PREVIEW] + "…"
