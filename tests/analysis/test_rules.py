@@ -417,3 +417,18 @@ def test_osc107_unused_template_checked_as_instructions(tmp_path: Path) -> None:
     # Using it from a definition clears the hint.
     ws.write("a.agent.yaml", "id: a\ninstructions_file: orphan.j2\n")
     assert "OSC107" not in ws.codes("orphan.j2")
+
+
+def test_osc101_imported_template_sees_no_variables_without_context(tmp_path: Path) -> None:
+    """Jinja renders an imported template without the render context unless the import says `with context`."""
+    ws = make_workspace(tmp_path, {
+        "a.agent.yaml": "id: a\ninstructions_file: main.j2\n",
+        "main.j2": '{% from "macros.j2" import hi %}{% import "ctx.j2" as c with context %}{{ hi() }}{{ c.x() }}',
+        "macros.j2": "{% macro hi(who='x') %}{{ who }} {{ ⟨agent_name⟩ }}{% endmacro %}",
+        "ctx.j2": "{% macro x() %}{{ agent_name }}{% endmacro %}",
+    })
+    diag = assert_marked(ws, "macros.j2", "OSC101", Severity.ERROR)[0]
+    assert "main.j2 imports this template without context" in diag.message and "with context" in diag.message
+    assert ws.codes("ctx.j2") == []
+    ws.write("main.j2", '{% from "macros.j2" import hi with context %}{{ hi() }}')
+    assert ws.codes("macros.j2") == []

@@ -397,6 +397,8 @@ class Checker:
         return Range.of(0, 0, 0, 0)
 
     def _variables_for(self, use: TemplateUse) -> dict[str, str]:
+        if use.no_context:
+            return {}
         host = self.ws.host
         if use.renderer == "personal":
             return personal_variables(host)
@@ -431,7 +433,7 @@ class Checker:
             unbound = [use for use, bound in bound_by_use if var.name not in bound and var.name not in use.extra_bound]
             if unbound:
                 out.append(self._unbound(path, rng, var.name, unbound, bound_by_use, len(uses)))
-            personal_uses = [use for use in uses if use.renderer == "personal"]
+            personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
             if var.name == "current_time" and personal_uses:
                 out.append(self._simple(path, rng, "OSC102",
                                         "`current_time` changes every minute: in standing instructions it breaks "
@@ -443,7 +445,8 @@ class Checker:
                     names = ", ".join(u.label for u in not_shared)
                     out.append(self._simple(path, rng, "OSC103",
                                             f"`user_context` renders empty: the agent is not `shared` ({names})"))
-            if var.name == "working_directory" and any(u.renderer == "environment" for u in uses):
+            if var.name == "working_directory" and any(u.renderer == "environment" and not u.no_context
+                                                       for u in uses):
                 out.append(self._simple(path, rng, "OSC106",
                                         "`working_directory` renders empty: the default host does not derive it; "
                                         "use `workspace_directories`"))
@@ -453,7 +456,7 @@ class Checker:
                     path, rng, "OSC105",
                     f"`{var.name}` is untrusted data ({untrusted}) rendered outside a labelled delimiter",
                     fix=Fix(f"Wrap it in <{var.name}> tags", self._wrap_edits(path, facts, var, rng, lines, inline))))
-        if any(use.renderer == "memory" for use in uses) and not any(
+        if any(use.renderer == "memory" and not use.no_context for use in uses) and not any(
                 v.name == "agent_memory" for v in facts.free_uses):
             rng = self._first_line(lines) if inline is None else Range.of(0, 0, 0, 0)
             out.append(self._simple(path, rng, "OSC104",
@@ -502,6 +505,11 @@ class Checker:
         renderers = sorted({u.renderer for u in unbound})
         labels = ", ".join(u.label + (f" via {self._rel(u.via[-1])}" if u.via and u.via[-1] != path else "")
                            for u in unbound)
+        if all(u.no_context for u in unbound):
+            importers = ", ".join(sorted({self._rel(u.via[-1]) for u in unbound if u.via}))
+            message = (f"`{name}` is not bound: {importers} imports this template without context, so it sees no "
+                       f"provider variable (for {labels}); add `with context` to the import: it renders empty")
+            return Diagnostic(path, rng, "OSC101", message, RULES["OSC101"].severity)
         binders = self._binders(name)
         names = "`, `".join(renderers)
         noun = "provider that renders" if len(renderers) == 1 else "providers that render"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from jinja2 import Environment, TemplateSyntaxError, nodes
 
@@ -44,6 +45,8 @@ class TemplateReference:
     end_column: int
     """The span of the path string, quotes included."""
     ignore_missing: bool = False
+    with_context: bool = True
+    """False for an `import` / `from` without `with context`: the imported template sees no render variables."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +95,7 @@ _REF_TAGS = frozenset({"include", "import", "from", "extends"})
 @dataclass(slots=True)
 class _Scan:
     identifiers: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    references: list[tuple[str, str, int, int, bool]] = field(default_factory=list)
+    references: list[list[Any]] = field(default_factory=list)  # kind, path, start, end, ignore_missing, context
     comments: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -127,7 +130,7 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
     depth = 0
     params_depth = -1  # paren depth of a macro/call signature, where `a=1` is a parameter
     ref_pending = False
-    ignore_ref: list[int] = []
+    tag_refs: list[list[Any]] = []  # this tag's references, flagged by `ignore missing` / `with context`
     while pos < n:
         m = _TOKEN_RE.match(text, pos)
         if m is None:  # pragma: no cover - the pattern matches any character
@@ -141,8 +144,6 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
             if is_tag and tag_name == "raw":
                 raw_end = _RAW_END_RE.search(text, pos)
                 return n if raw_end is None else raw_end.end()
-            if ignore_ref and previous == "missing":
-                _mark_ignore_missing(scan, ignore_ref)
             return pos
         if kind == "name":
             if is_tag and not tag_name:
@@ -150,8 +151,12 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
                 ref_pending = value in _REF_TAGS
                 previous = value
                 continue
-            if value == "missing" and previous == "ignore" and ignore_ref:
-                _mark_ignore_missing(scan, ignore_ref)
+            if value == "missing" and previous == "ignore":
+                for ref in tag_refs:
+                    ref[4] = True
+            elif value == "context" and previous in ("with", "without"):
+                for ref in tag_refs:
+                    ref[5] = previous == "with"
             skip = (
                 previous in (".", "|")
                 or previous == "is"
@@ -164,8 +169,10 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
                 scan.identifiers[value].append(m.start())
         elif kind == "str" and ref_pending:
             ref_pending = False
-            scan.references.append((tag_name, value[1:-1], m.start(), m.end(), False))
-            ignore_ref.append(len(scan.references) - 1)
+            # Jinja passes the render context to includes and extends, not to imports (unless asked).
+            ref = [tag_name, value[1:-1], m.start(), m.end(), False, tag_name in ("include", "extends")]
+            scan.references.append(ref)
+            tag_refs.append(ref)
         elif kind == "op":
             if value in "([{":
                 depth += 1
@@ -183,13 +190,6 @@ def _followed_by_assign(text: str, pos: int) -> bool:
     while i < n and text[i] in " \t\r\n":
         i += 1
     return i < n and text[i] == "=" and (i + 1 >= n or text[i + 1] != "=")
-
-
-def _mark_ignore_missing(scan: _Scan, indices: list[int]) -> None:
-    for index in indices:
-        kind, path, start, end, _ = scan.references[index]
-        scan.references[index] = (kind, path, start, end, True)
-    indices.clear()
 
 
 def _names_in(node: nodes.Node) -> list[nodes.Name]:
@@ -351,11 +351,10 @@ def analyze_template(text: str) -> TemplateFacts:
     lines = LineIndex(text)
     scan = _scan(text)
     facts.suppressions = _suppressions(scan, lines)
-    for kind, path, start, end, ignore_missing in scan.references:
+    for kind, path, start, end, ignore_missing, with_context in scan.references:
         pos = lines.position(start)
-        facts.references.append(
-            TemplateReference(kind, path, pos.line, pos.character, lines.position(end).character, ignore_missing)
-        )
+        facts.references.append(TemplateReference(kind, path, pos.line, pos.character,
+                                                   lines.position(end).character, ignore_missing, with_context))
     try:
         tree = _ENV.parse(text)
     except TemplateSyntaxError as exc:
@@ -449,7 +448,8 @@ def facts_to_wire(facts: TemplateFacts) -> WireFacts:
     error = (facts.syntax_error.message, facts.syntax_error.line) if facts.syntax_error else None
     return (
         tuple((u.name, u.line, u.column, u.offset) for u in facts.free_uses),
-        tuple((r.kind, r.path, r.line, r.column, r.end_column, r.ignore_missing) for r in facts.references),
+        tuple((r.kind, r.path, r.line, r.column, r.end_column, r.ignore_missing, r.with_context)
+              for r in facts.references),
         error,
         tuple(facts.local_names),
         tuple(facts.suppressions.items()),

@@ -73,6 +73,8 @@ class TemplateUse:
     """Templates this use passes through (includers), for messages."""
     extra_bound: frozenset[str] = frozenset()
     """Names set by including templates, visible in included ones."""
+    no_context: bool = False
+    """Reached through an `import` / `from` without `with context`: no render variable is visible."""
 
 
 class Workspace:
@@ -308,16 +310,22 @@ class Workspace:
         uses = self._direct_uses(path)
         for referrer in sorted(self.template_referrers.get(path, ())):
             parsed = self.files.get(referrer)
-            if isinstance(parsed, TemplateFile):
-                local = parsed.facts.local_names if parsed.facts else frozenset()
+            if isinstance(parsed, TemplateFile) and parsed.facts is not None:
+                refs = [r for r in parsed.facts.references if self.resolve_template(r.path) == path]
+                with_context = any(r.with_context for r in refs)
+                local = parsed.facts.local_names if with_context else frozenset()
                 for use in self._uses(referrer, visiting):
                     uses.append(TemplateUse(use.renderer, use.label, use.agent_path, use.owner_path,
-                                            (*use.via, referrer), use.extra_bound | local))
+                                            (*use.via, referrer), use.extra_bound | local,
+                                            use.no_context or not with_context))
             elif isinstance(parsed, DefinitionFile) and parsed.inline is not None:
-                if any(self.resolve_template(r.path) == path for r in parsed.inline.facts.references):
+                refs = [r for r in parsed.inline.facts.references if self.resolve_template(r.path) == path]
+                if refs:
+                    with_context = any(r.with_context for r in refs)
                     label = f"agent `{parsed.raw_id or os.path.basename(referrer)}` instructions"
                     uses.append(TemplateUse("personal", label, referrer, referrer, (referrer,),
-                                            parsed.inline.facts.local_names))
+                                            parsed.inline.facts.local_names if with_context else frozenset(),
+                                            not with_context))
         return uses
 
     def _direct_uses(self, path: str) -> list[TemplateUse]:
