@@ -26,8 +26,17 @@ from oscova_runtime.definition import AgentDefinition, ProviderEntry
 from oscova_runtime.host_config import HostConfig
 
 from .diagnostics import Diagnostic, Fix, Related, TextEdit
-from .files import DefinitionFile, HostFile, ParsedFile, Problem, TemplateFile
-from .jinja_source import TemplateFacts, TemplateReference, VariableUse
+from .files import (
+    DefinitionFile,
+    HostFile,
+    ParsedFile,
+    Problem,
+    TemplateFile,
+    reference_ranges,
+    template_facts,
+    variable_ranges,
+)
+from .jinja_source import TemplateFacts, VariableUse
 from .rules import RULES
 from .text import LineIndex, Position, Range
 from .workspace import TemplateUse, Workspace
@@ -116,8 +125,7 @@ class Checker:
             out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
         elif parsed.inline is not None:
             use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
-            out += self._template_checks(path, parsed.inline.facts, [use], parsed.lines,
-                                         inline=parsed)
+            out += self._template_checks(parsed, [use])
         return out
 
     def _id_range(self, path: str) -> Range:
@@ -380,14 +388,14 @@ class Checker:
     def _template_file(self, parsed: TemplateFile) -> list[Diagnostic]:
         facts = parsed.facts
         if facts is None or facts.syntax_error is not None:
-            return self._reference_checks(parsed.path, facts.references if facts else [], parsed.lines, None)
+            return self._reference_checks(parsed)
         uses = self.ws.template_uses(parsed.path)
         out: list[Diagnostic] = []
         if not uses:
             out.append(self._simple(parsed.path, self._first_line(parsed.lines), "OSC107",
                                     "no agent or provider uses this template; it is checked as agent instructions"))
             uses = [TemplateUse("personal", "agent instructions", None, None)]
-        out += self._template_checks(parsed.path, facts, uses, parsed.lines)
+        out += self._template_checks(parsed, uses)
         return out
 
     def _first_line(self, lines: LineIndex) -> Range:
@@ -409,25 +417,16 @@ class Checker:
         provider = host.providers.get(use.renderer)
         return custom_provider_variables(use.renderer, provider) if provider else {}
 
-    def _template_checks(self, path: str, facts: TemplateFacts, uses: list[TemplateUse], lines: LineIndex,
-                         inline: DefinitionFile | None = None) -> list[Diagnostic]:
+    def _template_checks(self, parsed: TemplateFile | DefinitionFile, uses: list[TemplateUse]) -> list[Diagnostic]:
+        """The checks of a template file or of a definition's inline instructions, for each of its uses."""
         out: list[Diagnostic] = []
+        path, lines = parsed.path, parsed.lines
+        facts = template_facts(parsed)
+        assert facts is not None
+        inline = parsed if isinstance(parsed, DefinitionFile) else None
         host = self.ws.host
         bound_by_use = [(use, self._variables_for(use)) for use in uses]
-        nth: dict[str, int] = {}
-
-        def where(use_: VariableUse) -> Range:
-            count = nth.get(use_.name, 0)
-            if inline is None:
-                start = lines.position_of_char(use_.line, use_.column)
-                return Range(start, lines.position_of_char(use_.line, use_.end_column))
-            assert inline.inline is not None
-            pos = inline.inline.map.position(lines, inline.text, use_.line, use_.column, use_.name, count)
-            return Range(pos, Position(pos.line, pos.character + len(use_.name)))
-
-        for var in facts.free_uses:
-            rng = where(var)
-            nth[var.name] = nth.get(var.name, 0) + 1
+        for var, rng in variable_ranges(parsed):
             if var.name in JINJA_GLOBALS:
                 continue
             unbound = [use for use, bound in bound_by_use if var.name not in bound and var.name not in use.extra_bound]
@@ -462,7 +461,7 @@ class Checker:
             out.append(self._simple(path, rng, "OSC104",
                                     "the memory system prompt does not reference `{{ agent_memory }}`: "
                                     "the `<agent_memory>` block is appended after it"))
-        out += self._reference_checks(path, facts.references, lines, inline)
+        out += self._reference_checks(parsed)
         return out
 
     def _wrap_edits(self, path: str, facts: TemplateFacts, var: VariableUse, rng: Range, lines: LineIndex,
@@ -566,22 +565,15 @@ class Checker:
         lead = "\n" if host_file.lines.line_text(end_line).strip() else ""
         return TextEdit(host_file.path, Range(end, end), f'{lead}\n[{section}]\n{name} = ""\n')
 
-    def _reference_checks(self, path: str, refs: list[TemplateReference], lines: LineIndex,
-                          inline: DefinitionFile | None) -> list[Diagnostic]:
+    def _reference_checks(self, parsed: TemplateFile | DefinitionFile) -> list[Diagnostic]:
         out: list[Diagnostic] = []
-        for ref in refs:
+        for ref, rng in reference_ranges(parsed):
             if ref.ignore_missing:
                 continue
             target = self.ws.resolve_template(ref.path)
             if target in self.ws.files or os.path.isfile(target):
                 continue
-            if inline is None:
-                rng = Range(lines.position_of_char(ref.line, ref.column), lines.position_of_char(ref.line, ref.end_column))
-            else:
-                assert inline.inline is not None
-                pos = inline.inline.map.position(lines, inline.text, ref.line, ref.column, ref.path, 0)
-                rng = Range(pos, Position(pos.line, pos.character + ref.end_column - ref.column))
-            out.append(self._simple(path, rng, "OSC040",
+            out.append(self._simple(parsed.path, rng, "OSC040",
                                     f"template `{ref.path}` does not exist (paths resolve against the workspace root)"))
         return out
 

@@ -18,7 +18,7 @@ from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host_config import HostConfig
 from pydantic import BaseModel, ValidationError
 
-from .jinja_source import TemplateFacts, analyze_template
+from .jinja_source import TemplateFacts, TemplateReference, VariableUse, analyze_template
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument, parse_toml
 from .yaml_source import Path, Span, YamlDocument, YamlProblem, parse_yaml, yaml_suppressions
@@ -462,3 +462,54 @@ def _lenient_host(data: Any) -> HostConfig:
         return HostConfig.model_validate(kept)
     except ValidationError:  # pragma: no cover - each section validated alone
         return HostConfig()
+
+
+# --------------------------------------------------------------------------------------------------
+# Where a template's facts sit in its file: one mapping for the checker and the editor features alike
+
+
+def template_facts(parsed: ParsedFile) -> TemplateFacts | None:
+    """The facts of a template file, or of a definition's inline `instructions`."""
+    if isinstance(parsed, TemplateFile):
+        return parsed.facts
+    if isinstance(parsed, DefinitionFile) and parsed.inline is not None:
+        return parsed.inline.facts
+    return None
+
+
+def variable_ranges(parsed: ParsedFile) -> list[tuple[VariableUse, Range]]:
+    """Each free variable use with its range in the file (inline instructions mapped through their scalar)."""
+    facts = template_facts(parsed)
+    if facts is None:
+        return []
+    if isinstance(parsed, TemplateFile):
+        lines = parsed.lines
+        return [(use, Range(lines.position_of_char(use.line, use.column),
+                            lines.position_of_char(use.line, use.end_column))) for use in facts.free_uses]
+    assert isinstance(parsed, DefinitionFile) and parsed.inline is not None
+    out: list[tuple[VariableUse, Range]] = []
+    nth: dict[str, int] = {}
+    for use in facts.free_uses:
+        count = nth.get(use.name, 0)
+        nth[use.name] = count + 1
+        pos = parsed.inline.map.position(parsed.lines, parsed.text, use.line, use.column, use.name, count)
+        out.append((use, Range(pos, Position(pos.line, pos.character + len(use.name)))))
+    return out
+
+
+def reference_ranges(parsed: ParsedFile) -> list[tuple[TemplateReference, Range]]:
+    """Each include/import/extends path (quotes included) with its range in the file."""
+    facts = template_facts(parsed)
+    if facts is None:
+        return []
+    out: list[tuple[TemplateReference, Range]] = []
+    for ref in facts.references:
+        if isinstance(parsed, TemplateFile):
+            rng = Range(parsed.lines.position_of_char(ref.line, ref.column),
+                        parsed.lines.position_of_char(ref.line, ref.end_column))
+        else:
+            assert isinstance(parsed, DefinitionFile) and parsed.inline is not None
+            pos = parsed.inline.map.position(parsed.lines, parsed.text, ref.line, ref.column, ref.path, 0)
+            rng = Range(pos, Position(pos.line, pos.character + ref.end_column - ref.column))
+        out.append((ref, rng))
+    return out

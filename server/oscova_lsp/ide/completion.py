@@ -17,11 +17,11 @@ from oscova_runtime.catalogue import (
 )
 from oscova_runtime.definition import AgentDefinition
 
-from ..analysis.files import DefinitionFile, ParsedFile, TemplateFile
+from ..analysis.files import DefinitionFile, ParsedFile, TemplateFile, template_facts
 from ..analysis.text import LineIndex, Position, Range
 from ..analysis.workspace import Workspace
 from .model import CompletionItem, ItemKind
-from .queries import bindings_for, template_facts
+from .queries import bindings_for
 
 _TAGS = ("if", "elif", "else", "endif", "for", "endfor", "set", "endset", "include", "import", "from",
          "extends", "block", "endblock", "macro", "endmacro", "call", "endcall", "filter", "endfilter",

@@ -15,8 +15,14 @@ from oscova_runtime.catalogue import (
     personal_variables,
 )
 
-from ..analysis.files import DefinitionFile, HostFile, ParsedFile, TemplateFile
-from ..analysis.jinja_source import TemplateFacts, TemplateReference
+from ..analysis.files import (
+    DefinitionFile,
+    HostFile,
+    ParsedFile,
+    reference_ranges,
+    variable_ranges,
+)
+from ..analysis.jinja_source import TemplateReference
 from ..analysis.text import Position, Range
 from ..analysis.workspace import TemplateUse, Workspace
 from ..analysis.yaml_source import Path, Span, YamlDocument
@@ -48,53 +54,17 @@ class ReferenceOccurrence:
     target: str
 
 
-def template_facts(parsed: ParsedFile) -> TemplateFacts | None:
-    if isinstance(parsed, TemplateFile):
-        return parsed.facts
-    if isinstance(parsed, DefinitionFile) and parsed.inline is not None:
-        return parsed.inline.facts
-    return None
-
-
 def variable_occurrences(parsed: ParsedFile) -> list[VariableOccurrence]:
     """Free variable uses of a template file or of a definition's inline `instructions`, as file ranges.
 
-    Positions are mapped exactly as the checker maps them, so a hover or hint sits on the diagnostic's range.
+    The engine maps them (`variable_ranges`), so a hover or hint sits on the diagnostic's range.
     """
-    out: list[VariableOccurrence] = []
-    if isinstance(parsed, TemplateFile) and parsed.facts is not None:
-        lines = parsed.lines
-        for use in parsed.facts.free_uses:
-            rng = Range(lines.position_of_char(use.line, use.column), lines.position_of_char(use.line, use.end_column))
-            out.append(VariableOccurrence(use.name, rng, use.offset))
-    elif isinstance(parsed, DefinitionFile) and parsed.inline is not None:
-        nth: dict[str, int] = {}
-        inline = parsed.inline
-        for use in inline.facts.free_uses:
-            count = nth.get(use.name, 0)
-            nth[use.name] = count + 1
-            pos = inline.map.position(parsed.lines, parsed.text, use.line, use.column, use.name, count)
-            out.append(VariableOccurrence(use.name, Range(pos, Position(pos.line, pos.character + len(use.name))),
-                                          use.offset))
-    return out
+    return [VariableOccurrence(use.name, rng, use.offset) for use, rng in variable_ranges(parsed)]
 
 
 def reference_occurrences(ws: Workspace, parsed: ParsedFile) -> list[ReferenceOccurrence]:
     """`include`/`import`/`extends` paths of a template (file or inline) as file ranges, with their targets."""
-    facts = template_facts(parsed)
-    if facts is None:
-        return []
-    out: list[ReferenceOccurrence] = []
-    for ref in facts.references:
-        if isinstance(parsed, TemplateFile):
-            lines = parsed.lines
-            rng = Range(lines.position_of_char(ref.line, ref.column), lines.position_of_char(ref.line, ref.end_column))
-        else:
-            assert isinstance(parsed, DefinitionFile) and parsed.inline is not None
-            pos = parsed.inline.map.position(parsed.lines, parsed.text, ref.line, ref.column, ref.path, 0)
-            rng = Range(pos, Position(pos.line, pos.character + ref.end_column - ref.column))
-        out.append(ReferenceOccurrence(ref, rng, ws.resolve_template(ref.path)))
-    return out
+    return [ReferenceOccurrence(ref, rng, ws.resolve_template(ref.path)) for ref, rng in reference_ranges(parsed)]
 
 
 def template_uses_of(ws: Workspace, parsed: ParsedFile) -> list[TemplateUse]:
