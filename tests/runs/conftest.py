@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import pytest
 from oscova_lsp.runs import RunService
 
+from tests.support import run_workspace
 from tests.support.fake_openai import FakeOpenAI
 
 CANARY_KEY = "sk-canary-7f3a9c2e51d84b60"
@@ -17,42 +17,11 @@ KEY_VARIABLE = "OSCOVA_RUNS_TEST_KEY"
 
 
 def host_toml(base_url: str, *, key_variable: str | None = KEY_VARIABLE, timeout: float = 10, extra: str = "") -> str:
-    key = f'api_key_env = "{key_variable}"\n' if key_variable else ""
-    return (f'[host]\nuser_id = "alice"\n\n[models.default]\nmodel = "fake-model"\nbase_url = "{base_url}"\n'
-            f"{key}timeout = {timeout}\n\n[environment]\nworkspace_directories = [\"data\"]\n{extra}")
-
-
-AGENTS = {
-    "helper": """\
-        id: helper
-        name: Helper
-        instructions: |
-          You help {{ user_name }}.
-        tools: [current_datetime, read_file, write_file]
-        workspaces: [data]
-        """,
-    "echo": """\
-        id: echo
-        description: Repeats what it is told.
-        exposed_as_tool: true
-        instructions: Repeat the query.
-        """,
-    "lead": """\
-        id: lead
-        instructions: Delegate to echo.
-        agent_tools: [echo]
-        """,
-}
+    return run_workspace.host_toml(base_url, key_variable, timeout=timeout, extra=extra)
 
 
 def make_workspace(root: Path, base_url: str, *, host: str | None = None, agents: dict[str, str] | None = None) -> Path:
-    (root / "agents").mkdir(parents=True, exist_ok=True)
-    (root / "data").mkdir(exist_ok=True)
-    (root / "data" / "notes.txt").write_text("The launch is on Tuesday.\n")
-    (root / "oscova.toml").write_text(host if host is not None else host_toml(base_url))
-    for name, text in (AGENTS if agents is None else agents).items():
-        (root / "agents" / f"{name}.agent.yaml").write_text(textwrap.dedent(text))
-    return root
+    return run_workspace.write_workspace(root, host if host is not None else host_toml(base_url), agents)
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import socket
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
+from tests.support.run_workspace import host_toml, write_workspace
 
 from .conftest import SERVER_COMMAND, vscode_capabilities
 
@@ -37,37 +37,6 @@ SERVER_ENV = {**{k: v for k, v in os.environ.items() if k not in (UNSET_VARIABLE
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env=SERVER_ENV)
 DONE = ("completed", "failed", "cancelled")
 
-AGENTS = {
-    "helper": """\
-        id: helper
-        name: Helper
-        instructions: |
-          You help {{ user_name }}.
-        tools: [current_datetime, read_file, write_file]
-        workspaces: [data]
-        example_input: When is the launch?
-        """,
-    "echo": """\
-        id: echo
-        description: Repeats what it is told.
-        exposed_as_tool: true
-        instructions: Repeat the query.
-        """,
-    "lead": """\
-        id: lead
-        name: Lead
-        instructions: Delegate to echo.
-        agent_tools: [echo]
-        """,
-}
-
-
-def host_toml(base_url: str, key_variable: str = KEY_VARIABLE) -> str:
-    return (f'[host]\nuser_id = "alice"\n\n[user]\nname = "Alice Example"\n\n[models.default]\nmodel = "fake-model"\n'
-            f'base_url = "{base_url}"\napi_key_env = "{key_variable}"\ntimeout = 10\n\n'
-            f'[environment]\nworkspace_directories = ["data"]\n')
-
-
 def closed_port_url() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -77,12 +46,7 @@ def closed_port_url() -> str:
 def make_workspace(root: Path, base_url: str) -> Path:
     """The main root (helper, echo, lead) and two nested roots: `offline/` whose endpoint is unreachable and
     `keyless/` whose key variable is unset."""
-    (root / "agents").mkdir(parents=True)
-    (root / "data").mkdir()
-    (root / "data" / "notes.txt").write_text("The launch is on Tuesday.\n")
-    (root / "oscova.toml").write_text(host_toml(base_url))
-    for name, text in AGENTS.items():
-        (root / "agents" / f"{name}.agent.yaml").write_text(textwrap.dedent(text))
+    write_workspace(root, host_toml(base_url, KEY_VARIABLE, extra='[user]\nname = "Alice Example"\n'))
     for folder, url, variable in (("offline", closed_port_url(), KEY_VARIABLE),
                                   ("keyless", base_url, UNSET_VARIABLE)):
         (root / folder).mkdir()
