@@ -15,6 +15,7 @@ from oscova_runtime.catalogue import (
     SELECTABLE_TOOLS,
     UNTRUSTED_BUILTIN_VARIABLES,
     PlannedProvider,
+    ProviderPlan,
     custom_provider_variables,
     environment_variables,
     memory_variables,
@@ -98,9 +99,10 @@ class Checker:
                                       RULES["OSC005"].severity, related))
         if definition is None:
             return out
-        out += self._providers(parsed, definition, doc, host)
+        plan = plan_providers(definition, host, requested=True)  # what the configured host builds
+        out += self._providers(parsed, definition, doc, host, plan)
         out += self._agent_tools(parsed, definition, doc)
-        out += self._tools(parsed, definition, doc, host)
+        out += self._tools(parsed, definition, doc, host, plan)
         if definition.instructions_file:
             target = self.ws.resolve_relative(path, definition.instructions_file)
             if not os.path.isfile(target) and target not in self.ws.files:
@@ -154,10 +156,10 @@ class Checker:
         return original
 
     def _providers(self, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
-                   host: HostConfig) -> list[Diagnostic]:
+                   host: HostConfig, plan: ProviderPlan) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         path = parsed.path
-        plan = plan_providers(definition, host, requested=True)
+        taken = frozenset(k for p in plan.providers for k in p.state_keys)
         for unknown in plan.unknown:
             file_index = self._file_index(parsed, unknown.entry_index)
             entry = definition.context_providers[unknown.entry_index]
@@ -175,13 +177,13 @@ class Checker:
         for provider in plan.providers:
             for key in provider.state_keys:
                 if key == CHAT_HISTORY_STATE_KEY:
-                    out.append(self._state_key_problem(parsed, doc, provider, key, "OSC012", None))
+                    out.append(self._state_key_problem(parsed, doc, provider, key, "OSC012", None, taken))
                     continue
                 first = owners.get(key)
                 if first is None:
                     owners[key] = provider
                     continue
-                out.append(self._state_key_problem(parsed, doc, provider, key, "OSC011", first))
+                out.append(self._state_key_problem(parsed, doc, provider, key, "OSC011", first, taken))
             if provider.origin == "listed" and provider.inactive_reason and provider.entry_index is not None:
                 file_index = self._file_index(parsed, provider.entry_index)
                 out.append(self._simple(path, self._entry_range(doc, file_index), "OSC014",
@@ -189,7 +191,8 @@ class Checker:
         return out
 
     def _state_key_problem(self, parsed: DefinitionFile, doc: YamlDocument, provider: PlannedProvider,
-                           key: str, code: str, first: PlannedProvider | None) -> Diagnostic:
+                           key: str, code: str, first: PlannedProvider | None,
+                           taken: frozenset[str]) -> Diagnostic:
         path = parsed.path
         assert parsed.definition is not None
         if provider.entry_index is None:  # a default provider colliding can only be the chat-history key
@@ -200,7 +203,7 @@ class Checker:
         key_path: Path = ("context_providers", file_index, "state_key")
         explicit = doc.value_range(key_path) if isinstance(entry, ProviderEntry) and entry.state_key else None
         rng = explicit or self._entry_range(doc, file_index)
-        new_key = self._unique_state_key(parsed.definition, provider)
+        new_key = _unique_state_key(provider, taken)
         fix = Fix(f"Set `state_key: {new_key}`", self._state_key_edits(parsed, doc, file_index, entry, new_key))
         if code == "OSC012":
             message = (f"`{provider.type}` uses the state key `{key}`, which belongs to the chat-history provider "
@@ -223,14 +226,6 @@ class Checker:
             if key and doc.key_range((key,)):
                 return doc.key_range((key,))  # type: ignore[return-value]
         return doc.best_range(())
-
-    def _unique_state_key(self, definition: AgentDefinition, provider: PlannedProvider) -> str:
-        taken = {k for p in plan_providers(definition, self.ws.host).providers for k in p.state_keys}
-        base = provider.class_name
-        n = 2
-        while f"{base}{n}" in taken:
-            n += 1
-        return f"{base}{n}"
 
     def _state_key_edits(self, parsed: DefinitionFile, doc: YamlDocument, index: int,
                          entry: str | ProviderEntry, new_key: str) -> tuple[TextEdit, ...]:
@@ -318,11 +313,10 @@ class Checker:
         return None
 
     def _tools(self, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
-               host: HostConfig) -> list[Diagnostic]:
+               host: HostConfig, plan: ProviderPlan) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         path = parsed.path
         known = set(SELECTABLE_TOOLS) | set(host.tools) | set(BUILTIN_TOOLS)
-        plan = plan_providers(definition, host)
         active_types = {p.type for p in plan.providers if not p.inactive_reason}
         provider_tools = {
             name: spec.provider for name, spec in BUILTIN_TOOLS.items()
@@ -600,6 +594,14 @@ class Checker:
             rng = doc.value_range((*prefix, *key_path)) or doc.best_range((*prefix, *key_path))
             out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist"))
         return out
+
+
+def _unique_state_key(provider: PlannedProvider, taken: frozenset[str]) -> str:
+    """The provider's class name with the first number that no provider of the list uses."""
+    n = 2
+    while f"{provider.class_name}{n}" in taken:
+        n += 1
+    return f"{provider.class_name}{n}"
 
 
 @dataclass
