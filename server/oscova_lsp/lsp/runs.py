@@ -92,8 +92,9 @@ def _string(args: dict[str, Any], key: str, command: str, *, required: bool = Fa
 # ------------------------------------------------------------------------------------------ code lenses
 
 
-def code_lenses(parsed: DefinitionFile, document_uri: str) -> list[lsp.CodeLens]:
-    """`Run agent` and `Preview prompt` on the `id:` line of a definition."""
+def code_lenses(parsed: DefinitionFile, document_uri: str, *, trusted: bool = True) -> list[lsp.CodeLens]:
+    """`Run agent` and `Preview prompt` on the `id:` line of a definition; no `Run agent` in an untrusted
+    workspace (a run is refused there, while a preview shows what the built-in providers render)."""
     doc = parsed.doc
     agent_id = parsed.raw_id
     if doc is None or not agent_id:
@@ -104,13 +105,15 @@ def code_lenses(parsed: DefinitionFile, document_uri: str) -> list[lsp.CodeLens]
     start = span.key.start if span.key is not None else span.value.start
     rng = lsp.Range(start=convert.position(start), end=convert.position(span.value.end))
     example = parsed.definition.example_input if parsed.definition is not None else None
+    preview = lsp.CodeLens(range=rng, command=lsp.Command(
+        title="Preview prompt", command="oscova.previewPrompt", arguments=[{"agentId": agent_id, "uri": document_uri}]))
+    if not trusted:
+        return [preview]
     return [
         lsp.CodeLens(range=rng, command=lsp.Command(
             title="Run agent", command="oscova.runAgent",
             arguments=[{"agentId": agent_id, "input": example or "", "uri": document_uri}])),
-        lsp.CodeLens(range=rng, command=lsp.Command(
-            title="Preview prompt", command="oscova.previewPrompt",
-            arguments=[{"agentId": agent_id, "uri": document_uri}])),
+        preview,
     ]
 
 
@@ -166,10 +169,11 @@ class Runs:
             await asyncio.shield(self._loading[root])
         found = self.services.get(root)
         if found is not None:
+            found.trusted = self.trusted
             return found
         from ..runs import RunService
 
-        service = self.services[root] = RunService(root)
+        service = self.services[root] = RunService(root, trusted=self.trusted)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
         try:
@@ -274,7 +278,8 @@ class Runs:
             raise JsonRpcRequestFailed(str(error)) from None
         return {"agentId": agent_id, "instructions": preview.get("instructions") or "",
                 "messages": preview.get("messages", []), "tools": preview.get("tools", []),
-                "providers": preview.get("providers", [])}
+                "providers": preview.get("providers", []), "trusted": preview.get("trusted", self.trusted),
+                "notLoaded": preview.get("notLoaded", [])}
 
     def cancel_run(self, params: lsp.ExecuteCommandParams) -> None:
         args = command_argument(params)
