@@ -8,6 +8,7 @@ shows what the built-in providers render.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,9 @@ def make_workspace(root: Path) -> tuple[Path, Path]:
     (root / "evil_provider.py").write_text(PROVIDER.format(marker=str(markers / "evil_provider")))
     for name in SHADOWS:
         (root / f"{name}.py").write_text(MARKER_MODULE.format(marker=str(markers / name)))
+    (root / "templates").mkdir()
+    for i in range(420):  # a large workspace: the server reads it with worker processes
+        (root / "templates" / f"t{i}.j2").write_text("{{ user_name }}")
     return root, markers
 
 
@@ -106,7 +110,9 @@ async def start(client: LanguageClient, root: Path, trusted: bool) -> None:
 
 
 async def command(client: LanguageClient, name: str, argument: dict[str, Any]) -> Any:
-    return await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command=name, arguments=[argument]))
+    """A command's answer; 60 s without one fails (a large workspace once hung the first preview)."""
+    request = client.workspace_execute_command_async(lsp.ExecuteCommandParams(command=name, arguments=[argument]))
+    return await asyncio.wait_for(request, 60)
 
 
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")

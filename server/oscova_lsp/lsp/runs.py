@@ -34,6 +34,7 @@ from .capabilities import COMMANDS
 if TYPE_CHECKING:
     from ..runs import RunHandle, RunService
     from .server import OscovaServer
+    from .session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class Runs:
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
         try:
-            await loop.run_in_executor(None, _prepare, service)
+            await loop.run_in_executor(None, _prepare, service, self.server.session)
         except Exception as error:
             self.services.pop(root, None)
             logger.exception("reading the workspace %s for a run failed", root)
@@ -454,10 +455,11 @@ def workspace_trusted(options: Any) -> bool:
     return True
 
 
-def _prepare(service: RunService) -> None:
-    """Off the event loop: reads the workspace and imports the model client (half a second of imports that
-    would otherwise stall diagnostics and completion on the first run)."""
-    service.analysis  # noqa: B018 - loads on first access
+def _prepare(service: RunService, session: Session) -> None:
+    """Off the event loop: reads the workspace as the server does (a large one in worker processes of its fork
+    server) and imports the model client (half a second of imports that would otherwise stall diagnostics
+    and completion on the first run)."""
+    service.adopt(session.load(service.root))
     with contextlib.suppress(ImportError):
         import openai  # noqa: F401
 

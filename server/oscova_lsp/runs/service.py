@@ -206,6 +206,12 @@ class RunService:
             self._loaded = True
         return self._analysis
 
+    def adopt(self, analysis: Analysis) -> None:
+        """Takes a freshly loaded analysis of the root as its own, kept current like one it loaded itself
+        (the language server loads it with its fork server: forking the server's threads can deadlock)."""
+        self._analysis = analysis
+        self._owns_analysis = self._loaded = True
+
     def reload(self) -> None:
         """Reads the workspace again from disk (own analysis only) and drops every cached agent."""
         if self._owns_analysis:
