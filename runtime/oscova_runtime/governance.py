@@ -10,7 +10,7 @@ One policy answers both questions, read when asked so a changed host configurati
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from .tools import AIFunction
@@ -27,16 +27,20 @@ class ToolDeniedError(PermissionError):
 class ToolPolicy:
     """The host's tool policy: denied tool names, and whether egress tools may run.
 
-    Both are callables, read on every check, so a policy outlives changes to what it reads.
+    All are callables, read on every check, so a policy outlives changes to what it reads. `catalogue`
+    tells the egress rule about a tool the model calls without having been offered it.
     """
 
     denied: Callable[[], Collection[str]] = lambda: ()
     allow_egress: Callable[[], bool] = lambda: True
+    catalogue: Callable[[], Mapping[str, AIFunction]] = lambda: {}
 
     def refusal(self, name: str, function: AIFunction | None) -> str | None:
         """The model-visible reason `name` may not run, or None when it may."""
         if name in self.denied():
             return TOOL_DENIED.format(name=name)
+        if function is None:
+            function = self.catalogue().get(name)
         if function is not None and function.egress and not self.allow_egress():
             return EGRESS_DENIED.format(name=name)
         return None

@@ -98,7 +98,8 @@ class ConfiguredHost:
         user_id = self.config.host.user_id
         self.personal_repository = personal_repository or SharedAgentPersonalContextRepository(
             os.path.join(self.root, ".oscova", "personal", user_id or "_anonymous"))
-        self.tool_policy = ToolPolicy(lambda: self.config.host.deny_tools, lambda: self.config.host.allow_egress)
+        self.tool_policy = ToolPolicy(lambda: self.config.host.deny_tools, lambda: self.config.host.allow_egress,
+                                      lambda: self.orchestrator.tools)
 
     # -- catalogue, workspaces, clients ------------------------------------------------------------
 
