@@ -25,6 +25,7 @@ from oscova_runtime.providers import (
     SkillsContextProvider,
     VisionToolProvider,
 )
+from oscova_runtime.providers.vision import AnalyzeImageTool
 from oscova_runtime.reducer import SUMMARY_PREFIX, SummarizingChatReducer
 from oscova_runtime.session import AgentSession
 from oscova_runtime.templates import TemplateRenderer
@@ -58,7 +59,10 @@ async def test_vision_creates_its_wrapper_for_each_invocation():
     invocation." """
     provider = VisionToolProvider(ScriptedChatClient(), lambda: [])
     one, two = (await provider.provide_ai_context(ctx())).tools, (await provider.provide_ai_context(ctx())).tools
-    assert [t.name for t in one] == ["analyze_image"] and one[0].func is not two[0].func
+    assert [t.name for t in one] == ["analyze_image"] and [t.name for t in two] == ["analyze_image"]
+    # the bound method's instance is the wrapper: a new AnalyzeImageTool for each invocation
+    assert isinstance(one[0].func.__self__, AnalyzeImageTool)
+    assert one[0].func.__self__ is not two[0].func.__self__
 
 
 async def test_missing_private_notes_contribute_nothing(tmp_path):
