@@ -19,6 +19,7 @@ _LAZY = {
     "ChatClientAgent": "agent", "ChatClientAgentOptions": "agent", "AgentResponse": "agent",
     "AgentOrchestrator": "orchestrator", "AgentBuildRequest": "orchestrator", "BuildContext": "orchestrator",
     "IAgentOrchestrator": "orchestrator", "IAgentRunScopeFactory": "orchestrator",
+    "build_minimal_agent": "orchestrator",
     "AgentTaskRun": "observer", "AgentTaskRunObserver": "observer", "AgentRunObserverAccessor": "observer",
     "AIFunction": "tools", "approval_channel": "tools",
     "ConfiguredHost": "host", "OpenAIChatClient": "chat_client", "ChatClientError": "chat_client",

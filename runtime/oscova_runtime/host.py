@@ -94,6 +94,8 @@ class ConfiguredHost:
         self.orchestrator: IAgentOrchestrator = orchestrator or AgentOrchestrator()
         self.renderer = TemplateRenderer(self.root)
         self._chat_clients: dict[str, ChatClient] = dict(chat_clients or {})
+        self._owned_clients: list[ChatClient] = []
+        """The clients this host created, which it closes; clients passed in belong to the caller."""
         self._tools_synced = False
         user_id = self.config.host.user_id
         self.personal_repository = personal_repository or SharedAgentPersonalContextRepository(
@@ -144,6 +146,7 @@ class ConfiguredHost:
         client = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
                                   timeout=settings.timeout, model_name=name)
         self._chat_clients[name] = client
+        self._owned_clients.append(client)
         return client
 
     def instruction_template(self, definition: AgentDefinition) -> str | None:
@@ -246,7 +249,7 @@ class ConfiguredHost:
 
     async def aclose(self) -> None:
         """Closes the chat clients this host created."""
-        for client in self._chat_clients.values():
+        for client in self._owned_clients:
             close = getattr(client, "aclose", None)
             if close is not None:
                 await close()

@@ -283,3 +283,22 @@ class AgentOrchestrator(IAgentOrchestrator):
 
         # 8. the agent (construction validates provider state keys).
         return ChatClientAgent(builder.build(), options, run_scope=run_scope)
+
+
+async def build_minimal_agent(
+    orchestrator: IAgentOrchestrator, chat_client: ChatClient, definition: AgentDefinition,
+) -> ChatClientAgent:
+    """The seed's minimal helper: one definition with its standing instruction (rendered with an empty
+    model) and no tools or workspaces. A real host resolves a chat client, providers and workspaces per
+    definition."""
+    from .providers.personal import AgentPersonalContextProvider
+
+    request = AgentBuildRequest(
+        chat_client_factory=lambda _definition, _context: chat_client,
+        agent_definition=definition,
+        available_agent_definitions=[definition],
+        context_provider_factory=lambda current, _context: [
+            AgentPersonalContextProvider(current.instructions, lambda _invoking: {})],
+        workspace_resolver=lambda _definition: [],
+    )
+    return await orchestrator.get_or_create_agent(request)
