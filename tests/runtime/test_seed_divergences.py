@@ -104,6 +104,26 @@ async def test_disallowed_egress_tools_are_omitted_and_refused(tmp_path, fake_op
     await host.aclose()
 
 
+async def test_a_streamed_run_refuses_a_denied_call_too(openai_client, fake_openai):
+    """The streaming tool loop (what editor and terminal runs use) checks the policy before each call, even for a
+    tool a provider without the policy offered: the refused call is not run, its result is streamed, and no
+    further model request is made."""
+    runs = []
+    secret = function_from_callable(lambda: runs.append(1) or "s", name="secret", description="Secret.")
+    other = function_from_callable(lambda: "o", name="other", description="Other.")
+    orchestrator = AgentOrchestrator()
+    orchestrator.sync_tools([secret, other])
+    agent = await orchestrator.get_or_create_agent(make_request(
+        AgentDefinition(id="st"), openai_client,
+        [AgentToolProvider(lambda: ["secret", "other"], lambda: orchestrator.tools)],
+        tool_policy=ToolPolicy(denied=lambda: ["secret"])))
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("secret", {}, "c1")]))
+    updates = [u async for u in agent.run_streaming("go")]
+    results = [c for u in updates if u.role == "tool" for c in u.contents]
+    assert fake_openai.requests[0].tool_names == ["secret", "other"] and len(fake_openai.requests) == 1
+    assert runs == [] and isinstance(results[0].exception, ToolDeniedError)
+
+
 async def test_calls_after_a_refused_one_in_the_same_round_get_a_result():
     """Every call the model made keeps a result in the history (a later request needs one per call id)."""
     ok = function_from_callable(lambda: "fine", name="ok", description="ok")
