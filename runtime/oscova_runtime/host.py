@@ -48,6 +48,10 @@ class HostConfigurationError(Exception):
     """The host configuration cannot serve this run; the message says what to change."""
 
 
+NOT_TRUSTED = "not loaded: workspace not trusted"
+"""Why a custom tool or provider is left out of an untrusted host."""
+
+
 class InactiveProvider(AIContextProvider):
     """A listed provider that contributes nothing under the host's conditions; it keeps its state keys
     so construction-time checks still apply."""
@@ -85,13 +89,15 @@ class ConfiguredHost:
         self, root: str | os.PathLike[str], config: HostConfig | None = None,
         definitions: Sequence[AgentDefinition] = (), *, definition_paths: Mapping[str, str] | None = None,
         orchestrator: IAgentOrchestrator | None = None, chat_clients: Mapping[str, ChatClient] | None = None,
-        personal_repository: ISharedAgentPersonalContextRepository | None = None,
+        personal_repository: ISharedAgentPersonalContextRepository | None = None, trusted: bool = True,
     ) -> None:
         self.root = os.path.realpath(os.fspath(root))
         self.config = config or HostConfig()
         self.definitions = list(definitions)
         self.definition_paths = dict(definition_paths or {})
         self.orchestrator: IAgentOrchestrator = orchestrator or AgentOrchestrator()
+        self.trusted = trusted
+        """False: the workspace's `[tools.*]` and `[providers.*]` code is never imported (nor run)."""
         self.renderer = TemplateRenderer(self.root)
         self._chat_clients: dict[str, ChatClient] = dict(chat_clients or {})
         self._owned_clients: list[ChatClient] = []
@@ -106,8 +112,10 @@ class ConfiguredHost:
     # -- catalogue, workspaces, clients ------------------------------------------------------------
 
     def tool_catalogue(self) -> dict[str, AIFunction]:
-        """Built-in tools plus `[tools.*]` (imported here: only a run loads user code)."""
+        """Built-in tools plus `[tools.*]` (imported here: only a run loads user code, and only when trusted)."""
         tools: dict[str, AIFunction] = dict(builtin_tools(BuiltinToolContext(timezone=self.config.user.timezone)))
+        if not self.trusted:
+            return tools
         for name, settings in self.config.tools.items():
             tools[name] = load_custom_tool(name, settings.callable, approval_required=settings.approval == "required",
                                            description=settings.description, egress=settings.egress)
@@ -196,6 +204,8 @@ class ConfiguredHost:
         kind = planned.type
         provider: AIContextProvider
         if planned.custom is not None:
+            if not self.trusted:
+                return InactiveProvider(planned.type, planned.state_keys, NOT_TRUSTED)
             instance = load_custom_provider(kind, planned.custom)
             if planned.custom.template:
                 return DeclaredTemplateProvider(instance, planned.custom.template, self.renderer, planned.state_keys)

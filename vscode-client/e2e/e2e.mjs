@@ -6,6 +6,12 @@
 // 2. Runs (when the server advertises `oscova.runAgent`; in CI it must): a scratch workspace whose
 //    model is a local fake OpenAI endpoint; the key set with "Oscova: Set API Key"; "Oscova: Run Agent"
 //    shows the streamed answer and a tool call in the Run view; a second run is cancelled from the view.
+// 3. Restricted Mode: a workspace whose `yaml.py`, `uuid.py`, `pydantic.py`, … and custom tool and
+//    provider modules write marker files when imported, opened untrusted, with the server started
+//    through each start path: the console script, `python -m oscova_lsp` and `python -P -m oscova_lsp`
+//    (what the Python-extension path runs), each in the workspace folder, its 420 templates parsed by
+//    worker processes. Diagnostics arrive, Preview Prompt shows the built-in rendering and what it did
+//    not load, Run Agent is refused, and no marker appears.
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -108,18 +114,59 @@ example_input: What time is it? Use the tool.
 `);
 }
 
-function dumpLogs(userData) {
-  // The extension's output channel and the extension host log, to see why a step failed.
+// Restricted Mode: files that write a marker (outside the workspace) when imported. The shadows are
+// modules the server imports, some lazily; `stamp_tool` and `stamp_provider` are the workspace's own code.
+const SHADOWED = ['yaml', 'uuid', 'pydantic', 'hashlib', 'lsprotocol', 'json', 'jinja2', 'multiprocessing', 'concurrent'];
+const BULK_TEMPLATES = 420; // above the server's threshold for parsing templates in worker processes
+
+function writeUntrustedWorkspace(dir, baseUrl, markers) {
+  writeRunWorkspace(dir, baseUrl);
+  mkdirSync(markers, { recursive: true });
+  const marker = (name) => `open(${JSON.stringify(join(markers, name))}, 'w').close()\n`;
+  for (const name of SHADOWED) writeFileSync(join(dir, `${name}.py`), marker(name));
+  writeFileSync(join(dir, 'stamp_tool.py'), `${marker('stamp_tool')}\ndef stamp(text: str) -> str:\n    """Stamps."""\n    return text\n`);
+  writeFileSync(join(dir, 'stamp_provider.py'), `${marker('stamp_provider')}from oscova_runtime import AIContext, AIContextProvider\n\n
+class Stamper(AIContextProvider):\n    async def provide_ai_context(self, context):\n        return AIContext(instructions="Stamped.")\n`);
+  writeFileSync(join(dir, 'oscova.toml'), `${readFileSync(join(dir, 'oscova.toml'), 'utf8')}
+[tools.stamp]
+callable = "stamp_tool:stamp"
+
+[providers.stamper]
+class = "stamp_provider:Stamper"
+`);
+  writeFileSync(join(dir, 'agents', 'clock.agent.yaml'), `id: clock
+name: Clock
+instructions: You are {{ agent_name }}. Answer questions about time.
+tools: [current_datetime, stamp]
+context_providers: [stamper]
+`);
+  writeFileSync(join(dir, 'agents', 'broken.agent.yaml'), 'id: broken\ninstructions: Help.\nmemory: maybe\n');
+  mkdirSync(join(dir, 'templates', 'bulk'), { recursive: true });
+  for (let i = 0; i < BULK_TEMPLATES; i++) writeFileSync(join(dir, 'templates', 'bulk', `t${i}.j2`), `Template ${i}: {{ user_name }}\n`);
+}
+
+/** The log files under a user-data folder whose names match `pattern`. */
+function logFiles(userData, pattern) {
   const found = [];
   const walk = (d) => {
     for (const name of readdirSync(d)) {
       const p = join(d, name);
       if (statSync(p).isDirectory()) walk(p);
-      else if (/Oscova|exthost\.log|remoteagent\.log/i.test(name)) found.push(p);
+      else if (pattern.test(name)) found.push(p);
     }
   };
   try { walk(join(userData, 'logs')); } catch { /* none yet */ }
-  for (const file of found) {
+  return found;
+}
+
+/** The text of the extension's output channel logs. */
+function oscovaLog(userData) {
+  return logFiles(userData, /Oscova\.log$/).map((file) => readFileSync(file, 'utf8')).join('\n');
+}
+
+function dumpLogs(userData) {
+  // The extension's output channel and the extension host log, to see why a step failed.
+  for (const file of logFiles(userData, /Oscova|exthost\.log|remoteagent\.log/i)) {
     const text = readFileSync(file, 'utf8');
     console.log(`----- ${file} (last 60 lines)\n${text.split('\n').slice(-60).join('\n')}`);
   }
@@ -230,7 +277,10 @@ async function main() {
   // untrusted copy's workspace setting names a program that does not exist: in Restricted Mode it must
   // be ignored (restrictedConfigurations), so the server still starts from the user setting.
   const untrustedWs = join(work, 'untrusted-ws');
-  writeRunWorkspace(untrustedWs, fake.baseUrl);
+  const markers = join(work, 'markers');
+  writeUntrustedWorkspace(untrustedWs, fake.baseUrl, markers);
+  const python = join(dirname(OSCOVA_LSP), 'python');
+  need(python, 'the Python of the oscova-lsp install');
   const workspaceSettings = (dir, command) => {
     mkdirSync(join(dir, '.vscode'), { recursive: true });
     writeFileSync(join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'oscova.server.command': command }));
@@ -246,13 +296,19 @@ async function main() {
   }
 
   let csLog = '';
-  async function startCodeServer(trust) {
+  const untrustedDataDirs = [];
+  // Untrusted: a user-data folder of its own, whose user setting names the server command.
+  async function startCodeServer(trust, untrustedData = `${userData}-untrusted`, serverCommand = [OSCOVA_LSP]) {
     const port = await freePort();
     log(`starting code-server on port ${port}${trust ? '' : ' with workspace trust enabled'}`);
-    const args = ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', trust ? userData : `${userData}-untrusted`,
+    const args = ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', trust ? userData : untrustedData,
       '--extensions-dir', extensions, '--disable-telemetry', '--disable-update-check'];
     if (trust) args.push('--disable-workspace-trust');
-    else cpSync(join(userData, 'User'), join(`${userData}-untrusted`, 'User'), { recursive: true });
+    else {
+      cpSync(join(userData, 'User'), join(untrustedData, 'User'), { recursive: true });
+      const file = join(untrustedData, 'User', 'settings.json');
+      writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), 'oscova.server.command': serverCommand }, null, 2));
+    }
     const cs = spawn(CODE_SERVER, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     cs.stdout.on('data', (d) => { csLog += d; });
     cs.stderr.on('data', (d) => { csLog += d; });
@@ -276,33 +332,75 @@ async function main() {
   try {
     async function restrictedMode() {
       // ---------------------------------------------------------------------- restricted mode
-      log('restricted mode: diagnostics work, runs are refused');
+      log('restricted mode: diagnostics work, previews import nothing, runs are refused');
       const requestsBefore = fake.state.requests.length;
-      const untrusted = await startCodeServer(false);
-      const page2 = await page.context().newPage();
-      await page2.goto(`${untrusted.url}/?folder=${encodeURIComponent(untrustedWs)}`);
-      await page2.waitForSelector('.monaco-workbench', { timeout: 90_000 });
-      // Depending on the startup prompt setting VS Code asks, or opens the folder in Restricted Mode.
-      const dontTrust = page2.getByRole('button', { name: /don.t trust/i }).first();
-      if (await dontTrust.waitFor({ timeout: 5_000 }).then(() => true, () => false)) await dontTrust.click();
-      await page2.locator('.statusbar-item').filter({ hasText: 'Restricted Mode' }).first().waitFor({ timeout: 30_000 });
-      await page2.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
-      // Break the definition in the editor: the server still checks it in Restricted Mode.
-      await explorerOpen(page2, 'agents', 'clock.agent.yaml');
-      await page2.locator('.monaco-editor .view-lines').first().click();
-      await page2.keyboard.press('Control+End');
-      await page2.keyboard.type('memory: maybe\n');
-      await page2.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 60_000 });
-      await page2.keyboard.press('Control+Shift+M');
-      await waitFor(async () => (await problems(page2)).some((r) => r.includes('OSC002')), 'OSC002 in Problems (restricted mode)', 30_000);
-      await runCommand(page2, 'Oscova: Run Agent');
-      await page2.locator('.notifications-toasts').filter({ hasText: 'only in a trusted workspace' }).waitFor({ timeout: 20_000 });
+      const checkMarkers = (when) => {
+        const imported = readdirSync(markers);
+        if (imported.length) throw new Error(`workspace code was imported in Restricted Mode (${when}): ${imported.join(', ')}`);
+      };
+      const startPaths = [
+        ['the console script', [OSCOVA_LSP]],
+        ['python -m oscova_lsp', [python, '-m', 'oscova_lsp']],
+        ['python -P -m oscova_lsp', [python, '-P', '-m', 'oscova_lsp']],
+      ];
+      // A code-server of its own for each start path (the user setting is read at start).
+      for (const [i, [name, command]] of startPaths.entries()) {
+        const untrustedData = `${userData}-untrusted-${i}`;
+        untrustedDataDirs.push(untrustedData);
+        const untrusted = await startCodeServer(false, untrustedData, command);
+        const page2 = await page.context().newPage();
+        await page2.goto(`${untrusted.url}/?folder=${encodeURIComponent(untrustedWs)}`);
+        await page2.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+        // Depending on the startup prompt setting VS Code asks, or opens the folder in Restricted Mode.
+        const dontTrust = page2.getByRole('button', { name: /don.t trust/i }).first();
+        if (await dontTrust.waitFor({ timeout: 5_000 }).then(() => true, () => false)) await dontTrust.click();
+        await page2.locator('.statusbar-item').filter({ hasText: 'Restricted Mode' }).first().waitFor({ timeout: 30_000 });
+        await page2.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
+        await waitFor(() => oscovaLog(untrustedData).includes(`[client] starting ${command.join(' ')} (setting)`),
+          `the server started as ${command.join(' ')}`, 60_000);
+        // Diagnostics arrive, edits included.
+        await explorerOpen(page2, 'agents', 'broken.agent.yaml');
+        await page2.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 60_000 });
+        await page2.locator('.monaco-editor .view-lines').first().click();
+        await page2.keyboard.press('Control+End');
+        await page2.keyboard.type(`start_path_${i}: x\n`);
+        await page2.keyboard.press('Control+Shift+M');
+        await waitFor(async () => {
+          const rows = await problems(page2);
+          return rows.some((r) => r.includes('OSC002')) && rows.some((r) => r.includes(`start_path_${i}`));
+        }, `OSC002 and OSC003 in Problems (${name})`, 60_000);
+        // Preview: the built-in rendering, and what was not loaded.
+        await runCommand(page2, 'Oscova: Preview Prompt');
+        await pickItem(page2, 'clock');
+        await page2.locator('.notifications-toasts').filter({ hasText: 'Restricted Mode' }).first().waitFor({ timeout: 20_000 });
+        const preview = page2.locator('.monaco-editor .view-lines').filter({ hasText: 'Prompt preview' }).first();
+        await preview.waitFor({ timeout: 30_000 });
+        const previewLines = await preview.elementHandle();
+        // The editor renders only the lines in view, wrapped: page through it, collecting the text
+        // (compared without white space, which wrapping adds).
+        const bare = (text) => text.replace(/\s+/g, '');
+        let seen = '';
+        const wanted = ['Restricted Mode', 'tool `stamp` (`stamp_tool:stamp`): not loaded: workspace not trusted',
+          'provider `stamper` (`stamp_provider:Stamper`): not loaded: workspace not trusted', 'You are Clock.'];
+        await waitFor(async () => {
+          seen += `\n${await previewLines.innerText()}`;
+          if (wanted.every((w) => bare(seen).includes(bare(w)))) return true;
+          await page2.keyboard.press('PageDown');
+          return false;
+        }, `the Restricted Mode preview (${name})`, 20_000).catch((error) => {
+          throw new Error(`${error.message}\npreview:\n${seen}`);
+        });
+        if (i === 0) await page2.screenshot({ path: join(screenshots, '06-restricted-mode-preview.png') });
+        // Run: refused, with the reason.
+        await runCommand(page2, 'Oscova: Run Agent');
+        await page2.locator('.notifications-toasts').filter({ hasText: 'only in a trusted workspace' }).waitFor({ timeout: 20_000 });
+        if (i === 0) await page2.screenshot({ path: join(screenshots, '07-restricted-mode-run-refused.png') });
+        await page2.close();
+        untrusted.kill();
+        checkMarkers(`server started as ${name}`);
+        log(`restricted mode, server started as ${name} in the workspace folder: diagnostics arrived, the preview shows the built-in rendering, Run Agent refused, no workspace module imported`);
+      }
       if (fake.state.requests.length !== requestsBefore) throw new Error('a run reached the model in Restricted Mode');
-      log('restricted mode: OSC002 reported; Run Agent refused with the trust message; no model request');
-      await page2.screenshot({ path: join(screenshots, '06-restricted-mode.png') });
-      await page2.close();
-      untrusted.kill();
-
     }
 
     // ----------------------------------------------------------------------------- diagnostics
@@ -436,6 +534,7 @@ async function main() {
       await p.screenshot({ path: join(screenshots, `failure-${i}.png`) }).catch(() => undefined);
     }
     dumpLogs(userData);
+    for (const dir of untrustedDataDirs) dumpLogs(dir);
     console.log(`----- code-server output (last 40 lines)\n${csLog.split('\n').slice(-40).join('\n')}`);
     throw error;
   }

@@ -20,11 +20,11 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { distinctEnvs, modelKeys, secretKey, type ModelKey } from './apiKeyEnv';
-import { rewriteLensCommand } from './lens';
+import { rewriteLensCommand, visibleLenses } from './lens';
 import { previewMarkdown } from './preview';
 import { applyError, applyResult, isActive, RunStore, type RunEvent, type RunResult } from './runModel';
 import { RunView } from './runView';
-import { installCommand, resolveServerCommand, type Resolution } from './serverCommand';
+import { installCommand, PYTHON_PROBE_ARGS, resolveServerCommand, type Resolution } from './serverCommand';
 import { StatusBar } from './statusBar';
 import { exampleInputFromYaml } from './yamlScalar';
 
@@ -38,6 +38,7 @@ const SERVER_COMMANDS = {
 const PREVIEW_SCHEME = 'oscova-preview';
 const KNOWN_ENVS = 'oscova.apiKeyEnvs';
 const TRUST_MESSAGE = 'Oscova runs agents only in a trusted workspace: a run imports the workspace\'s tools and providers and calls models.';
+const PREVIEW_TRUST_MESSAGE = 'Oscova: Restricted Mode. The preview shows what the built-in providers render; the workspace\'s own tools and providers are not loaded (their code would run) until you trust the workspace.';
 
 interface AgentInfo { id: string; name?: string; uri?: string; exposedAsTool?: boolean; exampleInput?: string; example_input?: string }
 interface RunArgs { agentId?: string; input?: string; uri?: string; sessionId?: string }
@@ -113,7 +114,7 @@ export class OscovaExtension {
       trusted: vscode.workspace.isTrusted,
       isExecutable,
       pythonInterpreter: () => pythonInterpreter(),
-      pythonHasServer: (interpreter) => pythonHasServer(interpreter),
+      pythonHasServer: (interpreter) => pythonHasServer(interpreter, this.context.extensionUri.fsPath),
     });
     if (!resolution.ok) {
       this.status.setServer('missing', resolution.reason);
@@ -232,7 +233,11 @@ export class OscovaExtension {
     return {
       // Code lenses name the server's commands (which is what other editors execute); in VS Code the
       // click goes through the client command, which asks for the input and opens the Run view.
-      provideCodeLenses: async (document, token, next) => (await next(document, token))?.map(rewrite),
+      // In Restricted Mode a run is refused: no Run lens (the server offers none either).
+      provideCodeLenses: async (document, token, next) => {
+        const lenses = await next(document, token);
+        return lenses && visibleLenses(lenses, vscode.workspace.isTrusted).map(rewrite);
+      },
       resolveCodeLens: async (lens, token, next) => {
         const resolved = await next(lens, token);
         return resolved ? rewrite(resolved) : resolved;
@@ -368,6 +373,11 @@ export class OscovaExtension {
   }
 
   async previewPrompt(arg?: RunArgs | vscode.Uri): Promise<void> {
+    // Safe in Restricted Mode (the server imports no workspace code then), but partial: say why.
+    if (!vscode.workspace.isTrusted) {
+      void vscode.window.showInformationMessage(PREVIEW_TRUST_MESSAGE, 'Manage Workspace Trust')
+        .then((c) => { if (c) void vscode.commands.executeCommand('workbench.trust.manage'); });
+    }
     try {
       const args = await this.runArgs(arg);
       if (!args) return;
@@ -594,9 +604,10 @@ async function pythonInterpreter(): Promise<string[] | undefined> {
   }
 }
 
-function pythonHasServer(interpreter: string[]): Promise<boolean> {
+/** Whether the interpreter can import `oscova_lsp`: with `-P`, in the extension's own folder (never the workspace). */
+function pythonHasServer(interpreter: string[], cwd: string): Promise<boolean> {
   return new Promise((resolve) => {
-    execFile(interpreter[0], [...interpreter.slice(1), '-c', 'import oscova_lsp'], { timeout: 15000 }, (error) => resolve(!error));
+    execFile(interpreter[0], [...interpreter.slice(1), ...PYTHON_PROBE_ARGS], { timeout: 15000, cwd }, (error) => resolve(!error));
   });
 }
 

@@ -15,3 +15,8 @@ export function rewriteLensCommand<T extends LensCommand>(command: T): T {
   const target = LENS_REWRITES[command.command];
   return target ? { ...command, command: target } : command;
 }
+
+/** The lenses shown: in an untrusted workspace no `Run agent` (a run is refused there; a preview is not). */
+export function visibleLenses<T extends { command?: LensCommand }>(lenses: T[], trusted: boolean): T[] {
+  return trusted ? lenses : lenses.filter((lens) => lens.command?.command !== 'oscova.runAgent');
+}

@@ -20,6 +20,17 @@ function asText(value: unknown): string {
 export function previewMarkdown(agentId: string, input: string | undefined, result: unknown): string {
   const r = (result && typeof result === 'object' ? result : {}) as Record<string, unknown>;
   const out: string[] = [`# Prompt preview: \`${agentId}\``, ''];
+  const notLoaded = Array.isArray(r.notLoaded) ? r.notLoaded : [];
+  if (r.trusted === false) {
+    out.push('> **Restricted Mode**: the workspace is not trusted, so its own tools and providers were not loaded',
+      '> (importing them would run their code). Trust the workspace to preview them.', '');
+    for (const n of notLoaded) {
+      const item = (n && typeof n === 'object' ? n : {}) as Record<string, unknown>;
+      const source = item.source ? ` (\`${String(item.source)}\`)` : '';
+      out.push(`- ${String(item.kind ?? 'item')} \`${String(item.name ?? '?')}\`${source}: ${String(item.reason ?? 'not loaded')}`);
+    }
+    if (notLoaded.length) out.push('');
+  }
   if (input) out.push('## Input', '', fence(input), '');
   out.push('## Instructions', '', fence(asText(r.instructions ?? '')), '');
   const messages = Array.isArray(r.messages) ? r.messages : [];

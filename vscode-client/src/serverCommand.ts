@@ -2,9 +2,14 @@
  * Which command starts the language server. Pure: the file system and the Python extension are passed
  * in, so the order of preference is unit-tested without VS Code.
  *
- * Order: the `oscova.server.command` setting; `oscova-lsp` on PATH; `python -m oscova_lsp` with the
+ * Order: the `oscova.server.command` setting; `oscova-lsp` on PATH; `python -P -m oscova_lsp` with the
  * interpreter the Python extension selected (when it can import `oscova_lsp`); in a trusted workspace,
  * `oscova-lsp` from the workspace's own `.venv` / `venv`.
+ *
+ * No start path imports from the workspace: the console script puts its own folder on `sys.path`, `-P`
+ * keeps the current directory off it (so does the server's `__main__`), and the probe runs with `-P` in the
+ * extension's folder. In an untrusted workspace no program or interpreter inside a workspace folder is
+ * started (a workspace's venv or a `python` it ships is the workspace's code).
  */
 import * as path from 'node:path';
 
@@ -35,6 +40,10 @@ export type Resolution =
   | { ok: false; reason: string; interpreter?: string[] };
 
 export const SERVER_EXECUTABLE = 'oscova-lsp';
+/** After the interpreter's argv: `-P` keeps the current directory (the workspace) off `sys.path`. */
+export const PYTHON_SERVER_ARGS = ['-P', '-m', 'oscova_lsp'];
+/** Whether an interpreter has the server, without importing from its working directory. */
+export const PYTHON_PROBE_ARGS = ['-P', '-c', 'import oscova_lsp'];
 export const PIP_PACKAGE = 'oscova-lsp';
 
 /** The setting as argv, or undefined when it is unset or empty. */
@@ -60,7 +69,7 @@ export function which(name: string, pathEnv: string | undefined, platform: NodeJ
   }
   const separator = platform === 'win32' ? ';' : ':';
   for (const dir of (pathEnv ?? '').split(separator)) {
-    if (!dir) continue;
+    if (!dir || !p.isAbsolute(dir)) continue; // a relative entry (`.`) names whatever folder we are in
     for (const candidate of executableNames(name, platform)) {
       const full = p.join(dir, candidate);
       if (isExecutable(full)) return full;
@@ -69,8 +78,19 @@ export function which(name: string, pathEnv: string | undefined, platform: NodeJ
   return undefined;
 }
 
+/** True when `file` is one of the folders or inside one. */
+export function insideFolders(file: string, folders: string[], platform: NodeJS.Platform): boolean {
+  const p = platform === 'win32' ? path.win32 : path.posix;
+  return folders.some((folder) => {
+    const rel = p.relative(p.resolve(folder), p.resolve(file));
+    return rel === '' || (!rel.startsWith('..') && !p.isAbsolute(rel));
+  });
+}
+
 export async function resolveServerCommand(input: ResolveInput): Promise<Resolution> {
   const p = input.platform === 'win32' ? path.win32 : path.posix;
+  // Untrusted: nothing the workspace ships is started.
+  const allowed = (file: string) => input.trusted || !insideFolders(file, input.workspaceFolders, input.platform);
   const configured = configuredArgv(input.configured);
   if (configured) {
     let program = configured[0];
@@ -82,19 +102,23 @@ export async function resolveServerCommand(input: ResolveInput): Promise<Resolut
     if (!found) {
       return { ok: false, reason: `\`oscova.server.command\` names \`${configured[0]}\`, which was not found or is not executable` };
     }
+    if (!allowed(found)) {
+      return { ok: false, reason: `\`oscova.server.command\` names \`${configured[0]}\`, which is inside the workspace: it is started only once the workspace is trusted` };
+    }
     return { ok: true, server: { command: found, args: configured.slice(1), source: 'setting' } };
   }
 
   const onPath = which(SERVER_EXECUTABLE, input.pathEnv, input.platform, input.isExecutable);
-  if (onPath) return { ok: true, server: { command: onPath, args: [], source: 'path' } };
+  if (onPath && allowed(onPath)) return { ok: true, server: { command: onPath, args: [], source: 'path' } };
 
   let interpreter: string[] | undefined;
   if (input.pythonInterpreter) {
     interpreter = await input.pythonInterpreter();
+    if (interpreter?.length && !allowed(interpreter[0])) interpreter = undefined;
     if (interpreter?.length && input.pythonHasServer && await input.pythonHasServer(interpreter)) {
       return {
         ok: true,
-        server: { command: interpreter[0], args: [...interpreter.slice(1), '-m', 'oscova_lsp'], source: 'python-extension' },
+        server: { command: interpreter[0], args: [...interpreter.slice(1), ...PYTHON_SERVER_ARGS], source: 'python-extension' },
       };
     }
   }

@@ -37,12 +37,12 @@ test('oscova-lsp on PATH comes before the Python extension', async () => {
   assert.equal(asked, false);
 });
 
-test('without oscova-lsp on PATH, python -m oscova_lsp with the selected interpreter when it has the server', async () => {
+test('without oscova-lsp on PATH, python -P -m oscova_lsp with the selected interpreter when it has the server', async () => {
   const r = await resolveServerCommand(input([], {
     pythonInterpreter: async () => ['/envs/a/bin/python', '-X', 'utf8'],
     pythonHasServer: async (i) => i[0] === '/envs/a/bin/python',
   }));
-  assert.deepEqual(r, { ok: true, server: { command: '/envs/a/bin/python', args: ['-X', 'utf8', '-m', 'oscova_lsp'], source: 'python-extension' } });
+  assert.deepEqual(r, { ok: true, server: { command: '/envs/a/bin/python', args: ['-X', 'utf8', '-P', '-m', 'oscova_lsp'], source: 'python-extension' } });
   const no = await resolveServerCommand(input([], { trusted: false, pythonInterpreter: async () => ['/envs/b/bin/python'], pythonHasServer: async () => false }));
   assert.deepEqual(no, { ok: false, reason: 'the Oscova language server (`oscova-lsp`) was not found', interpreter: ['/envs/b/bin/python'] });
 });

@@ -5,8 +5,9 @@ It imports neither pygls nor lsprotocol: results are plain `Diagnostic` values.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .checks import Checker, LintOptions, apply_lint
@@ -93,17 +94,35 @@ def _parse_split(paths: list[str], workers: int, mp_context: Any) -> list[Parsed
     chunk = max(32, len(templates) // (workers * 4) + 1)
     batches = [templates[i:i + chunk] for i in range(0, len(templates), chunk)]
     try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context)
+        with _children_without_current_directory():
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context)
     except (OSError, RuntimeError, ValueError):  # no process support here: parse in this process
         return parsed + [_parse_one(path) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
             _parse_one(path) for path in others]
     with pool:
-        futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in batches]
+        with _children_without_current_directory():  # the pool starts its processes on submission
+            futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in batches]
         parsed.extend(_parse_one(path) for path in others)  # meanwhile, here
         for batch, future in zip(batches, futures, strict=True):
             for (path, text), wire in zip(batch, future.result(), strict=True):
                 parsed.append(parse_template(path, text, facts_from_wire(text, wire)))
     return parsed
+
+
+@contextlib.contextmanager
+def _children_without_current_directory() -> Iterator[None]:
+    """The interpreters multiprocessing starts with `python -c` (a fork server, spawned workers, the resource
+    tracker) put the current directory, often the workspace, first on `sys.path` before their first import:
+    `PYTHONSAFEPATH` keeps it off while they start. Workers then take this process's `sys.path`."""
+    previous = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = previous
 
 
 def analysis_for(path: str, lint: LintOptions | None = None) -> Analysis:

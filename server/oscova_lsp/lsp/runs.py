@@ -34,6 +34,7 @@ from .capabilities import COMMANDS
 if TYPE_CHECKING:
     from ..runs import RunHandle, RunService
     from .server import OscovaServer
+    from .session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +93,9 @@ def _string(args: dict[str, Any], key: str, command: str, *, required: bool = Fa
 # ------------------------------------------------------------------------------------------ code lenses
 
 
-def code_lenses(parsed: DefinitionFile, document_uri: str) -> list[lsp.CodeLens]:
-    """`Run agent` and `Preview prompt` on the `id:` line of a definition."""
+def code_lenses(parsed: DefinitionFile, document_uri: str, *, trusted: bool = True) -> list[lsp.CodeLens]:
+    """`Run agent` and `Preview prompt` on the `id:` line of a definition; no `Run agent` in an untrusted
+    workspace (a run is refused there, while a preview shows what the built-in providers render)."""
     doc = parsed.doc
     agent_id = parsed.raw_id
     if doc is None or not agent_id:
@@ -104,13 +106,15 @@ def code_lenses(parsed: DefinitionFile, document_uri: str) -> list[lsp.CodeLens]
     start = span.key.start if span.key is not None else span.value.start
     rng = lsp.Range(start=convert.position(start), end=convert.position(span.value.end))
     example = parsed.definition.example_input if parsed.definition is not None else None
+    preview = lsp.CodeLens(range=rng, command=lsp.Command(
+        title="Preview prompt", command="oscova.previewPrompt", arguments=[{"agentId": agent_id, "uri": document_uri}]))
+    if not trusted:
+        return [preview]
     return [
         lsp.CodeLens(range=rng, command=lsp.Command(
             title="Run agent", command="oscova.runAgent",
             arguments=[{"agentId": agent_id, "input": example or "", "uri": document_uri}])),
-        lsp.CodeLens(range=rng, command=lsp.Command(
-            title="Preview prompt", command="oscova.previewPrompt",
-            arguments=[{"agentId": agent_id, "uri": document_uri}])),
+        preview,
     ]
 
 
@@ -166,14 +170,15 @@ class Runs:
             await asyncio.shield(self._loading[root])
         found = self.services.get(root)
         if found is not None:
+            found.trusted = self.trusted
             return found
         from ..runs import RunService
 
-        service = self.services[root] = RunService(root)
+        service = self.services[root] = RunService(root, trusted=self.trusted)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
         try:
-            await loop.run_in_executor(None, _prepare, service)
+            await loop.run_in_executor(None, _prepare, service, self.server.session)
         except Exception as error:
             self.services.pop(root, None)
             logger.exception("reading the workspace %s for a run failed", root)
@@ -274,7 +279,8 @@ class Runs:
             raise JsonRpcRequestFailed(str(error)) from None
         return {"agentId": agent_id, "instructions": preview.get("instructions") or "",
                 "messages": preview.get("messages", []), "tools": preview.get("tools", []),
-                "providers": preview.get("providers", [])}
+                "providers": preview.get("providers", []), "trusted": preview.get("trusted", self.trusted),
+                "notLoaded": preview.get("notLoaded", [])}
 
     def cancel_run(self, params: lsp.ExecuteCommandParams) -> None:
         args = command_argument(params)
@@ -449,10 +455,11 @@ def workspace_trusted(options: Any) -> bool:
     return True
 
 
-def _prepare(service: RunService) -> None:
-    """Off the event loop: reads the workspace and imports the model client (half a second of imports that
-    would otherwise stall diagnostics and completion on the first run)."""
-    service.analysis  # noqa: B018 - loads on first access
+def _prepare(service: RunService, session: Session) -> None:
+    """Off the event loop: reads the workspace as the server does (a large one in worker processes of its fork
+    server) and imports the model client (half a second of imports that would otherwise stall diagnostics
+    and completion on the first run)."""
+    service.adopt(session.load(service.root))
     with contextlib.suppress(ImportError):
         import openai  # noqa: F401
 

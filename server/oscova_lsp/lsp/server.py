@@ -671,7 +671,9 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         if found is None:
             return None
         _, parsed, _ = found
-        return code_lenses(parsed, params.text_document.uri) if isinstance(parsed, DefinitionFile) else []
+        if not isinstance(parsed, DefinitionFile):
+            return []
+        return code_lenses(parsed, params.text_document.uri, trusted=ls.runs.trusted)
 
     @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT, lsp.InlayHintOptions(resolve_provider=False))
     def on_inlay_hint(ls: OscovaServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint] | None:

@@ -8,6 +8,9 @@ from typing import Any
 from oscova_runtime.agent import ChatClientAgent
 from oscova_runtime.catalogue import PlannedProvider
 from oscova_runtime.context import AIContext, AIContextProvider, InvokingContext
+from oscova_runtime.definition import AgentDefinition
+from oscova_runtime.host import NOT_TRUSTED, InactiveProvider
+from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, ChatOptions
 from oscova_runtime.session import AgentSession
 from oscova_runtime.tools import AIFunction
@@ -83,10 +86,14 @@ async def assemble_preview(
             "stateKeys": list(step.provider.state_keys),
             "position": planned.position if planned else None,
             "origin": planned.origin if planned else "default",
-            "active": planned is None or planned.inactive_reason is None,
         }
-        if planned is not None and planned.inactive_reason is not None:
-            entry["inactiveReason"] = planned.inactive_reason
+        # The host leaves a provider inactive for the plan's reason, or for its own (an untrusted workspace).
+        reason = step.provider.reason if isinstance(step.provider, InactiveProvider) else None
+        if reason is None and planned is not None:
+            reason = planned.inactive_reason
+        entry["active"] = reason is None
+        if reason is not None:
+            entry["inactiveReason"] = reason
         entry.update(_contribution(step))
         providers.append(entry)
     return {
@@ -95,3 +102,19 @@ async def assemble_preview(
         "tools": [tool_to_dict(t) for t in options.tools or ()],
         "providers": providers,
     }
+
+
+def not_loaded(definition: AgentDefinition, config: HostConfig, plan: tuple[PlannedProvider, ...],
+               ) -> list[dict[str, Any]]:
+    """The agent's custom tools and providers an untrusted host leaves out (their code is not imported):
+    `[{kind, name, source, reason}]`."""
+    found: list[dict[str, Any]] = []
+    for name in dict.fromkeys([*definition.tools, *definition.pinned_tools]):
+        tool = config.tools.get(name)
+        if tool is not None:
+            found.append({"kind": "tool", "name": name, "source": tool.callable, "reason": NOT_TRUSTED})
+    for planned in plan:
+        if planned.custom is not None:
+            found.append({"kind": "provider", "name": planned.type, "source": planned.custom.class_,
+                          "reason": NOT_TRUSTED})
+    return found

@@ -50,7 +50,7 @@ from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.workspace import read_text
 from .errors import RunError, describe_failure
 from .events import FINAL_KINDS, Redactor, describe_exception, jsonable, message_to_dict, now_iso
-from .preview import assemble_preview
+from .preview import assemble_preview, not_loaded
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
 
 log = logging.getLogger(__name__)
@@ -178,9 +178,11 @@ class RunService:
 
     def __init__(
         self, root: str | os.PathLike[str], *, analysis: Analysis | None = None, runs_dir: str | None = None,
-        function_invocation: FunctionInvocationSettings | None = None,
+        function_invocation: FunctionInvocationSettings | None = None, trusted: bool = True,
     ) -> None:
         self.root = os.path.realpath(os.fspath(root))
+        self.trusted = trusted
+        """False (an untrusted workspace): previews leave the workspace's tool and provider code unimported."""
         self._analysis = analysis
         self._owns_analysis = analysis is None
         self._loaded = analysis is not None
@@ -203,6 +205,12 @@ class RunService:
             self._analysis.load()
             self._loaded = True
         return self._analysis
+
+    def adopt(self, analysis: Analysis) -> None:
+        """Takes a freshly loaded analysis of the root as its own, kept current like one it loaded itself
+        (the language server loads it with its fork server: forking the server's threads can deadlock)."""
+        self._analysis = analysis
+        self._owns_analysis = self._loaded = True
 
     def reload(self) -> None:
         """Reads the workspace again from disk (own analysis only) and drops every cached agent."""
@@ -258,17 +266,18 @@ class RunService:
         files = self._definition_files()
         definitions = [f.definition for f in files.values() if f.definition is not None]
         paths = {agent_id: f.path for agent_id, f in files.items() if f.definition is not None}
-        if self._host is None or config != self._host_config:
+        if self._host is None or config != self._host_config or self._host.trusted != self.trusted:
             if self._host is not None:
                 self._retired_hosts.append(self._host)
                 self.orchestrator.invalidate_all()
             self._host = ConfiguredHost(self.root, config, definitions, definition_paths=paths,
-                                        orchestrator=self.orchestrator)
+                                        orchestrator=self.orchestrator, trusted=self.trusted)
             self._host_config = config.model_copy(deep=True)
         else:
             self._host.definitions = definitions
             self._host.definition_paths = paths
-        self._make_importable(config)
+        if self.trusted:  # an untrusted root never goes on sys.path: every later import could come from it
+            self._make_importable(config)
         return self._host
 
     def _make_importable(self, config: HostConfig) -> None:
@@ -395,6 +404,8 @@ class RunService:
 
             with approval_channel(never_asked):
                 result = await assemble_preview(agent, plan, input, session or AgentSession())
+            result["trusted"] = self.trusted
+            result["notLoaded"] = [] if self.trusted else not_loaded(definition, host.config, plan)
         except RunError:
             raise
         except Exception as error:  # noqa: BLE001 - in words
