@@ -14,21 +14,9 @@ from pathlib import Path
 from oscova_lsp.analysis.files import DefinitionFile, TemplateFile
 from oscova_lsp.analysis.workspace import TemplateUse, Workspace
 
+from tests.support.include_graph import HOST, clique, cycle, write_include_graph
+
 from .support import make_workspace
-
-HOST = '[host]\nuser_id = "alice"\n\n[models.default]\nmodel = "gpt-4.1-mini"\n'
-
-
-def write_graph(root: Path, edges: dict[int, list[int]]) -> None:
-    """Template `tNNN.j2` includes the templates `edges[N]`; agent `a` renders t000. Each template sets a
-    name of its own and uses one bound variable and one unbound one."""
-    (root / "templates").mkdir(parents=True, exist_ok=True)
-    (root / "oscova.toml").write_text(HOST)
-    (root / "a.agent.yaml").write_text("id: a\ninstructions_file: templates/t000.j2\n")
-    for node, targets in edges.items():
-        body = f"{{% set v{node:03d} = 1 %}}Hello {{{{ user_name }}}} {{{{ missing{node % 3} }}}}\n"
-        body += "".join(f'{{% include "templates/t{t:03d}.j2" %}}\n' for t in targets)
-        (root / "templates" / f"t{node:03d}.j2").write_text(body)
 
 
 def check_json(root: Path) -> tuple[list[dict], float]:
@@ -46,7 +34,7 @@ def cycle_reports(found: list[dict]) -> list[dict]:
 
 def test_check_of_a_30_template_include_clique_is_fast_and_reports_the_cycle_once(tmp_path: Path) -> None:
     n = 30
-    write_graph(tmp_path, {i: [j for j in range(n) if j != i] for i in range(n)})
+    write_include_graph(tmp_path, clique(n))
     found, elapsed = check_json(tmp_path)
     assert elapsed < 20, f"check took {elapsed:.1f} s"  # main: exponential (9 templates took 43 s)
     cycles = cycle_reports(found)
@@ -63,7 +51,7 @@ def test_check_of_a_30_template_include_clique_is_fast_and_reports_the_cycle_onc
 
 def test_check_of_a_500_template_include_cycle_is_fast_and_reports_it_once(tmp_path: Path) -> None:
     n = 500
-    write_graph(tmp_path, {i: [(i + 1) % n] for i in range(n)})
+    write_include_graph(tmp_path, cycle(n))
     found, elapsed = check_json(tmp_path)
     assert elapsed < 20, f"check took {elapsed:.1f} s"  # main: 131.6 s
     cycles = cycle_reports(found)

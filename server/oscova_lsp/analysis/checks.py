@@ -40,7 +40,7 @@ from .files import (
 from .jinja_source import TemplateFacts, VariableUse
 from .rules import RULES
 from .text import LineIndex, Position, Range
-from .workspace import TemplateUse, Workspace
+from .workspace import LISTED_USES, TemplateUse, Workspace
 from .yaml_source import Path, YamlDocument
 
 
@@ -401,8 +401,8 @@ class Checker:
         target, cycle = found
         ref, rng = next((ref, rng) for ref, rng in reference_ranges(parsed)
                         if self.ws.resolve_template(ref.path) == target)
-        shown = cycle if len(cycle) <= _LISTED + 2 else [*cycle[:_LISTED], "", cycle[-1]]
-        names = [f"`{self._rel(p)}`" if p else f"… {len(cycle) - _LISTED - 1} more …" for p in shown]
+        shown = cycle if len(cycle) <= LISTED_USES + 2 else [*cycle[:LISTED_USES], "", cycle[-1]]
+        names = [f"`{self._rel(p)}`" if p else f"… {len(cycle) - LISTED_USES - 1} more …" for p in shown]
         size = len(cycle) - 1
         return [self._simple(parsed.path, rng, "OSC040",
                              f"`{ref.kind}` of `{ref.path}` closes a cycle of {size} template{'s' if size != 1 else ''}: "
@@ -440,13 +440,13 @@ class Checker:
         bound_by_use = [(use, variables.get((use.renderer, use.no_context))
                          or variables.setdefault((use.renderer, use.no_context), self._variables_for(use)))
                         for use in uses]
+        personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
         for var, rng in variable_ranges(parsed):
             if var.name in JINJA_GLOBALS:
                 continue
             unbound = [use for use, bound in bound_by_use if var.name not in bound and var.name not in use.extra_bound]
             if unbound:
                 out.append(self._unbound(path, rng, var.name, unbound, bound_by_use, len(uses)))
-            personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
             if var.name == "current_time" and personal_uses:
                 out.append(self._simple(path, rng, "OSC102",
                                         "`current_time` changes every minute: in standing instructions it breaks "
@@ -517,7 +517,7 @@ class Checker:
                  bound_by_use: list[tuple[TemplateUse, dict]], use_count: int) -> Diagnostic:
         renderers = sorted({u.renderer for u in unbound})
         named = list(dict.fromkeys((u.label, u.via[-1] if u.via and u.via[-1] != path else None) for u in unbound))
-        labels = _listed([label + (f" via {self._rel(via)}" if via else "") for label, via in named[:_LISTED]],
+        labels = _listed([label + (f" via {self._rel(via)}" if via else "") for label, via in named[:LISTED_USES]],
                          len(named))
         if all(u.no_context for u in unbound):
             importers = _listed(sorted({self._rel(u.via[-1]) for u in unbound if u.via}))
@@ -583,6 +583,9 @@ class Checker:
 
     def _reference_checks(self, parsed: TemplateFile | DefinitionFile) -> list[Diagnostic]:
         out: list[Diagnostic] = []
+        facts = template_facts(parsed)
+        if facts is None or all(t in self.ws.files for t in self.ws.reference_targets(parsed, facts)):
+            return out  # the common case, without mapping every reference to its range
         for ref, rng in reference_ranges(parsed):
             if ref.ignore_missing:
                 continue
@@ -618,15 +621,11 @@ class Checker:
         return out
 
 
-_LISTED = 5
-"""How many uses (or templates) a message names before "and N more": messages stay short on any graph."""
-
-
 def _listed(items: list[str], total: int | None = None) -> str:
-    """`a, b, c` — or the first `_LISTED` and how many more of `total` (repeats named once)."""
+    """`a, b, c` — or the first `LISTED_USES` and how many more of `total` (repeats named once)."""
     unique = list(dict.fromkeys(items))
     total = len(unique) if total is None else total
-    shown = unique[:_LISTED]
+    shown = unique[:LISTED_USES]
     return ", ".join(shown) + (f" and {total - len(shown)} more" if total > len(shown) else "")
 
 

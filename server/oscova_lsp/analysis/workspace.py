@@ -78,6 +78,9 @@ class TemplateUse:
     """Reached through an `import` / `from` without `with context`: no render variable is visible."""
 
 
+LISTED_USES = 5
+"""How many uses (or templates) a message names before "and N more": messages stay short on any graph."""
+
 _UseRoot = tuple[str, str, str | None, str | None]
 """Where a use starts: renderer, label, agent path, owner path (see `TemplateUse`)."""
 _UseKey = tuple[_UseRoot, str | None, bool]
@@ -107,6 +110,7 @@ class Workspace:
         self._uses_memo: dict[str, _Uses] = {}
         self._cycles: dict[str, tuple[str, frozenset[str]]] = {}
         """Template -> (the template that reports its cycle, the templates that include each other)."""
+        self._reference_context: dict[str, dict[str, bool]] = {}
 
     # ----------------------------------------------------------------------------------------- load
 
@@ -205,7 +209,7 @@ class Workspace:
         return {p for p in affected if p in self.files} | ({path} if new is None else set())
 
     def _add(self, parsed: ParsedFile) -> None:
-        self._forget_uses()
+        self._forget_uses(parsed.path)
         self.files[parsed.path] = parsed
         if isinstance(parsed, HostFile):
             if parsed.present:
@@ -223,7 +227,7 @@ class Workspace:
                     self.agent_tool_referrers[agent_id].add(parsed.path)
 
     def _remove(self, parsed: ParsedFile) -> None:
-        self._forget_uses()
+        self._forget_uses(parsed.path)
         self.files.pop(parsed.path, None)
         if isinstance(parsed, HostFile):
             if self.host_file is parsed:
@@ -240,7 +244,8 @@ class Workspace:
                 for agent_id in parsed.definition.agent_tools:
                     self.agent_tool_referrers[agent_id].discard(parsed.path)
 
-    def _forget_uses(self) -> None:
+    def _forget_uses(self, path: str) -> None:
+        self._reference_context.pop(path, None)
         self._uses_memo.clear()
         self._cycles.clear()
 
@@ -363,9 +368,8 @@ class Workspace:
         found = self._uses_memo.get(path)
         if found is not None:
             return found
-        context: dict[str, dict[str, bool]] = {}
         for component in self._including_components(path):
-            self._settle(component, context)
+            self._settle(component)
         return self._uses_memo[path]
 
     def _includers(self, path: str) -> list[str]:
@@ -414,11 +418,11 @@ class Workspace:
                     out.append(sorted(component))
         return out
 
-    def _settle(self, component: list[str], context: dict[str, dict[str, bool]]) -> None:
+    def _settle(self, component: list[str]) -> None:
         """Computes the uses of templates that include each other (or of one template) from their includers'."""
         first = component[0]
         if len(component) == 1 and first not in self.references_of.get(first, ()):
-            self._uses_memo[first] = self._collect_uses(first, context)
+            self._uses_memo[first] = self._collect_uses(first)
             return
         # A cycle: a fixpoint from "not rendered"; use sets only grow and bound names only shrink, so it ends.
         members = frozenset(component)
@@ -430,7 +434,7 @@ class Workspace:
             member = queue.popleft()
             queued.discard(member)
             before = self._uses_memo[member]
-            after = self._collect_uses(member, context)
+            after = self._collect_uses(member)
             self._uses_memo[member] = after
             if after.summary != before.summary:
                 for nxt in sorted(self.references_of.get(member, ())):
@@ -438,7 +442,7 @@ class Workspace:
                         queue.append(nxt)
                         queued.add(nxt)
 
-    def _collect_uses(self, path: str, context: dict[str, dict[str, bool]]) -> _Uses:
+    def _collect_uses(self, path: str) -> _Uses:
         """The uses of `path` from its own (instructions file, host template), its including definitions' and
         its including templates' settled uses, in the order messages list them."""
         entries: dict[_UseKey, frozenset[str]] = {}
@@ -451,12 +455,12 @@ class Workspace:
         for referrer in sorted(self.template_referrers.get(path, ())):
             parsed = self.files.get(referrer)
             if isinstance(parsed, TemplateFile) and parsed.facts is not None:
-                with_context = self._with_context(parsed, parsed.facts, context).get(path, False)
+                with_context = self.reference_targets(parsed, parsed.facts).get(path, False)
                 local = parsed.facts.local_names if with_context else frozenset()
                 for (root, no_context), bound in self._uses_memo[referrer].summary.items():
                     add((root, referrer, no_context or not with_context), bound | local)
             elif isinstance(parsed, DefinitionFile) and parsed.inline is not None:
-                targets = self._with_context(parsed, parsed.inline.facts, context)
+                targets = self.reference_targets(parsed, parsed.inline.facts)
                 if path in targets:
                     with_context = targets[path]
                     label = f"agent `{parsed.raw_id or os.path.basename(referrer)}` instructions"
@@ -468,16 +472,15 @@ class Workspace:
             summary[key] = summary[key] & bound if key in summary else bound
         return _Uses(entries, summary)
 
-    def _with_context(self, parsed: ParsedFile, facts: TemplateFacts,
-                      context: dict[str, dict[str, bool]]) -> dict[str, bool]:
-        """Target -> whether some reference of `parsed` to it passes the render context."""
-        found = context.get(parsed.path)
+    def reference_targets(self, parsed: ParsedFile, facts: TemplateFacts) -> dict[str, bool]:
+        """Target -> whether some reference of `parsed` to it passes the render context (kept per file)."""
+        found = self._reference_context.get(parsed.path)
         if found is None:
             found = {}
             for ref in facts.references:
                 target = self.resolve_template(ref.path)
                 found[target] = found.get(target, False) or ref.with_context
-            context[parsed.path] = found
+            self._reference_context[parsed.path] = found
         return found
 
     def _direct_uses(self, path: str) -> list[TemplateUse]:
