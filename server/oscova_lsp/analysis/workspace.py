@@ -368,9 +368,14 @@ class Workspace:
         found = self._uses_memo.get(path)
         if found is not None:
             return found
+        # Settled aside and published at the end: a reader never sees a cycle's provisional state.
+        fresh: dict[str, _Uses] = {}
+        cycles: dict[str, tuple[str, frozenset[str]]] = {}
         for component in self._including_components(path):
-            self._settle(component)
-        return self._uses_memo[path]
+            self._settle(component, fresh, cycles)
+        self._cycles.update(cycles)
+        self._uses_memo.update(fresh)
+        return fresh[path]
 
     def _includers(self, path: str) -> list[str]:
         """The templates whose includes, imports or extends name `path`, sorted."""
@@ -418,31 +423,32 @@ class Workspace:
                     out.append(sorted(component))
         return out
 
-    def _settle(self, component: list[str]) -> None:
+    def _settle(self, component: list[str], fresh: dict[str, _Uses],
+                cycles: dict[str, tuple[str, frozenset[str]]]) -> None:
         """Computes the uses of templates that include each other (or of one template) from their includers'."""
         first = component[0]
         if len(component) == 1 and first not in self.references_of.get(first, ()):
-            self._uses_memo[first] = self._collect_uses(first)
+            fresh[first] = self._collect_uses(first, fresh)
             return
         # A cycle: a fixpoint from "not rendered"; use sets only grow and bound names only shrink, so it ends.
         members = frozenset(component)
         for member in component:
-            self._uses_memo[member] = _Uses({}, {})
-            self._cycles[member] = (first, members)
+            fresh[member] = _Uses({}, {})
+            cycles[member] = (first, members)
         queue, queued = deque(component), set(component)
         while queue:
             member = queue.popleft()
             queued.discard(member)
-            before = self._uses_memo[member]
-            after = self._collect_uses(member)
-            self._uses_memo[member] = after
+            before = fresh[member]
+            after = self._collect_uses(member, fresh)
+            fresh[member] = after
             if after.summary != before.summary:
                 for nxt in sorted(self.references_of.get(member, ())):
                     if nxt in members and nxt not in queued:
                         queue.append(nxt)
                         queued.add(nxt)
 
-    def _collect_uses(self, path: str) -> _Uses:
+    def _collect_uses(self, path: str, fresh: dict[str, _Uses]) -> _Uses:
         """The uses of `path` from its own (instructions file, host template), its including definitions' and
         its including templates' settled uses, in the order messages list them."""
         entries: dict[_UseKey, frozenset[str]] = {}
@@ -457,7 +463,8 @@ class Workspace:
             if isinstance(parsed, TemplateFile) and parsed.facts is not None:
                 with_context = self.reference_targets(parsed, parsed.facts).get(path, False)
                 local = parsed.facts.local_names if with_context else frozenset()
-                for (root, no_context), bound in self._uses_memo[referrer].summary.items():
+                settled = fresh[referrer] if referrer in fresh else self._uses_memo[referrer]
+                for (root, no_context), bound in settled.summary.items():
                     add((root, referrer, no_context or not with_context), bound | local)
             elif isinstance(parsed, DefinitionFile) and parsed.inline is not None:
                 targets = self.reference_targets(parsed, parsed.inline.facts)
