@@ -40,7 +40,7 @@ from .files import (
 from .jinja_source import TemplateFacts, VariableUse
 from .rules import RULES
 from .text import LineIndex, Position, Range
-from .workspace import TemplateUse, Workspace
+from .workspace import LISTED_USES, TemplateUse, Workspace
 from .yaml_source import Path, YamlDocument
 
 
@@ -382,15 +382,32 @@ class Checker:
     def _template_file(self, parsed: TemplateFile) -> list[Diagnostic]:
         facts = parsed.facts
         if facts is None or facts.syntax_error is not None:
-            return self._reference_checks(parsed)
+            return self._reference_checks(parsed) + self._include_cycle(parsed)
         uses = self.ws.template_uses(parsed.path)
-        out: list[Diagnostic] = []
+        out: list[Diagnostic] = self._include_cycle(parsed)
         if not uses:
             out.append(self._simple(parsed.path, self._first_line(parsed.lines), "OSC107",
                                     "no agent or provider uses this template; it is checked as agent instructions"))
             uses = [TemplateUse("personal", "agent instructions", None, None)]
         out += self._template_checks(parsed, uses)
         return out
+
+    def _include_cycle(self, parsed: TemplateFile) -> list[Diagnostic]:
+        """Templates that include each other, reported once: at the first template of the cycle, on its
+        reference into it. The checks follow the cycle only as far as it adds uses."""
+        found = self.ws.include_cycle(parsed.path)
+        if found is None:
+            return []
+        target, cycle = found
+        ref, rng = next((ref, rng) for ref, rng in reference_ranges(parsed)
+                        if self.ws.resolve_template(ref.path) == target)
+        shown = cycle if len(cycle) <= LISTED_USES + 2 else [*cycle[:LISTED_USES], "", cycle[-1]]
+        names = [f"`{self._rel(p)}`" if p else f"… {len(cycle) - LISTED_USES - 1} more …" for p in shown]
+        size = len(cycle) - 1
+        return [self._simple(parsed.path, rng, "OSC040",
+                             f"`{ref.kind}` of `{ref.path}` closes a cycle of {size} template{'s' if size != 1 else ''}: "
+                             f"{' → '.join(names)}; rendering recurses until Jinja gives up unless a condition "
+                             "stops it")]
 
     def _first_line(self, lines: LineIndex) -> Range:
         for n in range(lines.line_count):
@@ -419,14 +436,17 @@ class Checker:
         assert facts is not None
         inline = parsed if isinstance(parsed, DefinitionFile) else None
         host = self.ws.host
-        bound_by_use = [(use, self._variables_for(use)) for use in uses]
+        variables: dict[tuple[str, bool], dict[str, str]] = {}  # one dict per renderer, shared by its uses
+        bound_by_use = [(use, variables.get((use.renderer, use.no_context))
+                         or variables.setdefault((use.renderer, use.no_context), self._variables_for(use)))
+                        for use in uses]
+        personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
         for var, rng in variable_ranges(parsed):
             if var.name in JINJA_GLOBALS:
                 continue
             unbound = [use for use, bound in bound_by_use if var.name not in bound and var.name not in use.extra_bound]
             if unbound:
                 out.append(self._unbound(path, rng, var.name, unbound, bound_by_use, len(uses)))
-            personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
             if var.name == "current_time" and personal_uses:
                 out.append(self._simple(path, rng, "OSC102",
                                         "`current_time` changes every minute: in standing instructions it breaks "
@@ -435,7 +455,7 @@ class Checker:
             if var.name == "user_context":
                 not_shared = [use for use in personal_uses if use.agent_path and not self._is_shared(use.agent_path)]
                 if not_shared:
-                    names = ", ".join(u.label for u in not_shared)
+                    names = _listed([u.label for u in not_shared])
                     out.append(self._simple(path, rng, "OSC103",
                                             f"`user_context` renders empty: the agent is not `shared` ({names})"))
             if var.name == "working_directory" and any(u.renderer == "environment" and not u.no_context
@@ -496,10 +516,11 @@ class Checker:
     def _unbound(self, path: str, rng: Range, name: str, unbound: list[TemplateUse],
                  bound_by_use: list[tuple[TemplateUse, dict]], use_count: int) -> Diagnostic:
         renderers = sorted({u.renderer for u in unbound})
-        labels = ", ".join(u.label + (f" via {self._rel(u.via[-1])}" if u.via and u.via[-1] != path else "")
-                           for u in unbound)
+        named = list(dict.fromkeys((u.label, u.via[-1] if u.via and u.via[-1] != path else None) for u in unbound))
+        labels = _listed([label + (f" via {self._rel(via)}" if via else "") for label, via in named[:LISTED_USES]],
+                         len(named))
         if all(u.no_context for u in unbound):
-            importers = ", ".join(sorted({self._rel(u.via[-1]) for u in unbound if u.via}))
+            importers = _listed(sorted({self._rel(u.via[-1]) for u in unbound if u.via}))
             message = (f"`{name}` is not bound: {importers} imports this template without context, so it sees no "
                        f"provider variable (for {labels}); add `with context` to the import: it renders empty")
             return Diagnostic(path, rng, "OSC101", message, RULES["OSC101"].severity)
@@ -515,8 +536,9 @@ class Checker:
         related = tuple(Related(p, r, f"`{name}` is bound here by {who}") for who, _, p, r in
                         ((b[0], b[1], b[2], b[3]) for b in binders) if p is not None and r is not None)
         bound_names = set()
+        unbound_ids = {id(u) for u in unbound}
         for use, bound in bound_by_use:
-            if use in unbound:
+            if id(use) in unbound_ids:
                 bound_names |= set(bound)
         choice = closest(name, sorted(bound_names))
         fixes: list[Fix] = []
@@ -561,6 +583,9 @@ class Checker:
 
     def _reference_checks(self, parsed: TemplateFile | DefinitionFile) -> list[Diagnostic]:
         out: list[Diagnostic] = []
+        facts = template_facts(parsed)
+        if facts is None or all(t in self.ws.files for t in self.ws.reference_targets(parsed, facts)):
+            return out  # the common case, without mapping every reference to its range
         for ref, rng in reference_ranges(parsed):
             if ref.ignore_missing:
                 continue
@@ -594,6 +619,14 @@ class Checker:
             rng = doc.value_range((*prefix, *key_path)) or doc.best_range((*prefix, *key_path))
             out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist"))
         return out
+
+
+def _listed(items: list[str], total: int | None = None) -> str:
+    """`a, b, c` — or the first `LISTED_USES` and how many more of `total` (repeats named once)."""
+    unique = list(dict.fromkeys(items))
+    total = len(unique) if total is None else total
+    shown = unique[:LISTED_USES]
+    return ", ".join(shown) + (f" and {total - len(shown)} more" if total > len(shown) else "")
 
 
 def _unique_state_key(provider: PlannedProvider, taken: frozenset[str]) -> str:

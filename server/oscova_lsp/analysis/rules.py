@@ -103,7 +103,12 @@ tool and an agent tool of one name reach the model twice.""",
     Rule("OSC040", E, "definitions, host configuration, templates", "A referenced template does not exist",
          """An `instructions_file`, a template path in `oscova.toml`, or an `include`, `import`, `from` or
 `extends` in a template names a file that does not exist. Template paths in templates resolve against the
-workspace root."""),
+workspace root.
+
+Templates that include each other, directly or through others, are reported here too: once for each
+group of templates that reach each other, on the reference of the group's first template (by path) into
+the group. Rendering such a template recurses until Jinja gives up, unless a condition stops the
+recursion."""),
     Rule("OSC041", E, "definitions", "`model` names no configured model",
          """The definition's `model` (default `default`) has no `[models.NAME]` table in the host
 configuration, so the agent cannot be run.""",

@@ -11,7 +11,7 @@ from ..analysis.diagnostics import Diagnostic
 from ..analysis.files import ParsedFile
 from ..analysis.rules import RULES
 from ..analysis.text import Position
-from ..analysis.workspace import Workspace
+from ..analysis.workspace import LISTED_USES, Workspace
 from .locate import Target, target_at
 from .model import Hover
 from .queries import binders, bindings_for, relative, variable_occurrences
@@ -64,7 +64,9 @@ def describe(ws: Workspace, parsed: ParsedFile, target: Target) -> str | None:
         exists = target.value in ws.files
         head = f"**template** `{relative(ws, target.value)}`" + ("" if exists else " (does not exist)")
         if uses:
-            head += "\n\nRendered by: " + "; ".join(f"`{u.renderer}` for {u.label}" for u in uses)
+            rendered = list(dict.fromkeys(f"`{u.renderer}` for {u.label}" for u in uses))
+            more = f"; and {len(rendered) - LISTED_USES} more" if len(rendered) > LISTED_USES else ""
+            head += "\n\nRendered by: " + "; ".join(rendered[:LISTED_USES]) + more
         return head
     if kind == "code":
         rule = RULES.get(target.value)

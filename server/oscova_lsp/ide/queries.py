@@ -92,13 +92,16 @@ def variables_for(ws: Workspace, renderer: str) -> dict[str, str]:
 
 def bindings_for(ws: Workspace, parsed: ParsedFile) -> dict[str, list[Binding]]:
     """Every name a template may use, with the providers that bind it (one entry per use)."""
-    out: dict[str, list[Binding]] = {}
+    out: dict[str, dict[Binding, None]] = {}  # uses that differ only in their includer bind alike: once
+    variables: dict[str, dict[str, str]] = {}
     for use in template_uses_of(ws, parsed):
-        for name, meaning in variables_for(ws, use.renderer).items():
-            out.setdefault(name, []).append(Binding(use.renderer, meaning, use.label))
+        if use.renderer not in variables:
+            variables[use.renderer] = variables_for(ws, use.renderer)
+        for name, meaning in variables[use.renderer].items():
+            out.setdefault(name, {})[Binding(use.renderer, meaning, use.label)] = None
         for name in use.extra_bound:
-            out.setdefault(name, []).append(Binding("template", "Set by an including template.", use.label))
-    return out
+            out.setdefault(name, {})[Binding("template", "Set by an including template.", use.label)] = None
+    return {name: list(found) for name, found in out.items()}
 
 
 def binders(ws: Workspace, name: str) -> list[Binding]:
