@@ -100,35 +100,47 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check(args: argparse.Namespace) -> int:
     from .analysis.checks import LintOptions
     from .analysis.diagnostics import Diagnostic, Severity
-    from .analysis.engine import Analysis, analysis_for
-    from .reporting import format_github, format_json, format_sarif, format_text, summary
+    from .analysis.engine import Analysis
+    from .analysis.workspace import workspace_roots
+    from .reporting import display_path, format_github, format_json, format_sarif, format_text, summary
 
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(f"oscova-lsp: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
     lint = LintOptions(select=args.select, ignore=args.ignore)
-    analyses: dict[str, tuple[Analysis, list[str]]] = {}
-    for path in args.paths:
-        analysis = analysis_for(path, lint)
-        analyses.setdefault(analysis.root, (analysis, []))[1].append(os.path.abspath(path))
+    paths = [os.path.abspath(p) for p in args.paths]
+    roots: list[str] = []
+    for path in paths:  # each path's own workspace, and every workspace nested below it
+        roots += [root for root in workspace_roots(path) if root not in roots]
     diagnostics: list[Diagnostic] = []
     files = 0
-    for analysis, paths in analyses.values():
+    checked: list[str] = []
+    failing: list[str] = []
+    for root in roots:
+        analysis = Analysis(root, lint)
         analysis.load(jobs=args.jobs)
-        gc.freeze()  # the parsed workspace lives until exit: keep the collector from rescanning it
+        gc.freeze()  # the parsed workspace lives until its diagnostics are out: keep the collector off it
         for notice in analysis.workspace.notices:
             print(f"note: {notice}", file=sys.stderr)
-        found = analysis.all_diagnostics(paths)
+        found = analysis.all_diagnostics([p for p in paths if _inside(p, root) or _inside(root, p)])
+        if found:
+            checked.append(root)
         files += len(found)
         for items in found.values():
             diagnostics.extend(items)
+        if any(d.severity is Severity.ERROR for items in found.values() for d in items):
+            failing.append(root)
+    if not files:
+        print(f"oscova-lsp: nothing to check: no oscova.toml, agent definition (*.agent.yaml) or template "
+              f"(*.j2, *.jinja, *.jinja2) under {', '.join(display_path(p) for p in paths)}", file=sys.stderr)
+        return EXIT_USAGE
     diagnostics.sort(key=Diagnostic.sort_key)
     if args.format == "text":
         body = format_text(diagnostics)
         if body:
             print(body)
-        print(summary(diagnostics, files))
+        print(summary(diagnostics, files, len(checked), failing))
     elif args.format == "json":
         print(format_json(diagnostics))
     elif args.format == "sarif":
@@ -137,7 +149,11 @@ def _check(args: argparse.Namespace) -> int:
         body = format_github(diagnostics)
         if body:
             print(body)
-    return EXIT_FINDINGS if any(d.severity is Severity.ERROR for d in diagnostics) else EXIT_OK
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _serve(args: argparse.Namespace) -> int:
