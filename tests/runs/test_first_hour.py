@@ -132,3 +132,26 @@ def test_providers_and_tools_print_the_catalogue(tmp_path: Path) -> None:
     assert tools.returncode == 0
     assert [line.split()[0] for line in tools.stdout.splitlines()[:len(BUILTIN_TOOLS)]] == list(BUILTIN_TOOLS)
     assert "approval required" in next(line for line in tools.stdout.splitlines() if line.startswith("write_file"))
+
+
+# -- the README's "Run your first agent", with the local server standing in for Ollama ---------------------
+
+def test_run_your_first_agent_as_the_readme_says(tmp_path: Path, fake_openai) -> None:
+    readme = (ROOT / "README.md").read_text()
+    sections = re.findall(r"^## (.+)$", readme, re.M)
+    assert sections[sections.index("Quick start") + 1] == "Run your first agent"
+    first = readme.split("## Run your first agent", 1)[1].split("\n## ", 1)[0]
+    command = next(line for line in first.splitlines() if "oscova-lsp run " in line)
+    args = command.split("oscova-lsp ", 1)[1]
+    agent, text = re.match(r'run (\S+) --input "([^"]+)"', args).groups()  # type: ignore[union-attr]
+    root = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".oscova", "__pycache__", "broken"))
+    host = (root / "oscova.toml").read_text()
+    assert 'base_url = "http://127.0.0.1:11434/v1"' in host  # the lines the README shows
+    (root / "oscova.toml").write_text(host.replace("http://127.0.0.1:11434/v1", fake_openai.base_url))
+    fake_openai.enqueue(Reply(text="- failed twice\n- then passed"))
+    result = oscova("run", agent, "--input", text, cwd=root)  # no key in the environment: Ollama needs none
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "- failed twice\n- then passed\n"
+    [saved] = (root / ".oscova" / "runs").glob(f"*-{agent}-*.jsonl")
+    assert result.stderr.rstrip().splitlines()[-1] == f"transcript: .oscova/runs/{saved.name}"
