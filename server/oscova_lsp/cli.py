@@ -143,7 +143,8 @@ def _check(args: argparse.Namespace) -> int:
             failing.append(root)
     if not files:
         print(f"oscova-lsp: nothing to check: no oscova.toml, agent definition (*.agent.yaml) or template "
-              f"(*.j2, *.jinja, *.jinja2) under {', '.join(display_path(p) for p in paths)}", file=sys.stderr)
+              f"(*.j2, *.jinja, *.jinja2) under {', '.join(display_path(p) for p in paths)} outside never-scanned "
+              "and `[host] exclude` folders", file=sys.stderr)
         return EXIT_USAGE
     diagnostics.sort(key=Diagnostic.sort_key)
     if args.format == "text":

@@ -33,7 +33,8 @@ def example_copy(tmp_path: Path, models: str) -> Path:
     root = tmp_path / "examples"
     shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".oscova", "__pycache__", "broken"))
     host = (root / "oscova.toml").read_text()
-    host = re.sub(r"\[models\.[^\]]+\]\n(?:[^\[\n][^\n]*\n)*\n?", "", host)
+    host = re.sub(r"\[models\.[^\]]+\][^\n]*\n(?:[^\[\n][^\n]*\n)*\n?", "", host)
+    assert "[models" not in host
     (root / "oscova.toml").write_text(host + "\n" + models)
     return root
 
