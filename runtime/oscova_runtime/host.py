@@ -135,19 +135,23 @@ class ConfiguredHost:
                 found.append(real)
         return found
 
-    def chat_client_for(self, definition: AgentDefinition) -> ChatClient:
+    def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
+        """The host-managed client of the definition's model. `requested`: the agent whose build reached this
+        one through `agent_tools`, so an error can name the chain."""
         name = definition.model
         client = self._chat_clients.get(name)
         if client is not None:
             return client
         settings = self.config.models.get(name)
         if settings is None:
+            chain = self.agent_chain(requested.id, definition.id) if requested is not None else []
+            via = f" (reached through {' → '.join(chain)})" if len(chain) > 1 else ""
             if not self.config.models:
                 raise HostConfigurationError(
-                    "No model endpoint is configured; add a [models.default] section with `model` and "
-                    "`base_url` to oscova.toml")
+                    f"No model endpoint is configured: the agent {definition.id!r}{via} uses the model {name!r}; "
+                    f"add a [models.{name}] section with `model` and `base_url` to oscova.toml")
             raise HostConfigurationError(
-                f"The agent {definition.id!r} uses the model {name!r}, which oscova.toml does not configure; "
+                f"The agent {definition.id!r}{via} uses the model {name!r}, which oscova.toml does not configure; "
                 f"add [models.{name}] or pick one of: {', '.join(sorted(self.config.models))}")
         from .chat_client import OpenAIChatClient
 
@@ -240,7 +244,7 @@ class ConfiguredHost:
         elif kind == "todo":
             provider = TodoListContextProvider()
         elif kind == "vision":
-            provider = VisionToolProvider(self.chat_client_for(definition), lambda: self.workspace_directories(definition))
+            provider = VisionToolProvider(self.chat_client_for(definition, ctx.requested_definition), lambda: self.workspace_directories(definition))
         else:  # pragma: no cover - the plan only holds known types
             raise HostConfigurationError(f"Unknown provider type {kind!r}")
         if tuple(provider.state_keys) != tuple(planned.state_keys):
@@ -255,7 +259,22 @@ class ConfiguredHost:
         return [self._provider(p, definition, ctx) for p in plan.providers]
 
     async def chat_client_factory(self, definition: AgentDefinition, ctx: BuildContext) -> ChatClient:
-        return self.chat_client_for(definition)
+        return self.chat_client_for(definition, ctx.requested_definition)
+
+    def agent_chain(self, start: str, target: str) -> list[str]:
+        """The shortest `agent_tools` path from `start` to `target` through exposed agents (ids), or []."""
+        by_id = {d.id: d for d in self.definitions}
+        paths: dict[str, list[str]] = {start: [start]}
+        queue = [start]
+        for current in queue:  # breadth first: the queue grows while it is walked, each id once
+            if current == target:
+                return paths[current]
+            definition = by_id.get(current)
+            for child in definition.agent_tools if definition is not None else ():
+                if child not in paths and child in by_id and by_id[child].exposed_as_tool:
+                    paths[child] = [*paths[current], child]
+                    queue.append(child)
+        return []
 
     async def aclose(self) -> None:
         """Closes the chat clients this host created."""

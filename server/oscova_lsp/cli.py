@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--ignore", type=_codes, default=frozenset(), metavar="CODES",
                        help="comma-separated codes or prefixes to leave out")
     check.add_argument("--jobs", type=int, default=None, help="worker processes for large workspaces")
+    check.add_argument("--workspaces", action="store_true",
+                       help="check the whole workspace of each PATH, not only PATH (the pre-commit hook passes "
+                            "the changed files)")
 
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     _serve_arguments(serve)
@@ -57,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     preview.add_argument("--json", action="store_true", help="print the preview as JSON")
 
     sub.add_parser("schema", help="print the JSON Schema of agent definitions")
+    sub.add_parser("providers", help="list the built-in context provider types (the default order)")
+    sub.add_parser("tools", help="list the built-in tools")
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="an OSC code; omit to list every rule")
     return parser
@@ -87,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _preview(args)
         if args.command == "schema":
             return _schema()
+        if args.command == "providers":
+            return _providers()
+        if args.command == "tools":
+            return _tools()
         if args.command == "rule":
             return _rule(args.code)
         build_parser().print_help(sys.stderr)
@@ -100,35 +109,49 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check(args: argparse.Namespace) -> int:
     from .analysis.checks import LintOptions
     from .analysis.diagnostics import Diagnostic, Severity
-    from .analysis.engine import Analysis, analysis_for
-    from .reporting import format_github, format_json, format_sarif, format_text, summary
+    from .analysis.engine import Analysis
+    from .analysis.workspace import workspace_roots
+    from .reporting import display_path, format_github, format_json, format_sarif, format_text, summary
 
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(f"oscova-lsp: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
     lint = LintOptions(select=args.select, ignore=args.ignore)
-    analyses: dict[str, tuple[Analysis, list[str]]] = {}
-    for path in args.paths:
-        analysis = analysis_for(path, lint)
-        analyses.setdefault(analysis.root, (analysis, []))[1].append(os.path.abspath(path))
+    paths = [os.path.abspath(p) for p in args.paths]
+    roots: list[str] = []
+    for path in paths:  # each path's own workspace, and every workspace nested below it
+        roots += [root for root in workspace_roots(path) if root not in roots]
     diagnostics: list[Diagnostic] = []
     files = 0
-    for analysis, paths in analyses.values():
+    checked: list[str] = []
+    failing: list[str] = []
+    for root in roots:
+        analysis = Analysis(root, lint)
         analysis.load(jobs=args.jobs)
-        gc.freeze()  # the parsed workspace lives until exit: keep the collector from rescanning it
+        gc.freeze()  # the parsed workspace lives until its diagnostics are out: keep the collector off it
         for notice in analysis.workspace.notices:
             print(f"note: {notice}", file=sys.stderr)
-        found = analysis.all_diagnostics(paths)
+        found = analysis.all_diagnostics(
+            None if args.workspaces else [p for p in paths if _inside(p, root) or _inside(root, p)])
+        if found:
+            checked.append(root)
         files += len(found)
         for items in found.values():
             diagnostics.extend(items)
+        if any(d.severity is Severity.ERROR for items in found.values() for d in items):
+            failing.append(root)
+    if not files:
+        print(f"oscova-lsp: nothing to check: no oscova.toml, agent definition (*.agent.yaml) or template "
+              f"(*.j2, *.jinja, *.jinja2) under {', '.join(display_path(p) for p in paths)} outside never-scanned "
+              "and `[host] exclude` folders", file=sys.stderr)
+        return EXIT_USAGE
     diagnostics.sort(key=Diagnostic.sort_key)
     if args.format == "text":
         body = format_text(diagnostics)
         if body:
             print(body)
-        print(summary(diagnostics, files))
+        print(summary(diagnostics, files, len(checked), failing))
     elif args.format == "json":
         print(format_json(diagnostics))
     elif args.format == "sarif":
@@ -137,7 +160,11 @@ def _check(args: argparse.Namespace) -> int:
         body = format_github(diagnostics)
         if body:
             print(body)
-    return EXIT_FINDINGS if any(d.severity is Severity.ERROR for d in diagnostics) else EXIT_OK
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -145,19 +172,36 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.tcp:
         return serve_tcp(args.host, args.port, args.client_pid)
+    if sys.stdin.isatty():  # typed at a terminal: say what this waiting process is
+        print("oscova-lsp: this is the language server; it speaks LSP on stdin and stdout and waits for an "
+              "editor to start it. Ctrl-C stops it; `oscova-lsp --help` lists the commands (check, run, …).",
+              file=sys.stderr, flush=True)
     return serve_stdio(args.client_pid)
 
 
 def _workspace_root(option: str | None) -> str | None:
-    """`--root`, else the root found from the current directory, else the current directory."""
-    from .analysis.workspace import find_root
+    """`--root` when it holds a host configuration, else the root found from the current directory; None
+    (with a sentence on stderr) when there is no workspace: a run or preview needs one, and writes nothing
+    outside it."""
+    from .analysis.workspace import find_root, host_config_path
 
     if option is not None:
-        if not os.path.isdir(option):
+        root = os.path.abspath(option)
+        if not os.path.isdir(root):
             print(f"oscova-lsp: the workspace root {option} is not a directory", file=sys.stderr)
             return None
-        return os.path.abspath(option)
-    return find_root(os.getcwd()) or os.getcwd()
+        if host_config_path(root) is None:
+            above = find_root(root)
+            hint = f"; the nearest workspace is {above}" if above else ""
+            print(f"oscova-lsp: no workspace at {root}: it holds no oscova.toml (or pyproject.toml with "
+                  f"[tool.oscova]){hint}", file=sys.stderr)
+            return None
+        return root
+    found = find_root(os.getcwd())
+    if found is None:
+        print(f"oscova-lsp: no oscova.toml was found in {os.getcwd()} or any folder above it; run from inside "
+              "a workspace or pass --root DIR", file=sys.stderr)
+    return found
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -226,6 +270,33 @@ def _schema() -> int:
     from oscova_runtime.definition import definition_json_schema
 
     print(json.dumps(definition_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def _providers() -> int:
+    """The built-in provider types, from the runtime's catalogue (the one list the checker and runs use)."""
+    from oscova_runtime.catalogue import PROVIDERS
+
+    for spec in PROVIDERS:
+        print(f"{spec.position:>2}  {spec.type:<14} {spec.class_name}")
+        print(f"    {spec.summary}")
+        print(f"    active: {spec.applies_when}; contributes {', '.join(spec.contributes)}"
+              + (f"; tools {', '.join(spec.tools)}" if spec.tools else "")
+              + (f"; variables {', '.join(v.name for v in spec.variables)}" if spec.variables else ""))
+    print("\nA definition lists more in `context_providers` (a type above, or a `[providers.NAME]` of oscova.toml);"
+          " they are appended at position 10.")
+    return EXIT_OK
+
+
+def _tools() -> int:
+    """The built-in tools, from the runtime's catalogue."""
+    from oscova_runtime.catalogue import BUILTIN_TOOLS
+
+    for spec in BUILTIN_TOOLS.values():
+        where = f"from the `{spec.provider}` provider" if spec.provider else "selectable in `tools`"
+        approval = ", approval required" if spec.approval_required else ""
+        print(f"{spec.name:<17} {spec.description} ({where}{approval})")
+    print("\nMore tools: `[tools.NAME]` in oscova.toml (`callable = \"module:function\"`).")
     return EXIT_OK
 
 

@@ -28,13 +28,22 @@ def format_text(diagnostics: Iterable[Diagnostic]) -> str:
     return "\n".join(lines)
 
 
-def summary(diagnostics: list[Diagnostic], files: int) -> str:
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def summary(diagnostics: list[Diagnostic], files: int, workspaces: int = 1, failing: Iterable[str] = ()) -> str:
+    """The last line of text output: what was checked (files and workspaces), what was found, and which
+    workspaces have errors."""
+    scope = f"{_count(files, 'file')} of {_count(workspaces, 'workspace')}"
     if not diagnostics:
-        return f"All checks passed ({files} file{'s' if files != 1 else ''} checked)."
+        return f"All checks passed ({scope} checked)."
     counts = {s: sum(1 for d in diagnostics if d.severity is s) for s in Severity}
     parts = [f"{n} {s.label}{'s' if n != 1 and s is not Severity.INFORMATION else ''}"
              for s, n in counts.items() if n]
-    return f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''} checked."
+    failing = [display_path(root) for root in failing]
+    where = f"; errors in {', '.join(failing)}" if failing and workspaces > 1 else ""
+    return f"Found {', '.join(parts)} in {scope} checked{where}."
 
 
 def format_json(diagnostics: Iterable[Diagnostic]) -> str:

@@ -68,6 +68,7 @@ agents/tools.agent.yaml:2:8: OSC041
 agents/tools.agent.yaml:3:20: OSC040
 agents/tools.agent.yaml:4:20: OSC030
 agents/tools.agent.yaml:4:31: OSC031
+lint-only/oscova.toml:1:1: OSC042
 oscova.toml:3:13: OSC002
 oscova.toml:8:1: OSC003
 oscova.toml:12:1: OSC004
@@ -88,7 +89,7 @@ def test_broken_example_reports_every_code_at_its_place() -> None:
     result = run_cli("check", ".", cwd=EXAMPLES / "broken")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[-1].startswith("Found 17 errors, 12 warnings, 2 information, 1 hint")
+    assert lines[-1].startswith("Found 17 errors, 12 warnings, 3 information, 1 hint in 19 files of 2 workspaces")
     # `path:line:col: CODE message` -> `path:line:col: CODE`
     found = "".join(" ".join(line.split(" ", 2)[:2]) + "\n" for line in lines[:-1])
     assert found == EXPECTED_BROKEN

@@ -390,11 +390,11 @@ def test_osc105_untrusted_value_outside_delimiter_and_wrap_fix(tmp_path: Path) -
     )
     ws = make_workspace(tmp_path, {
         "oscova.toml": host,
-        "memory.j2": "Notes: {{ ⟨agent_memory⟩ }}\n```\n{{ agent_memory }}\n```\n",
+        "memory.j2": "Notes: {{ agent_memory }}\n",  # it carries its own <agent_memory> tags
         "tickets.j2": "{{ ⟨open_tickets⟩ }} <tickets>{{ open_tickets }}</tickets>",
         "trusted.j2": "{{ facts }}",
     }, host=None)
-    assert_marked(ws, "memory.j2", "OSC105", Severity.WARNING)
+    assert "OSC105" not in ws.codes("memory.j2")
     assert_marked(ws, "tickets.j2", "OSC105", Severity.WARNING)
     assert ws.codes("trusted.j2") == []
     fix_then_clean(ws, "tickets.j2", "OSC105")

@@ -43,6 +43,9 @@ from .text import LineIndex, Position, Range
 from .workspace import LISTED_USES, TemplateUse, Workspace
 from .yaml_source import Path, YamlDocument
 
+SELF_DELIMITED_VARIABLES = frozenset({"agent_memory"})
+"""Values that arrive wrapped in their own tag pair (the memory provider renders `<agent_memory>…</agent_memory>`)."""
+
 
 def closest(word: str, choices: Iterable[str]) -> str | None:
     matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
@@ -108,17 +111,11 @@ class Checker:
             if not os.path.isfile(target) and target not in self.ws.files:
                 rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
                 out.append(self._simple(path, rng, "OSC040",
-                                        f"template `{definition.instructions_file}` does not exist"))
-        if self.ws.host_file is not None and definition.model not in host.models:
-            rng = doc.value_range(("model",)) or doc.key_range(("id",)) or doc.best_range(())
-            choice = closest(definition.model, host.models)
-            configured = ", ".join(f"`{m}`" for m in host.models) or "none"
-            fix = None
-            if choice and doc.value_range(("model",)):
-                fix = Fix(f"Use model `{choice}`", (TextEdit(path, rng, choice),))
-            out.append(Diagnostic(path, rng, "OSC041",
-                                  f"model `{definition.model}` is not configured in `[models]` (configured: {configured})",
-                                  RULES["OSC041"].severity, fixes=(fix,) if fix else ()))
+                                        f"template `{definition.instructions_file}` does not exist "
+                                        f"(`instructions_file` is relative to {self._rel(path)})"))
+        model = self._model(parsed, definition, doc, host)
+        if model is not None:
+            out.append(model)
         if parsed.inline is not None and parsed.inline.facts.syntax_error is not None:
             error = parsed.inline.facts.syntax_error
             start = parsed.inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
@@ -129,6 +126,31 @@ class Checker:
             use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
             out += self._template_checks(parsed, [use])
         return out
+
+    def _model(self, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
+               host: HostConfig) -> Diagnostic | None:
+        """OSC041 where a model name is written, or for the implicit `default` when `[models]` exists
+        without it. No host configuration, or none that parses: nothing to compare with."""
+        host_file = self.ws.host_file
+        if host_file is None or host_file.config is None or definition.model in host.models:
+            return None
+        written = doc.value_range(("model",))
+        if written is None and not host.models:
+            return None  # no `[models]` at all: one OSC042 on the host configuration says so
+        path = parsed.path
+        name = definition.model
+        if not host.models:
+            message = (f"model `{name}` is not configured: {self._rel(host_file.path)} has no `[models]`; "
+                       f"add `[models.{name}]` to run this agent")
+        else:
+            configured = ", ".join(f"`{m}`" for m in host.models)
+            implicit = "" if written else "no `model` is set, so "
+            message = (f"{implicit}model `{name}` is not configured in `[models]` (configured: {configured}); "
+                       f"add `[models.{name}]`" + ("" if written else " or set `model`"))
+        rng = written or doc.key_range(("id",)) or doc.best_range(())
+        choice = closest(name, host.models) if written else None
+        fix = Fix(f"Use model `{choice}`", (TextEdit(path, rng, choice),)) if choice else None
+        return self._simple(path, rng, "OSC041", message, fix=fix)
 
     def _id_range(self, path: str) -> Range:
         parsed = self.ws.files.get(path)
@@ -212,7 +234,8 @@ class Checker:
         assert first is not None
         related = (Related(path, self._provider_origin_range(parsed, doc, first),
                            f"`{first.type}` ({first.class_name}) already has the state key `{key}`"),)
-        where = "the default order" if first.origin == "default" else "an earlier entry"
+        where = (f"`{first.type}` of the default order" if first.origin == "default"
+                 else f"the earlier entry `{first.type}`")
         message = (f"`{provider.type}` has the state key `{key}`, which {where} already uses "
                    f"(position {first.position}): the agent fails when it is built")
         return self._simple(path, rng, code, message, fix=fix, related=related)
@@ -506,6 +529,8 @@ class Checker:
         for use, bound in bound_by_use:
             if name not in bound:
                 continue
+            if name in SELF_DELIMITED_VARIABLES and use.renderer == "memory":
+                continue  # the value already is a labelled block: another tag pair would nest it
             if name in UNTRUSTED_BUILTIN_VARIABLES:
                 return "file-backed personal context" if name == "user_context" else "memory file contents"
             provider = host.providers.get(use.renderer)
@@ -541,6 +566,8 @@ class Checker:
             if id(use) in unbound_ids:
                 bound_names |= set(bound)
         choice = closest(name, sorted(bound_names))
+        if choice:
+            message += f"; did you mean `{choice}`?"  # the same suggestion as the quick fix, for the CLI
         fixes: list[Fix] = []
         if choice:
             fixes.append(Fix(f"Use `{choice}`", (TextEdit(path, rng, choice),)))
@@ -605,6 +632,12 @@ class Checker:
         if config is None or doc is None:
             return out
         prefix = parsed.prefix
+        if not config.models:
+            rng = doc.key_range(prefix) if prefix else None
+            out.append(self._simple(parsed.path, rng or self._first_line(parsed.lines), "OSC042",
+                                    "no `[models]` section: the agents are checked but cannot run; add "
+                                    "`[models.default]` with `model` and `base_url` (any OpenAI-compatible "
+                                    "server, e.g. a local Ollama)"))
         candidates: list[tuple[Path, str | None]] = [
             (("environment", "template"), config.environment.template),
             (("memory", "system_prompt"), config.memory.system_prompt),
@@ -617,7 +650,8 @@ class Checker:
             if target in self.ws.files or os.path.isfile(target):
                 continue
             rng = doc.value_range((*prefix, *key_path)) or doc.best_range((*prefix, *key_path))
-            out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist"))
+            out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist "
+                                    "(paths in the host configuration resolve against the workspace root)"))
         return out
 
 
@@ -630,7 +664,9 @@ def _listed(items: list[str], total: int | None = None) -> str:
 
 
 def _unique_state_key(provider: PlannedProvider, taken: frozenset[str]) -> str:
-    """The provider's class name with the first number that no provider of the list uses."""
+    """The provider's class name when no provider of the list uses it, else with the first free number."""
+    if provider.class_name not in taken:
+        return provider.class_name
     n = 2
     while f"{provider.class_name}{n}" in taken:
         n += 1
@@ -639,7 +675,8 @@ def _unique_state_key(provider: PlannedProvider, taken: frozenset[str]) -> str:
 
 @dataclass
 class LintOptions:
-    """Which codes are reported and at what severity, from `[lint]`, the command line or the editor."""
+    """Which codes are reported and at what severity, from `[lint]`, the command line or the editor.
+    Everywhere a code is taken, a prefix (`OSC1`, `OSC01`) stands for every code it starts."""
 
     select: frozenset[str] | None = None
     ignore: frozenset[str] = frozenset()
@@ -648,26 +685,27 @@ class LintOptions:
 
 def apply_lint(diagnostics: list[Diagnostic], parsed: ParsedFile | None, host: HostConfig,
                options: LintOptions | None = None) -> list[Diagnostic]:
-    """Drops suppressed and ignored codes and applies severity overrides."""
+    """Drops suppressed, ignored and unselected codes and applies severity overrides; the command line
+    and the editor override `[lint]`."""
     from .diagnostics import Severity
 
-    ignore = set(host.lint.ignore)
-    select = set(host.lint.select) if host.lint.select else None
-    severity: dict[str, str] = dict(host.lint.severity)
+    ignore = _codes(host.lint.ignore)
+    select = _codes(host.lint.select) if host.lint.select else None
+    severity: dict[str, str] = {c.strip().upper(): level for c, level in host.lint.severity.items() if c.strip()}
     if options is not None:
-        ignore |= set(options.ignore)
+        ignore |= _codes(options.ignore)
         if options.select is not None:
-            select = set(options.select)
-        severity.update(options.severity or {})
+            select = _codes(options.select)
+        severity.update({c.strip().upper(): level for c, level in (options.severity or {}).items() if c.strip()})
     suppressions = parsed.suppressions if parsed is not None else {}
     out = []
     for diag in diagnostics:
-        if diag.code in ignore or (select is not None and not _selected(diag.code, select)):
+        if _selected(diag.code, ignore) or (select is not None and not _selected(diag.code, select)):
             continue
         line_codes = suppressions.get(diag.range.start.line, ...)
-        if line_codes is None or (line_codes is not ... and diag.code in line_codes):
+        if line_codes is None or (line_codes is not ... and _selected(diag.code, line_codes)):
             continue
-        override = severity.get(diag.code)
+        override = _most_specific(diag.code, severity)
         if override:
             try:
                 diag = diag.with_severity(Severity.parse(override))
@@ -677,5 +715,15 @@ def apply_lint(diagnostics: list[Diagnostic], parsed: ParsedFile | None, host: H
     return out
 
 
-def _selected(code: str, select: set[str]) -> bool:
-    return any(code.startswith(prefix) for prefix in select)
+def _codes(values: Iterable[str]) -> set[str]:
+    return {c.strip().upper() for c in values if c.strip()}
+
+
+def _selected(code: str, prefixes: Iterable[str]) -> bool:
+    return any(code.startswith(prefix) for prefix in prefixes)
+
+
+def _most_specific(code: str, levels: dict[str, str]) -> str | None:
+    """The level of the longest code or prefix in `levels` that `code` starts with."""
+    matches = [prefix for prefix in levels if code.startswith(prefix)]
+    return levels[max(matches, key=len)] if matches else None

@@ -102,17 +102,23 @@ tool and an agent tool of one name reach the model twice.""",
          "use the closest tool name"),
     Rule("OSC040", E, "definitions, host configuration, templates", "A referenced template does not exist",
          """An `instructions_file`, a template path in `oscova.toml`, or an `include`, `import`, `from` or
-`extends` in a template names a file that does not exist. Template paths in templates resolve against the
-workspace root.
+`extends` in a template names a file that does not exist. `instructions_file` is relative to the definition
+file that names it; template paths in `oscova.toml` and in templates resolve against the workspace root.
 
 Templates that include each other, directly or through others, are reported here too: once for each
 group of templates that reach each other, on the reference of the group's first template (by path) into
 the group. Rendering such a template recurses until Jinja gives up, unless a condition stops the
 recursion."""),
     Rule("OSC041", E, "definitions", "`model` names no configured model",
-         """The definition's `model` (default `default`) has no `[models.NAME]` table in the host
-configuration, so the agent cannot be run.""",
+         """The definition's `model` has no `[models.NAME]` table in the host configuration, so the agent
+cannot be run. It is reported where a model name is written, and for a definition without `model` (which
+uses `default`) when `[models]` exists without `[models.default]`. A host configuration without any
+`[models]` is one fact about the workspace: OSC042.""",
          "use the closest configured model"),
+    Rule("OSC042", INFO, "host configuration", "No model is configured",
+         """The host configuration has no `[models.NAME]` table: the workspace is checked, but its agents
+cannot run until a model endpoint is configured (any OpenAI-compatible server, e.g. a local Ollama:
+`[models.default]` with `model` and `base_url`). Reported once, on `oscova.toml`, not on every agent."""),
     Rule("OSC100", E, "templates", "Jinja2 syntax error",
          """The template does not parse; it fails when it is rendered. Nothing else in it is checked until
 it parses."""),

@@ -28,26 +28,65 @@ from .jinja_source import TemplateFacts
 NEVER_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".oscova"})
 
 
+def host_config_path(folder: str) -> str | None:
+    """`oscova.toml`, else a `pyproject.toml` with `[tool.oscova]`, in `folder`; None when it holds neither."""
+    candidate = os.path.join(folder, "oscova.toml")
+    if os.path.isfile(candidate):
+        return candidate
+    pyproject = os.path.join(folder, "pyproject.toml")
+    if os.path.isfile(pyproject):
+        try:
+            with open(pyproject, encoding="utf-8", errors="replace") as handle:
+                if "[tool.oscova" in handle.read():
+                    return pyproject
+        except OSError:
+            pass
+    return None
+
+
 def find_root(start: str) -> str | None:
     """The nearest folder at or above `start` holding `oscova.toml` or a `pyproject.toml` with `[tool.oscova]`."""
     current = os.path.abspath(start)
     if os.path.isfile(current):
         current = os.path.dirname(current)
     while True:
-        if os.path.isfile(os.path.join(current, "oscova.toml")):
+        if host_config_path(current) is not None:
             return current
-        pyproject = os.path.join(current, "pyproject.toml")
-        if os.path.isfile(pyproject):
-            try:
-                with open(pyproject, encoding="utf-8", errors="replace") as handle:
-                    if "[tool.oscova" in handle.read():
-                        return current
-            except OSError:
-                pass
         parent = os.path.dirname(current)
         if parent == current:
             return None
         current = parent
+
+
+def excluded_dirs(root: str, host_path: str | None) -> set[str]:
+    """The `[host] exclude` folders of the workspace at `root`, as absolute paths."""
+    if host_path is None:
+        return set()
+    parsed = parse_file(host_path, *read_text(host_path))
+    if not isinstance(parsed, HostFile) or parsed.config is None:
+        return set()
+    return {os.path.normpath(os.path.join(root, p)) for p in parsed.config.host.exclude}
+
+
+def workspace_roots(path: str) -> list[str]:
+    """The workspace holding `path` (the folder itself when none does) and every workspace nested below
+    `path`, outermost first. Never-scanned folders and each enclosing workspace's `[host] exclude` are
+    not searched."""
+    start = os.path.abspath(path)
+    top = find_root(start) or (start if os.path.isdir(start) else os.path.dirname(start))
+    roots = [top]
+    if not os.path.isdir(start):
+        return roots
+    excluded = excluded_dirs(top, host_config_path(top))
+    for dirpath, dirnames, _ in os.walk(start):
+        if dirpath != top:
+            host_path = host_config_path(dirpath)
+            if host_path is not None:
+                roots.append(dirpath)
+                excluded |= excluded_dirs(dirpath, host_path)
+        dirnames[:] = sorted(d for d in dirnames
+                             if d not in NEVER_SCANNED and os.path.join(dirpath, d) not in excluded)
+    return roots
 
 
 def read_text(path: str) -> tuple[str | None, str | None]:
@@ -121,7 +160,8 @@ class Workspace:
         return _DEFAULT_HOST
 
     def discover(self) -> list[str]:
-        """Every definition, template and host file under the root, minus never-scanned folders."""
+        """Every definition, template and host file under the root, minus never-scanned folders and
+        nested workspaces (each a workspace of its own)."""
         found: list[str] = []
         host_path = self._host_path()
         excluded = self._excluded_dirs(host_path)
@@ -129,8 +169,7 @@ class Workspace:
             dirnames[:] = sorted(
                 d for d in dirnames
                 if d not in NEVER_SCANNED and os.path.join(dirpath, d) not in excluded
-                # A folder with its own oscova.toml is a workspace of its own.
-                and not os.path.isfile(os.path.join(dirpath, d, "oscova.toml"))
+                and host_config_path(os.path.join(dirpath, d)) is None
             )
             for name in sorted(filenames):
                 path = os.path.join(dirpath, name)
@@ -142,24 +181,10 @@ class Workspace:
         return found
 
     def _host_path(self) -> str | None:
-        for name in ("oscova.toml", "pyproject.toml"):
-            candidate = os.path.join(self.root, name)
-            if os.path.isfile(candidate):
-                if name == "pyproject.toml":
-                    text, _ = read_text(candidate)
-                    if text is None or "[tool.oscova" not in text:
-                        continue
-                return candidate
-        return None
+        return host_config_path(self.root)
 
     def _excluded_dirs(self, host_path: str | None) -> set[str]:
-        if host_path is None:
-            return set()
-        parsed = parse_file(host_path, *read_text(host_path))
-        assert isinstance(parsed, HostFile)
-        if parsed.config is None:
-            return set()
-        return {os.path.normpath(os.path.join(self.root, p)) for p in parsed.config.host.exclude}
+        return excluded_dirs(self.root, host_path)
 
     def load(self, parsed_files: Iterable[ParsedFile] | None = None) -> None:
         """Reads the whole workspace (or takes files parsed elsewhere, e.g. in worker processes)."""

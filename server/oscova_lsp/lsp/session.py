@@ -10,7 +10,7 @@ from ..analysis.checks import LintOptions
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.engine import Analysis
 from ..analysis.files import ParsedFile, file_kind
-from ..analysis.workspace import NEVER_SCANNED, find_root, read_text
+from ..analysis.workspace import NEVER_SCANNED, find_root, read_text, workspace_roots
 
 
 @dataclass
@@ -36,14 +36,8 @@ class Session:
         """Every workspace root under the editor's folders: each folder's own root plus nested
         folders holding their own `oscova.toml`."""
         roots: list[str] = []
-        for folder in self.folders:
-            top = find_root(folder) or folder
-            if top not in roots:
-                roots.append(top)
-            for dirpath, dirnames, filenames in os.walk(folder):
-                dirnames[:] = sorted(d for d in dirnames if d not in NEVER_SCANNED)
-                if "oscova.toml" in filenames and dirpath not in roots:
-                    roots.append(dirpath)
+        for folder in self.folders:  # the same discovery as `oscova-lsp check FOLDER`
+            roots += [root for root in workspace_roots(folder) if root not in roots]
         return roots
 
     def root_of(self, path: str) -> str:

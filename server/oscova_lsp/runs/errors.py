@@ -47,3 +47,16 @@ def describe_failure(error: BaseException, agent_id: str) -> str:
     if isinstance(error, InvalidOperationError):
         return f"The agent {agent_id!r} could not be built: {error}"
     return f"The run of {agent_id!r} failed: {describe_exception(error)}"
+
+
+def unanswered_calls_message(names: list[str], tool_rounds: int) -> str:
+    """Why a run ended on tool calls nothing answered (the model asked for a tool it was not given)."""
+    listed = ", ".join(f"`{n}`" for n in dict.fromkeys(names))
+    noun = "the tool" if len(set(names)) == 1 else "the tools"
+    if tool_rounds == 0:
+        return (f"The model asked for {noun} {listed}, which it was not offered in this run (an agent is offered the "
+                "tools in its `tools` and `agent_tools`; tools that need approval only at a terminal), so nothing "
+                "ran and the run ended without an answer")
+    return (f"The model still asked for {noun} {listed} after {tool_rounds} tool rounds, the limit of one "
+            "request, so the run ended without an answer")
+

@@ -48,7 +48,7 @@ from ..analysis.diagnostics import Severity
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.workspace import read_text
-from .errors import RunError, describe_failure
+from .errors import RunError, describe_failure, unanswered_calls_message
 from .events import FINAL_KINDS, Redactor, describe_exception, jsonable, message_to_dict, now_iso
 from .preview import assemble_preview, not_loaded
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
@@ -160,6 +160,12 @@ class _Run:
     @property
     def text(self) -> str:
         return "".join(u.text for u in self.updates if u.role == "assistant")
+
+    def unanswered_calls(self) -> list[str]:
+        """Names of the tool calls no result answered."""
+        answered = {c.call_id for u in self.updates for c in u.contents if isinstance(c, FunctionResultContent)}
+        return [c.name for u in self.updates for c in u.contents
+                if isinstance(c, FunctionCallContent) and c.call_id not in answered]
 
     def messages(self) -> list[dict[str, Any]]:
         conversation = ([self.input_message] if self.input_message else []) + updates_to_messages(self.updates)
@@ -490,6 +496,9 @@ class RunService:
                 with approval_channel(self._approval_handler(run, approve) if approve else None):
                     async for update in agent.run_streaming(input, session=session):
                         run.on_update(update)
+            unanswered = run.unanswered_calls()
+            if unanswered:  # the tool loop hands back calls it could not run: say so, not `completed`
+                raise RunError(unanswered_calls_message(unanswered, sum(u.role == "tool" for u in run.updates)))
             status = "completed"
         except asyncio.CancelledError:
             status = "cancelled"

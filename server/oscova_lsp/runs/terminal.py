@@ -15,6 +15,7 @@ import threading
 import time
 from typing import IO, Any
 
+from ..reporting import display_path
 from .events import jsonable
 from .service import ApproveCallback, RunService
 
@@ -77,6 +78,7 @@ class LiveTranscript:
         self._frame = 0
         self.paused = False
         self.final: dict[str, Any] | None = None
+        self.transcript: str | None = None
 
     # -- spinner -------------------------------------------------------------------------------------
 
@@ -120,6 +122,7 @@ class LiveTranscript:
         kind = event["kind"]
         style = self.style
         if kind == "started":
+            self.transcript = event.get("transcript")
             self.status = "waiting for the model"
             self.note(style.dim(f"▶ {event.get('agentName') or event.get('agentId')} · run {event['runId']}"))
         elif kind == "delta":
@@ -153,6 +156,8 @@ class LiveTranscript:
                 self.err.write(style.red("✗ ") + str(event.get("error") or "The run failed.") + "\n")
             else:
                 self.err.write(style.red("✗ cancelled") + "\n")
+            if self.transcript:
+                self.err.write(style.dim(f"transcript: {display_path(self.transcript)}") + "\n")
             self.err.flush()
 
     def ask(self, prompt: str) -> None:
