@@ -119,13 +119,14 @@ class Checker:
             out.append(Diagnostic(path, rng, "OSC041",
                                   f"model `{definition.model}` is not configured in `[models]` (configured: {configured})",
                                   RULES["OSC041"].severity, fixes=(fix,) if fix else ()))
-        if parsed.inline is not None and parsed.inline.facts.syntax_error is not None:
-            error = parsed.inline.facts.syntax_error
-            start = parsed.inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
-            rng = parsed.lines.line_range(start.line) if parsed.inline.map.kind == "block" else (
+        inline = parsed.inline
+        for error in inline.facts.syntax_errors if inline is not None else []:
+            assert inline is not None
+            start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
+            rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else (
                 doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
             out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
-        elif parsed.inline is not None:
+        if parsed.inline is not None:
             use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
             out += self._template_checks(parsed, [use])
         return out
@@ -381,7 +382,7 @@ class Checker:
 
     def _template_file(self, parsed: TemplateFile) -> list[Diagnostic]:
         facts = parsed.facts
-        if facts is None or facts.syntax_error is not None:
+        if facts is None:
             return self._reference_checks(parsed)
         uses = self.ws.template_uses(parsed.path)
         out: list[Diagnostic] = []

@@ -18,7 +18,7 @@ from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host_config import HostConfig
 from pydantic import BaseModel, ValidationError
 
-from .jinja_source import TemplateFacts, TemplateReference, VariableUse, analyze_template
+from .jinja_source import SyntaxProblem, TemplateFacts, TemplateReference, VariableUse, analyze_template
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument, parse_toml
 from .yaml_source import Path, Span, YamlDocument, YamlProblem, parse_yaml, yaml_suppressions
@@ -414,11 +414,18 @@ def parse_template(path: str, text: str, facts: TemplateFacts | None = None) -> 
     facts = facts if facts is not None else analyze_template(text)
     parsed = TemplateFile(path, FileKind.TEMPLATE, text, LineIndex(text), facts=facts)
     parsed.suppressions = facts.suppressions
-    if facts.syntax_error is not None:
-        line = min(facts.syntax_error.line, parsed.lines.line_count - 1)
-        parsed.problems.append(Problem("OSC100", parsed.lines.line_range(line),
-                                       f"template syntax error: {facts.syntax_error.message}"))
+    for error in facts.syntax_errors:
+        parsed.problems.append(Problem("OSC100", syntax_error_range(parsed.lines, error),
+                                       f"template syntax error: {error.message}"))
     return parsed
+
+
+def syntax_error_range(lines: LineIndex, error: SyntaxProblem) -> Range:
+    """The failing construct's range on its line (the whole line when Jinja gave no construct)."""
+    line = min(error.line, lines.line_count - 1)
+    if error.end_column is None or error.end_column <= error.column:
+        return lines.line_range(line)
+    return Range(lines.position_of_char(line, error.column), lines.position_of_char(line, error.end_column))
 
 
 # --------------------------------------------------------------------------------------------------
