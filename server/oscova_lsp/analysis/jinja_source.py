@@ -465,6 +465,7 @@ def analyze_template(text: str) -> TemplateFacts:
 MAX_SYNTAX_ERRORS = 64
 _MAX_TRIES_PER_ERROR = 8
 _BLOCK_TAGS = frozenset({"if", "for", "macro", "call", "filter", "block", "with", "autoescape", "trans"})
+_SIMPLE_TAGS = frozenset({"set", "include", "import", "from", "extends", "do", "break", "continue", "print", "raw"})
 _MIDDLE_TAGS = {"else": ("if", "for"), "elif": ("if",), "pluralize": ("trans",)}
 _CLOSERS = {"{{": "}}", "{%": "%}", "{#": "#}"}
 _TAG_NAME_RE = re.compile(r"\{%[-+]?\s*(\w*)")
@@ -525,7 +526,7 @@ def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem] |
     if "tag" in message:  # an unknown, misplaced or unclosed block tag: match the tags as Jinja does
         culprit = _misplaced_tag(text, regions)
         if culprit is not None:
-            candidates.append([culprit])
+            candidates.extend([part] for part in _parts(text, lines, culprit))
     for index, region in enumerate(regions):
         first, last = lines.position(region.start).line, lines.position(region.end).line
         if first <= error_line <= last:
@@ -631,13 +632,13 @@ def _regions(text: str) -> list[_Region]:
     return out
 
 
-def _misplaced_tag(text: str, regions: list[_Region]) -> tuple[int, int] | None:
+def _misplaced_tag(text: str, regions: list[_Region]) -> _Region | None:
     """The first tag Jinja cannot place: an end or middle tag with no opener, else the innermost opener
     left open (when a later end tag closes an outer block, or at the end of the template)."""
     stack: list[_Region] = []
     after_else: set[int] = set()  # openers whose `else` was seen
     for region in regions:
-        if region.opener != "{%" or not region.tag:
+        if region.opener != "{%":
             continue
         tag = region.tag
         if _opens_block(text, region):
@@ -646,18 +647,18 @@ def _misplaced_tag(text: str, regions: list[_Region]) -> tuple[int, int] | None:
             opened = [r.tag for r in stack]
             if opened and opened[-1] == tag[3:]:
                 stack.pop()
-            elif tag[3:] in opened:
-                return stack[-1].start, stack[-1].end  # an inner block left open
+            elif tag[3:] in opened and region.closed:
+                return stack[-1]  # an inner block left open
             else:
-                return region.start, region.end  # an end tag with no opener
+                return region  # an end tag with no opener
         elif tag in _MIDDLE_TAGS:
             if not stack or stack[-1].tag not in _MIDDLE_TAGS[tag] or stack[-1].start in after_else:
-                return region.start, region.end
+                return region
             if tag == "else":
                 after_else.add(stack[-1].start)
-    if stack:
-        return stack[-1].start, stack[-1].end
-    return None
+        elif tag not in _SIMPLE_TAGS:
+            return region  # an unknown tag
+    return stack[-1] if stack else None
 
 
 def _fallback_offset(text: str, lines: LineIndex, name: str, lineno: int) -> int:
