@@ -223,3 +223,52 @@ def test_replaying_a_typed_line_keeps_the_diagnostics_above(tmp_path: Path) -> N
         assert all(where == 2 for code, where in found if code == "OSC100"), line[:n]
         broken_states += any(code == "OSC100" for code, _ in found)
     assert broken_states > 20
+
+
+# ------------------------------------------------------------------------------- definitions and oscova.toml
+
+AGENTS = {
+    "helper.agent.yaml": "id: helper\nexposed_as_tool: true\ninstructions_file: helper.j2\n",
+    "helper.j2": "Hi {{ team }}\n",
+    "boss.agent.yaml": "id: boss\nagent_tools:\n  - helper\n",
+}
+
+
+def _all(ws) -> dict[str, list[tuple[str, int]]]:  # noqa: ANN001 - the fixture workspace
+    return {name: sorted((d.code, d.range.start.line) for d in ws.diagnostics(name))
+            for name in ("helper.agent.yaml", "helper.j2", "boss.agent.yaml")}
+
+
+@pytest.mark.parametrize("broken", [
+    'id: "helper\nexposed_as_tool: true\ninstructions_file: helper.j2\n',  # nothing can be read
+    "id: helper\nexposed_as_tool: true\ninstructions_file: helper.j2\nagent_tools: [boss, ",  # the last line
+    "id: helper\nexposed_as_tool: [true\ninstructions_file: helper.j2\n",  # a key other files read
+    "id: helper\nexposed_as_tool: true\ninstructions_file: helper.j2\n  model: : x\n",
+])
+def test_a_broken_definition_keeps_its_dependents_as_they_were(tmp_path: Path, broken: str) -> None:
+    ws = make_workspace(tmp_path, AGENTS)
+    before = _all(ws)
+    ws.write("helper.agent.yaml", broken)
+    after = _all(ws)
+    assert after["boss.agent.yaml"] == before["boss.agent.yaml"]
+    assert after["helper.j2"] == before["helper.j2"]
+    assert [code for code, _ in after["helper.agent.yaml"]].count("OSC001") == 1
+    ws.write("helper.agent.yaml", AGENTS["helper.agent.yaml"])
+    assert _all(ws) == before
+
+
+def test_a_definition_with_a_broken_line_keeps_the_diagnostics_of_its_other_lines(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {**AGENTS, "boss.agent.yaml": "id: boss\nmodel: fast\nagent_tools:\n  - helper\n"})
+    assert ("OSC041", 1) in _all(ws)["boss.agent.yaml"]
+    ws.write("boss.agent.yaml", 'id: boss\nmodel: fast\nagent_tools:\n  - helper\n  - "nob\n')
+    found = _all(ws)["boss.agent.yaml"]
+    assert ("OSC041", 1) in found and ("OSC001", 4) in found
+    assert "OSC020" not in [code for code, _ in found]
+
+
+def test_a_broken_host_configuration_stands_in_with_its_last_good_facts(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {**AGENTS, "boss.agent.yaml": "id: boss\nmodel: default\nagent_tools: [helper]\n"})
+    before = _all(ws)
+    ws.write("oscova.toml", BASE_HOST + "\n[models.other\nmodel = \"x\"\n")
+    assert _all(ws) == before
+    assert "OSC001" in ws.codes("oscova.toml")

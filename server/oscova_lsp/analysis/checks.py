@@ -84,7 +84,7 @@ class Checker:
         out: list[Diagnostic] = []
         doc = parsed.doc
         definition = parsed.definition
-        if doc is None:
+        if doc is None or "*" in parsed.borrowed:  # the file is broken; others see its last good facts
             return out
         path = parsed.path
         host = self.ws.host
@@ -101,9 +101,10 @@ class Checker:
             return out
         plan = plan_providers(definition, host, requested=True)  # what the configured host builds
         out += self._providers(parsed, definition, doc, host, plan)
-        out += self._agent_tools(parsed, definition, doc)
+        if "agent_tools" not in parsed.borrowed:
+            out += self._agent_tools(parsed, definition, doc)
         out += self._tools(parsed, definition, doc, host, plan)
-        if definition.instructions_file:
+        if definition.instructions_file and "instructions_file" not in parsed.borrowed:
             target = self.ws.resolve_relative(path, definition.instructions_file)
             if not os.path.isfile(target) and target not in self.ws.files:
                 rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
@@ -119,14 +120,14 @@ class Checker:
             out.append(Diagnostic(path, rng, "OSC041",
                                   f"model `{definition.model}` is not configured in `[models]` (configured: {configured})",
                                   RULES["OSC041"].severity, fixes=(fix,) if fix else ()))
-        inline = parsed.inline
+        inline = parsed.inline if "instructions" not in parsed.borrowed else None
         for error in inline.facts.syntax_errors if inline is not None else []:
             assert inline is not None
             start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
             rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else (
                 doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
             out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
-        if parsed.inline is not None:
+        if inline is not None:
             use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
             out += self._template_checks(parsed, [use])
         return out
@@ -578,7 +579,7 @@ class Checker:
         out: list[Diagnostic] = []
         config = parsed.config
         doc = parsed.doc
-        if config is None or doc is None:
+        if config is None or doc is None or parsed.borrowed:
             return out
         prefix = parsed.prefix
         candidates: list[tuple[Path, str | None]] = [

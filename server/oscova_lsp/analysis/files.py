@@ -136,6 +136,8 @@ class DefinitionFile(ParsedFile):
     """The id as written, even when the rest of the definition is invalid."""
     inline: InlineTemplate | None = None
     null_entries: list[int] = field(default_factory=list)
+    borrowed: frozenset[str] = frozenset()
+    """Keys other files read from this file's last good version while it is broken ("*": all of them)."""
 
 
 @dataclass
@@ -151,6 +153,8 @@ class HostFile(ParsedFile):
     """("tool", "oscova") in a pyproject.toml."""
     present: bool = True
     """False for a pyproject.toml without `[tool.oscova]`."""
+    borrowed: bool = False
+    """Whether `config` is the last good one, standing in while this file does not parse."""
 
 
 def decode(data: bytes) -> tuple[str | None, str | None]:
@@ -198,15 +202,19 @@ def parse_definition(path: str, text: str) -> DefinitionFile:
     parsed = DefinitionFile(path, FileKind.DEFINITION, text, doc.lines, doc=doc)
     parsed.suppressions = yaml_suppressions(text)
     parsed.problems.extend(_yaml_problems(doc.problems))
-    if not doc.ok:
+    if not doc.ok and not doc.recovered:
         return parsed
     data = doc.value
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        parsed.problems.append(Problem("OSC002", doc.best_range(()), "an agent definition must be a YAML mapping"))
+        if doc.ok:
+            parsed.problems.append(Problem("OSC002", doc.best_range(()), "an agent definition must be a YAML mapping"))
         return parsed
     data = dict(data)
+    reported = len(parsed.problems)
+    if doc.recovered:  # the keys of blanked lines read as null or absent: not findings while the file is broken
+        data = {key: value for key, value in data.items() if value is not None}
     if isinstance(data.get("id"), str):
         parsed.raw_id = data["id"]
     providers = data.get("context_providers")
@@ -222,6 +230,9 @@ def parse_definition(path: str, text: str) -> DefinitionFile:
     parsed.definition = _validate(AgentDefinition, data, doc, parsed.problems, _DEFINITION_KEYS,
                                   index_map=_index_map(len(providers) if isinstance(providers, list) else 0,
                                                         parsed.null_entries))
+    if doc.recovered:
+        parsed.problems[reported:] = [p for p in parsed.problems[reported:]
+                                      if not p.message.startswith("missing required key")]
     if parsed.definition is not None and parsed.definition.instructions:
         span = doc.span(("instructions",))
         if span is not None:

@@ -88,6 +88,9 @@ class Workspace:
         self.references_of: dict[str, set[str]] = {}
         self.excluded: tuple[str, ...] = ()
         self.notices: list[str] = []
+        self.last_good: dict[str, DefinitionFile | HostFile] = {}
+        """Each definition's and host file's last version without a syntax error: it stands in for what the
+        file, while broken, does not say."""
 
     # ----------------------------------------------------------------------------------------- load
 
@@ -167,8 +170,10 @@ class Workspace:
             self._remove(old)
         new: ParsedFile | None = None
         if text is not None:
-            new = parse_file(path, text)
+            new = self._stand_in(parse_file(path, text))
             self._add(new)
+        else:
+            self.last_good.pop(path, None)
         if kind is FileKind.HOST:
             return set(self.files) | {path}
         if isinstance(old, DefinitionFile) and isinstance(new, DefinitionFile) and \
@@ -185,8 +190,37 @@ class Workspace:
             affected.discard(path)
         return {p for p in affected if p in self.files} | ({path} if new is None else set())
 
+    def _stand_in(self, new: ParsedFile) -> ParsedFile:
+        """A file mid-edit keeps what it can read; its last good facts supply what it cannot, so files that
+        depend on it do not change because of a syntax error (its own diagnostics say it is broken)."""
+        good = self.last_good.get(new.path)
+        if good is None or not isinstance(new, DefinitionFile | HostFile) or new.doc is None or new.doc.ok:
+            return new
+        if isinstance(new, HostFile) and isinstance(good, HostFile):
+            if new.config is None:
+                new.config, new.present, new.borrowed = good.config, good.present, True
+            return new
+        if not isinstance(new, DefinitionFile) or not isinstance(good, DefinitionFile):
+            return new
+        if new.definition is None or not new.raw_id:  # nothing usable can be read
+            new.raw_id, new.definition, new.inline = good.raw_id, good.definition, good.inline
+            new.borrowed = frozenset({"*"})
+            return new
+        read = new.doc.value if isinstance(new.doc.value, dict) else {}
+        had = good.doc.value if good.doc is not None and isinstance(good.doc.value, dict) else {}
+        borrowed = {key for key in _CROSS_FILE_KEYS if read.get(key) is None and had.get(key) is not None}
+        if "instructions" in borrowed:
+            new.inline = good.inline
+        if good.definition is not None and borrowed - {"instructions"}:
+            new.definition = new.definition.model_copy(
+                update={key: getattr(good.definition, key) for key in borrowed - {"instructions"}})
+        new.borrowed = frozenset(borrowed)
+        return new
+
     def _add(self, parsed: ParsedFile) -> None:
         self.files[parsed.path] = parsed
+        if isinstance(parsed, DefinitionFile | HostFile) and parsed.doc is not None and parsed.doc.ok:
+            self.last_good[parsed.path] = parsed
         if isinstance(parsed, HostFile):
             if parsed.present:
                 self.host_file = parsed
@@ -379,5 +413,8 @@ def _cross_file_positions(parsed: DefinitionFile) -> tuple[object, ...]:
     return (id_span.key if id_span else None, id_span.value if id_span else None,
             exposed.value if exposed else None, id_is_last_line)
 
+
+_CROSS_FILE_KEYS = ("agent_tools", "exposed_as_tool", "shared", "instructions_file", "instructions")
+"""The keys of a definition that other files' diagnostics read (besides its id)."""
 
 _DEFAULT_HOST = HostConfig()

@@ -59,7 +59,9 @@ class YamlDocument:
     spans: dict[Path, Span] = field(default_factory=dict)
     problems: list[YamlProblem] = field(default_factory=list)
     ok: bool = True
-    """False when the document could not be read at all (OSC001)."""
+    """False when the document has a syntax error (OSC001)."""
+    recovered: bool = False
+    """With a syntax error, `value` and `spans` hold what the lines around the broken ones say."""
 
     def span(self, path: Path) -> Span | None:
         return self.spans.get(path)
@@ -118,13 +120,14 @@ def parse_yaml(text: str) -> YamlDocument:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         doc.ok = False
-        mark = exc.problem_mark or exc.context_mark
-        if exc.context_mark is not None and mark is not None and mark.index >= len(text.rstrip()):
-            mark = exc.context_mark  # "unexpected end of stream": point at what was left open
+        mark = _error_mark(text, exc)
         rng = _mark_range(doc.lines, mark) if mark else doc.lines.line_range(0)
         problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         doc.problems.append(YamlProblem("OSC001", rng, f"YAML syntax error: {problem}"))
-        return doc
+        node = _recover(text, doc.lines, exc)
+        if node is None:
+            return doc
+        doc.recovered = True
     except (yaml.YAMLError, RecursionError, ValueError) as exc:
         doc.ok = False
         doc.problems.append(YamlProblem("OSC001", doc.lines.line_range(0), f"YAML error: {exc}"))
@@ -140,6 +143,42 @@ def parse_yaml(text: str) -> YamlDocument:
         doc.spans.clear()
         doc.problems.append(YamlProblem("OSC001", _node_range(doc.lines, exc.node), str(exc)))
     return doc
+
+
+MAX_RECOVERIES = 20
+
+
+def _error_mark(text: str, exc: yaml.MarkedYAMLError) -> Any:
+    mark = exc.problem_mark or exc.context_mark
+    if exc.context_mark is not None and mark is not None and mark.index >= len(text.rstrip()):
+        mark = exc.context_mark  # "unexpected end of stream": point at what was left open
+    return mark
+
+
+def _recover(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> yaml.Node | None:
+    """The document read with its broken lines blanked (every other line and column kept), so that what can
+    be read (the `id`, the other keys) still counts for the other files; None when nothing can be read."""
+    chars = list(text)
+    for _ in range(MAX_RECOVERIES):
+        blanked = False
+        for mark in (_error_mark(text, exc), exc.context_mark, exc.problem_mark):
+            if mark is None or mark.line >= lines.line_count:
+                continue
+            start = lines.line_start(mark.line)
+            end = start + len(lines.line_text(mark.line))
+            if any(not chars[i].isspace() for i in range(start, end)):
+                chars[start:end] = " " * (end - start)
+                blanked = True
+                break
+        if not blanked:
+            return None
+        try:
+            return yaml.compose("".join(chars), Loader=_Loader)
+        except yaml.MarkedYAMLError as again:
+            exc = again
+        except (yaml.YAMLError, RecursionError, ValueError):
+            return None
+    return None
 
 
 def _mark_range(lines: LineIndex, mark: Any) -> Range:
