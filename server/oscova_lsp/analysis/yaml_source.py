@@ -120,8 +120,8 @@ def parse_yaml(text: str) -> YamlDocument:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         doc.ok = False
-        mark = _error_mark(text, exc)
-        rng = _mark_range(doc.lines, mark) if mark else doc.lines.line_range(0)
+        where = _error_position(text, doc.lines, exc)
+        rng = _mark_range(doc.lines, *where) if where else doc.lines.line_range(0)
         problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         doc.problems.append(YamlProblem("OSC001", rng, f"YAML syntax error: {problem}"))
         node = _recover(text, doc.lines, exc)
@@ -148,11 +148,19 @@ def parse_yaml(text: str) -> YamlDocument:
 MAX_RECOVERIES = 20
 
 
-def _error_mark(text: str, exc: yaml.MarkedYAMLError) -> Any:
+def _error_position(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> tuple[int, int] | None:
+    """(line, column) of a syntax error; at the end of the text, what was left open, else the last text."""
     mark = exc.problem_mark or exc.context_mark
-    if exc.context_mark is not None and mark is not None and mark.index >= len(text.rstrip()):
-        mark = exc.context_mark  # "unexpected end of stream": point at what was left open
-    return mark
+    if mark is None:
+        return None
+    end = len(text.rstrip())
+    if mark.index >= end:
+        if exc.context_mark is not None and exc.context_mark.index < end:
+            mark = exc.context_mark  # "unexpected end of stream": point at what was left open
+        elif end > 0:
+            pos = lines.position(end - 1)
+            return pos.line, len(lines.line_text(pos.line).rstrip()) - 1
+    return mark.line, mark.column
 
 
 def _recover(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> yaml.Node | None:
@@ -161,11 +169,13 @@ def _recover(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> yaml.Nod
     chars = list(text)
     for _ in range(MAX_RECOVERIES):
         blanked = False
-        for mark in (_error_mark(text, exc), exc.context_mark, exc.problem_mark):
-            if mark is None or mark.line >= lines.line_count:
+        current = "".join(chars)
+        for where in (_error_position(current, lines, exc), exc.context_mark, exc.problem_mark):
+            line = where[0] if isinstance(where, tuple) else where.line if where is not None else -1
+            if not 0 <= line < lines.line_count:
                 continue
-            start = lines.line_start(mark.line)
-            end = start + len(lines.line_text(mark.line))
+            start = lines.line_start(line)
+            end = start + len(lines.line_text(line))
             if any(not chars[i].isspace() for i in range(start, end)):
                 chars[start:end] = " " * (end - start)
                 blanked = True
@@ -181,11 +191,10 @@ def _recover(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> yaml.Nod
     return None
 
 
-def _mark_range(lines: LineIndex, mark: Any) -> Range:
-    start = lines.position_of_char(mark.line, mark.column)
-    line_text = lines.line_text(mark.line)
-    end_col = mark.column + 1 if mark.column < len(line_text) else mark.column
-    return Range(start, lines.position_of_char(mark.line, end_col))
+def _mark_range(lines: LineIndex, line: int, column: int) -> Range:
+    start = lines.position_of_char(line, column)
+    end_col = column + 1 if column < len(lines.line_text(line)) else column
+    return Range(start, lines.position_of_char(line, end_col))
 
 
 def _node_range(lines: LineIndex, node: yaml.Node) -> Range:
