@@ -485,37 +485,38 @@ def _parse_tolerant(text: str) -> tuple[nodes.Template | None, str, list[SyntaxP
     """Jinja's tree of `text` with every broken construct blanked, the blanked text, and the errors."""
     errors: list[SyntaxProblem] = []
     work = text
-    for _ in range(MAX_SYNTAX_ERRORS + 1):
-        try:
-            return _ENV.parse(work), work, sorted(errors, key=lambda e: (e.line, e.column))
-        except TemplateSyntaxError as exc:
-            if len(errors) == MAX_SYNTAX_ERRORS:
-                break
-            found = _recover(work, exc)
-            if found is None:
-                errors.append(SyntaxProblem(exc.message or "invalid template", max((exc.lineno or 1) - 1, 0)))
-                break
-            work, problem = found
-            errors.append(problem)
-        except Exception as exc:  # Jinja may raise other errors on hostile input; never let them escape.
-            errors.append(SyntaxProblem(f"the template cannot be parsed ({type(exc).__name__})", 0))
+    outcome = _parse(work)
+    while isinstance(outcome, TemplateSyntaxError) and len(errors) < MAX_SYNTAX_ERRORS:
+        found = _recover(work, outcome)
+        if found is None:
+            errors.append(SyntaxProblem(outcome.message or "invalid template", max((outcome.lineno or 1) - 1, 0)))
             break
-    return None, work, sorted(errors, key=lambda e: (e.line, e.column))
+        work, problem, outcome = found  # the trial parse that accepted the blank is the next parse
+        errors.append(problem)
+    if isinstance(outcome, Exception) and not isinstance(outcome, TemplateSyntaxError):
+        # Jinja may raise other errors on hostile input; never let them escape.
+        errors.append(SyntaxProblem(f"the template cannot be parsed ({type(outcome).__name__})", 0))
+    errors.sort(key=lambda e: (e.line, e.column))
+    return (outcome if isinstance(outcome, nodes.Template) else None), work, errors
 
 
-def _failure(text: str) -> tuple[int, str] | None:
-    """Where and why Jinja stops on `text`, or None when it parses."""
+def _parse(text: str) -> nodes.Template | Exception:
     try:
-        _ENV.parse(text)
-    except TemplateSyntaxError as exc:
-        return exc.lineno, exc.message or ""
-    except Exception:
-        return (-1, "")
-    return None
+        return _ENV.parse(text)
+    except Exception as exc:
+        return exc
 
 
-def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem] | None:
-    """The text with the construct that made Jinja stop blanked, and the problem to report there."""
+def _failure(outcome: nodes.Template | Exception) -> tuple[int, str] | None:
+    """Where and why Jinja stopped, or None when it parsed."""
+    if isinstance(outcome, TemplateSyntaxError):
+        return outcome.lineno, outcome.message or ""
+    return None if isinstance(outcome, nodes.Template) else (-1, "")
+
+
+def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem, nodes.Template | Exception] | None:
+    """The text with the construct that made Jinja stop blanked, the problem to report there, and how Jinja
+    parses the blanked text."""
     lines = LineIndex(text)
     regions = _regions(text)
     error_line = max((exc.lineno or 1) - 1, 0)
@@ -527,15 +528,19 @@ def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem] |
         culprit = _misplaced_tag(text, regions)
         if culprit is not None:
             candidates.extend([part] for part in _parts(text, lines, culprit))
-    for index, region in enumerate(regions):
-        first, last = lines.position(region.start).line, lines.position(region.end).line
-        if first <= error_line <= last:
-            for part in _parts(text, lines, region):
-                # A broken `{% if %}` goes with its `{% else %}` and `{% endif %}` when they would not parse
-                # alone; while the opener is being typed before them, the tags after it belong to others.
-                whole = part == (region.start, region.end) and region.closed
-                alone = _misplaced_tag(text, regions[:index] + regions[index + 1:]) is None
-                candidates.append([part, *(_partners(text, regions, index) if whole and not alone else ())])
+    on_line = [(index, region) for index, region in enumerate(regions)
+               if lines.position(region.start).line <= error_line <= lines.position(region.end).line]
+    # Constructs broken in themselves first: each trial below is a parse of the whole template.
+    on_line.sort(key=lambda item: not _broken_alone(text, item[1]))
+    for index, region in on_line:
+        for part in _parts(text, lines, region):
+            # A broken `{% if %}` goes with its `{% else %}` and `{% endif %}` when they would not parse
+            # alone; while the opener is being typed before them, the tags after it belong to others.
+            partners: list[tuple[int, int]] = []
+            if part == (region.start, region.end) and region.closed and _opens_block(text, region):
+                if _misplaced_tag(text, regions[:index] + regions[index + 1:]) is not None:
+                    partners = _partners(text, regions, index)
+            candidates.append([part, *partners])
     candidates = candidates[:_MAX_TRIES_PER_ERROR]
     line_start = lines.line_start(error_line)
     candidates.append([(line_start, line_start + len(lines.line_text(error_line)))])
@@ -545,12 +550,26 @@ def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem] |
             blanked = _blank(blanked, start, end)
         if blanked == text:
             continue
-        if spans is candidates[-1] or _failure(blanked) != before:
+        outcome = _parse(blanked)
+        if spans is candidates[-1] or _failure(outcome) != before:
             start, end = spans[0]
             pos = lines.position(start)
             end_col = lines.position(end).character if lines.position(end).line == pos.line else None
-            return blanked, SyntaxProblem(message, pos.line, pos.character, end_col)
+            return blanked, SyntaxProblem(message, pos.line, pos.character, end_col), outcome
     return None
+
+
+def _broken_alone(text: str, region: _Region) -> bool:
+    """Whether a construct fails to parse by itself (a block opener with its end tag added)."""
+    if not region.closed:
+        return True
+    source = text[region.start:region.end]
+    if region.opener == "{%":
+        if _opens_block(text, region):
+            source += "{% end" + region.tag + " %}"
+        elif region.tag not in _SIMPLE_TAGS:
+            return region.tag.removeprefix("end") not in _BLOCK_TAGS and region.tag not in _MIDDLE_TAGS
+    return not isinstance(_parse(source), nodes.Template)
 
 
 def _partners(text: str, regions: list[_Region], index: int) -> list[tuple[int, int]]:
