@@ -272,3 +272,11 @@ def test_a_broken_host_configuration_stands_in_with_its_last_good_facts(tmp_path
     ws.write("oscova.toml", BASE_HOST + "\n[models.other\nmodel = \"x\"\n")
     assert _all(ws) == before
     assert "OSC001" in ws.codes("oscova.toml")
+
+
+def test_a_host_configuration_broken_from_the_start_keeps_its_other_tables(tmp_path: Path) -> None:
+    host = BASE_HOST + "\n[providers.tickets\nclass = \"x:Y\"\n"
+    ws = make_workspace(tmp_path, {"a.agent.yaml": "id: a\nmodel: default\ninstructions: 'For {{ team }}'\n"},
+                        host=host)
+    assert [(d.code, d.range.start.line) for d in ws.diagnostics("oscova.toml")] == [("OSC001", 11)]
+    assert ws.codes("a.agent.yaml") == []  # `default` is still a configured model, `team` a variable

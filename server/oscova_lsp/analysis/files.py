@@ -452,15 +452,18 @@ def parse_host(path: str, text: str) -> HostFile:
     parsed = HostFile(path, FileKind.HOST, text, doc.lines, doc=doc, prefix=prefix)
     parsed.suppressions = yaml_suppressions(text)
     parsed.problems.extend(_yaml_problems(doc.problems))
-    if not doc.ok:
+    if not doc.ok and not doc.recovered:
         parsed.present = not is_pyproject or "[tool.oscova" in text
         return parsed
     data: Any = doc.value
     if is_pyproject:
         data = data.get("tool", {}).get("oscova")
         if data is None:
-            parsed.present = False
+            parsed.present = not doc.ok and "[tool.oscova" in text
             return parsed
+    if doc.recovered:  # what the lines around the broken ones say; not findings while the file is broken
+        parsed.config = _lenient_host(data)
+        return parsed
     parsed.config = _validate(HostConfig, data, doc, parsed.problems, _HOST_KEYS, prefix) or _lenient_host(data)
     return parsed
 

@@ -197,8 +197,8 @@ class Workspace:
         if good is None or not isinstance(new, DefinitionFile | HostFile) or new.doc is None or new.doc.ok:
             return new
         if isinstance(new, HostFile) and isinstance(good, HostFile):
-            if new.config is None:
-                new.config, new.present, new.borrowed = good.config, good.present, True
+            # All or nothing: a table half read (a broken header) would change what other files see.
+            new.config, new.present, new.borrowed = good.config, good.present, True
             return new
         if not isinstance(new, DefinitionFile) or not isinstance(good, DefinitionFile):
             return new
