@@ -281,6 +281,7 @@ def _style(node: yaml.Node) -> str | None:
     return "[" if getattr(node, "flow_style", False) else "-"
 
 
+_LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
 _SUPPRESS_RE = re.compile(r"#\s*oscova:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 
 
@@ -292,7 +293,7 @@ def yaml_suppressions(text: str) -> dict[int, frozenset[str] | None]:
     result: dict[int, frozenset[str] | None] = {}
     if "oscova:" not in text:
         return result
-    for number, line in enumerate(text.splitlines()):
+    for number, line in enumerate(_LINE_BREAK_RE.split(text)):  # LSP's line breaks (str.splitlines has more)
         match = _SUPPRESS_RE.search(line)
         if not match:
             continue
