@@ -463,6 +463,9 @@ def analyze_template(text: str) -> TemplateFacts:
 # column where it was), report it, and parse again.
 
 MAX_SYNTAX_ERRORS = 64
+_RECOVERY_BUDGET = 4_000_000
+"""Characters re-parsed at most while recovering (each recovery parses the template about twice): a huge
+broken template gets fewer recoveries, never minutes of them."""
 _MAX_TRIES_PER_ERROR = 8
 _BLOCK_TAGS = frozenset({"if", "for", "macro", "call", "filter", "block", "with", "autoescape", "trans"})
 _SIMPLE_TAGS = frozenset({"set", "include", "import", "from", "extends", "do", "break", "continue", "print", "raw"})
@@ -486,7 +489,8 @@ def _parse_tolerant(text: str) -> tuple[nodes.Template | None, str, list[SyntaxP
     errors: list[SyntaxProblem] = []
     work = text
     outcome = _parse(work)
-    while isinstance(outcome, TemplateSyntaxError) and len(errors) < MAX_SYNTAX_ERRORS:
+    limit = max(1, min(MAX_SYNTAX_ERRORS, _RECOVERY_BUDGET // (2 * len(text) + 1)))
+    while isinstance(outcome, TemplateSyntaxError) and len(errors) < limit:
         found = _recover(work, outcome)
         if found is None:
             errors.append(SyntaxProblem(outcome.message or "invalid template", max((outcome.lineno or 1) - 1, 0)))
@@ -531,6 +535,7 @@ def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem, n
     on_line = [(index, region) for index, region in enumerate(regions)
                if lines.position(region.start).line <= error_line <= lines.position(region.end).line]
     # Constructs broken in themselves first: each trial below is a parse of the whole template.
+    on_line = on_line[:_MAX_TRIES_PER_ERROR * 2]
     on_line.sort(key=lambda item: not _broken_alone(text, item[1]))
     for index, region in on_line:
         for part in _parts(text, lines, region):
