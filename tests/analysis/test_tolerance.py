@@ -280,3 +280,17 @@ def test_a_host_configuration_broken_from_the_start_keeps_its_other_tables(tmp_p
                         host=host)
     assert [(d.code, d.range.start.line) for d in ws.diagnostics("oscova.toml")] == [("OSC001", 11)]
     assert ws.codes("a.agent.yaml") == []  # `default` is still a configured model, `team` a variable
+
+
+def test_an_include_being_typed_keeps_the_included_template_in_the_graph(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {
+        "a.agent.yaml": "id: a\ninstructions_file: t.j2\n",
+        "t.j2": "Hello.\n{% include 'part.j2' %}\n",
+        "part.j2": "{{ team }} and {{ ⟨zone⟩ }}\n",
+    })
+    before = ws.diagnostics("part.j2")
+    assert [d.range for d in before] == ws.marked("part.j2")
+    for typed in ("{% include 'part.j2' with", "{% include 'part.j2'", "{% include 'part.j2' %}{{ x |"):
+        ws.write("t.j2", f"Hello.\n{typed}\n")
+        assert ws.diagnostics("part.j2") == before, typed
+        assert [d.range.start.line for d in ws.diagnostics("t.j2") if d.code == "OSC100"] == [1]

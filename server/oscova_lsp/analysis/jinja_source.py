@@ -429,6 +429,10 @@ def analyze_template(text: str) -> TemplateFacts:
     # Positions come from the text Jinja parsed: broken constructs blanked, lines and columns unchanged.
     scan = _scan(parsed_text)
     facts.suppressions = _suppressions(scan, lines)
+    if parsed_text != text:
+        # An include on a line being typed still counts: the graph of templates does not flicker.
+        blanked = [ref for ref in _scan(text).references if parsed_text[ref[2]] != text[ref[2]]]
+        scan.references = sorted(scan.references + blanked, key=lambda ref: ref[2])
     for kind, path, start, end, ignore_missing, with_context in scan.references:
         pos = lines.position(start)
         facts.references.append(TemplateReference(kind, path, pos.line, pos.character,
