@@ -123,11 +123,11 @@ def test_the_number_of_recoveries_is_bounded() -> None:
 # ------------------------------------------- property: a broken line leaves the other lines' diagnostics alone
 
 VARIABLES = ["agent_name", "user_name", "current_time", "team", "zone", "region", "user_context"]
-# Fragments broken in themselves. (A well-formed `{% if ok %}` left open inside another `{% if %}` is not:
-# which of the two is unclosed cannot be told from the text, and Jinja, like the checker, blames the outer one.)
+# Fragments broken in themselves, and block openers left open (typed before their end tag: the lines edited
+# since the template last parsed tell which opener is new when it sits inside a block of its kind).
 BROKEN = ["{{ x |", "{{ agent_", "{{ }}", "{% if %}", "{% for x in %}", "{{ a b }}", "{% set %}", "{{ 'abc }}",
           "{%", "{{", "{{ x } y", "{% if a", "{{ agent_name | upper", "{% endfor", "{{ (a }}", "{% for %}",
-          "{{ user_name | default( }}", "{% set x = %}"]
+          "{{ user_name | default( }}", "{% set x = %}", "{% if ok %}", "{% for item in items %}"]
 
 
 @st.composite
@@ -294,3 +294,17 @@ def test_an_include_being_typed_keeps_the_included_template_in_the_graph(tmp_pat
         ws.write("t.j2", f"Hello.\n{typed}\n")
         assert ws.diagnostics("part.j2") == before, typed
         assert [d.range.start.line for d in ws.diagnostics("t.j2") if d.code == "OSC100"] == [1]
+
+
+def test_an_opener_typed_inside_a_block_of_its_kind_is_the_one_left_open(tmp_path: Path) -> None:
+    """The text alone cannot tell which of two nested `{% if %}` lacks its end (Jinja blames the outer one);
+    the lines edited since the template last parsed can."""
+    ws = make_workspace(tmp_path, {
+        "a.agent.yaml": "id: a\ninstructions_file: t.j2\n",
+        "t.j2": "{% if user_name %}\nHi {{ zone }}\n{% endif %}\n",
+    })
+    for typed in ("{% if team %}", "{% if team %}\nmore {{ region }}"):
+        ws.write("t.j2", "{% if user_name %}\n" + typed + "\nHi {{ zone }}\n{% endif %}\n")
+        found = [(d.code, d.range.start.line) for d in ws.diagnostics("t.j2")]
+        assert ("OSC100", 1) in found and ("OSC100", 0) not in found, typed
+        assert ("OSC101", typed.count("\n") + 2) in found, typed

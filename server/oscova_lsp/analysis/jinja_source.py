@@ -420,10 +420,13 @@ _TAG_RE = re.compile(r"<(/?)([A-Za-z][\w.:-]*)(?:\s[^<>]*)?>")
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
 
 
-def analyze_template(text: str) -> TemplateFacts:
-    """Facts about one template's text. Never raises; a syntax error costs only its own construct."""
+def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
+    """Facts about one template's text. Never raises; a syntax error costs only its own construct.
+
+    `edited`: the lines changed since the template last parsed, if known. A block opener typed there is the
+    one left open, when the text alone cannot tell (`{% if a %}` typed inside another `{% if %}` block)."""
     facts = TemplateFacts(text=text)
-    tree, parsed_text, errors = _parse_tolerant(text)
+    tree, parsed_text, errors = _parse_tolerant(text, edited)
     facts.syntax_errors = errors
     lines = LineIndex(text)
     # Positions come from the text Jinja parsed: broken constructs blanked, lines and columns unchanged.
@@ -488,14 +491,14 @@ class _Region:
     closed: bool
 
 
-def _parse_tolerant(text: str) -> tuple[nodes.Template | None, str, list[SyntaxProblem]]:
+def _parse_tolerant(text: str, edited: range | None = None) -> tuple[nodes.Template | None, str, list[SyntaxProblem]]:
     """Jinja's tree of `text` with every broken construct blanked, the blanked text, and the errors."""
     errors: list[SyntaxProblem] = []
     work = text
     outcome = _parse(work)
     limit = max(1, min(MAX_SYNTAX_ERRORS, _RECOVERY_BUDGET // (2 * len(text) + 1)))
     while isinstance(outcome, TemplateSyntaxError) and len(errors) < limit:
-        found = _recover(work, outcome)
+        found = _recover(work, outcome, edited)
         if found is None:
             errors.append(SyntaxProblem(outcome.message or "invalid template", max((outcome.lineno or 1) - 1, 0)))
             break
@@ -522,7 +525,8 @@ def _failure(outcome: nodes.Template | Exception) -> tuple[int, str] | None:
     return None if isinstance(outcome, nodes.Template) else (-1, "")
 
 
-def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem, nodes.Template | Exception] | None:
+def _recover(text: str, exc: TemplateSyntaxError,
+             edited: range | None = None) -> tuple[str, SyntaxProblem, nodes.Template | Exception] | None:
     """The text with the construct that made Jinja stop blanked, the problem to report there, and how Jinja
     parses the blanked text."""
     lines = LineIndex(text)
@@ -533,7 +537,7 @@ def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem, n
     # Each candidate: the span to report, then any partner tags blanked with it.
     candidates: list[list[tuple[int, int]]] = []
     if "tag" in message:  # an unknown, misplaced or unclosed block tag: match the tags as Jinja does
-        culprit = _misplaced_tag(text, regions)
+        culprit = _edited_opener(text, lines, regions, edited) or _misplaced_tag(text, regions)
         if culprit is not None:
             candidates.extend([part] for part in _parts(text, lines, culprit))
     on_line = [(index, region) for index, region in enumerate(regions)
@@ -565,6 +569,21 @@ def _recover(text: str, exc: TemplateSyntaxError) -> tuple[str, SyntaxProblem, n
             pos = lines.position(start)
             end_col = lines.position(end).character if lines.position(end).line == pos.line else None
             return blanked, SyntaxProblem(message, pos.line, pos.character, end_col), outcome
+    return None
+
+
+def _edited_opener(text: str, lines: LineIndex, regions: list[_Region], edited: range | None) -> _Region | None:
+    """A block opener on an edited line without which the tags pair up: the one being typed."""
+    if not edited or _misplaced_tag(text, regions) is None:
+        return None
+    tried = 0
+    for index, region in enumerate(regions):
+        if _opens_block(text, region) and lines.position(region.start).line in edited:
+            if _misplaced_tag(text, regions[:index] + regions[index + 1:]) is None:
+                return region
+            tried += 1
+            if tried == _MAX_TRIES_PER_ERROR:
+                break
     return None
 
 

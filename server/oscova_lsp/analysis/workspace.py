@@ -22,7 +22,9 @@ from .files import (
     decode,
     file_kind,
     parse_file,
+    parse_template,
 )
+from .jinja_source import analyze_template
 
 NEVER_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".oscova"})
 
@@ -88,9 +90,9 @@ class Workspace:
         self.references_of: dict[str, set[str]] = {}
         self.excluded: tuple[str, ...] = ()
         self.notices: list[str] = []
-        self.last_good: dict[str, DefinitionFile | HostFile] = {}
-        """Each definition's and host file's last version without a syntax error: it stands in for what the
-        file, while broken, does not say."""
+        self.last_good: dict[str, DefinitionFile | HostFile | TemplateFile] = {}
+        """Each file's last version without a syntax error: it stands in for what a definition or the host
+        configuration, while broken, does not say; a template's tells which lines are being edited."""
 
     # ----------------------------------------------------------------------------------------- load
 
@@ -194,6 +196,8 @@ class Workspace:
         """A file mid-edit keeps what it can read; its last good facts supply what it cannot, so files that
         depend on it do not change because of a syntax error (its own diagnostics say it is broken)."""
         good = self.last_good.get(new.path)
+        if isinstance(new, TemplateFile) and isinstance(good, TemplateFile):
+            return _with_edited_lines(good, new)
         if good is None or not isinstance(new, DefinitionFile | HostFile) or new.doc is None or new.doc.ok:
             return new
         if isinstance(new, HostFile) and isinstance(good, HostFile):
@@ -219,7 +223,8 @@ class Workspace:
 
     def _add(self, parsed: ParsedFile) -> None:
         self.files[parsed.path] = parsed
-        if isinstance(parsed, DefinitionFile | HostFile) and parsed.doc is not None and parsed.doc.ok:
+        if isinstance(parsed, DefinitionFile | HostFile) and parsed.doc is not None and parsed.doc.ok or \
+                isinstance(parsed, TemplateFile) and parsed.facts is not None and not parsed.facts.syntax_errors:
             self.last_good[parsed.path] = parsed
         if isinstance(parsed, HostFile):
             if parsed.present:
@@ -412,6 +417,23 @@ def _cross_file_positions(parsed: DefinitionFile) -> tuple[object, ...]:
     id_is_last_line = id_span is not None and id_span.value.end.line + 1 >= parsed.lines.line_count
     return (id_span.key if id_span else None, id_span.value if id_span else None,
             exposed.value if exposed else None, id_is_last_line)
+
+
+def _with_edited_lines(good: TemplateFile, new: TemplateFile) -> TemplateFile:
+    """A broken template analysed again knowing which lines changed since it last parsed: a block opener typed
+    there is the one left open (the text alone cannot tell which of two nested `{% if %}` lacks its end)."""
+    if new.facts is None or not new.facts.syntax_errors:
+        return new
+    before, after = good.lines, new.lines
+    head = 0
+    while head < min(before.line_count, after.line_count) and before.line_text(head) == after.line_text(head):
+        head += 1
+    tail = 0
+    while tail < min(before.line_count, after.line_count) - head and \
+            before.line_text(before.line_count - 1 - tail) == after.line_text(after.line_count - 1 - tail):
+        tail += 1
+    edited = range(head, max(after.line_count - tail, head + 1))
+    return parse_template(new.path, new.text, analyze_template(new.text, edited))
 
 
 _CROSS_FILE_KEYS = ("agent_tools", "exposed_as_tool", "shared", "instructions_file", "instructions")
