@@ -87,7 +87,7 @@ class Checker:
         out: list[Diagnostic] = []
         doc = parsed.doc
         definition = parsed.definition
-        if doc is None:
+        if doc is None or "*" in parsed.borrowed:  # the file is broken; others see its last good facts
             return out
         path = parsed.path
         host = self.ws.host
@@ -104,9 +104,10 @@ class Checker:
             return out
         plan = plan_providers(definition, host, requested=True)  # what the configured host builds
         out += self._providers(parsed, definition, doc, host, plan)
-        out += self._agent_tools(parsed, definition, doc)
+        if "agent_tools" not in parsed.borrowed:
+            out += self._agent_tools(parsed, definition, doc)
         out += self._tools(parsed, definition, doc, host, plan)
-        if definition.instructions_file:
+        if definition.instructions_file and "instructions_file" not in parsed.borrowed:
             target = self.ws.resolve_relative(path, definition.instructions_file)
             if not os.path.isfile(target) and target not in self.ws.files:
                 rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
@@ -116,13 +117,14 @@ class Checker:
         model = self._model(parsed, definition, doc, host)
         if model is not None:
             out.append(model)
-        if parsed.inline is not None and parsed.inline.facts.syntax_error is not None:
-            error = parsed.inline.facts.syntax_error
-            start = parsed.inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
-            rng = parsed.lines.line_range(start.line) if parsed.inline.map.kind == "block" else (
+        inline = parsed.inline if "instructions" not in parsed.borrowed else None
+        for error in inline.facts.syntax_errors if inline is not None else []:
+            assert inline is not None
+            start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
+            rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else (
                 doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
             out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
-        elif parsed.inline is not None:
+        if inline is not None:
             use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
             out += self._template_checks(parsed, [use])
         return out
@@ -404,7 +406,7 @@ class Checker:
 
     def _template_file(self, parsed: TemplateFile) -> list[Diagnostic]:
         facts = parsed.facts
-        if facts is None or facts.syntax_error is not None:
+        if facts is None:
             return self._reference_checks(parsed) + self._include_cycle(parsed)
         uses = self.ws.template_uses(parsed.path)
         out: list[Diagnostic] = self._include_cycle(parsed)
@@ -629,7 +631,7 @@ class Checker:
         out: list[Diagnostic] = []
         config = parsed.config
         doc = parsed.doc
-        if config is None or doc is None:
+        if config is None or doc is None or parsed.borrowed:
             return out
         prefix = parsed.prefix
         if not config.models:

@@ -18,7 +18,7 @@ from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host_config import HostConfig
 from pydantic import BaseModel, ValidationError
 
-from .jinja_source import TemplateFacts, TemplateReference, VariableUse, analyze_template
+from .jinja_source import SyntaxProblem, TemplateFacts, TemplateReference, VariableUse, analyze_template
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument, parse_toml
 from .yaml_source import Path, Span, YamlDocument, YamlProblem, parse_yaml, yaml_suppressions
@@ -136,6 +136,8 @@ class DefinitionFile(ParsedFile):
     """The id as written, even when the rest of the definition is invalid."""
     inline: InlineTemplate | None = None
     null_entries: list[int] = field(default_factory=list)
+    borrowed: frozenset[str] = frozenset()
+    """Keys other files read from this file's last good version while it is broken ("*": all of them)."""
 
 
 @dataclass
@@ -151,6 +153,8 @@ class HostFile(ParsedFile):
     """("tool", "oscova") in a pyproject.toml."""
     present: bool = True
     """False for a pyproject.toml without `[tool.oscova]`."""
+    borrowed: bool = False
+    """Whether `config` is the last good one, standing in while this file does not parse."""
 
 
 def decode(data: bytes) -> tuple[str | None, str | None]:
@@ -198,15 +202,19 @@ def parse_definition(path: str, text: str) -> DefinitionFile:
     parsed = DefinitionFile(path, FileKind.DEFINITION, text, doc.lines, doc=doc)
     parsed.suppressions = yaml_suppressions(text)
     parsed.problems.extend(_yaml_problems(doc.problems))
-    if not doc.ok:
+    if not doc.ok and not doc.recovered:
         return parsed
     data = doc.value
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        parsed.problems.append(Problem("OSC002", doc.best_range(()), "an agent definition must be a YAML mapping"))
+        if doc.ok:
+            parsed.problems.append(Problem("OSC002", doc.best_range(()), "an agent definition must be a YAML mapping"))
         return parsed
     data = dict(data)
+    reported = len(parsed.problems)
+    if doc.recovered:  # the keys of blanked lines read as null or absent: not findings while the file is broken
+        data = {key: value for key, value in data.items() if value is not None}
     if isinstance(data.get("id"), str):
         parsed.raw_id = data["id"]
     providers = data.get("context_providers")
@@ -222,6 +230,9 @@ def parse_definition(path: str, text: str) -> DefinitionFile:
     parsed.definition = _validate(AgentDefinition, data, doc, parsed.problems, _DEFINITION_KEYS,
                                   index_map=_index_map(len(providers) if isinstance(providers, list) else 0,
                                                         parsed.null_entries))
+    if doc.recovered:
+        parsed.problems[reported:] = [p for p in parsed.problems[reported:]
+                                      if not p.message.startswith("missing required key")]
     if parsed.definition is not None and parsed.definition.instructions:
         span = doc.span(("instructions",))
         if span is not None:
@@ -414,11 +425,18 @@ def parse_template(path: str, text: str, facts: TemplateFacts | None = None) -> 
     facts = facts if facts is not None else analyze_template(text)
     parsed = TemplateFile(path, FileKind.TEMPLATE, text, LineIndex(text), facts=facts)
     parsed.suppressions = facts.suppressions
-    if facts.syntax_error is not None:
-        line = min(facts.syntax_error.line, parsed.lines.line_count - 1)
-        parsed.problems.append(Problem("OSC100", parsed.lines.line_range(line),
-                                       f"template syntax error: {facts.syntax_error.message}"))
+    for error in facts.syntax_errors:
+        parsed.problems.append(Problem("OSC100", syntax_error_range(parsed.lines, error),
+                                       f"template syntax error: {error.message}"))
     return parsed
+
+
+def syntax_error_range(lines: LineIndex, error: SyntaxProblem) -> Range:
+    """The failing construct's range on its line (the whole line when Jinja gave no construct)."""
+    line = min(error.line, lines.line_count - 1)
+    if error.end_column is None or error.end_column <= error.column:
+        return lines.line_range(line)
+    return Range(lines.position_of_char(line, error.column), lines.position_of_char(line, error.end_column))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -434,15 +452,18 @@ def parse_host(path: str, text: str) -> HostFile:
     parsed = HostFile(path, FileKind.HOST, text, doc.lines, doc=doc, prefix=prefix)
     parsed.suppressions = yaml_suppressions(text)
     parsed.problems.extend(_yaml_problems(doc.problems))
-    if not doc.ok:
+    if not doc.ok and not doc.recovered:
         parsed.present = not is_pyproject or "[tool.oscova" in text
         return parsed
     data: Any = doc.value
     if is_pyproject:
         data = data.get("tool", {}).get("oscova")
         if data is None:
-            parsed.present = False
+            parsed.present = not doc.ok and "[tool.oscova" in text
             return parsed
+    if doc.recovered:  # what the lines around the broken ones say; not findings while the file is broken
+        parsed.config = _lenient_host(data)
+        return parsed
     parsed.config = _validate(HostConfig, data, doc, parsed.problems, _HOST_KEYS, prefix) or _lenient_host(data)
     return parsed
 

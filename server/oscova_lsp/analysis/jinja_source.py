@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +19,6 @@ from jinja2 import Environment, TemplateSyntaxError, nodes
 from .text import LineIndex
 
 _ENV = Environment(autoescape=False)
-
-SPECIAL_NAMES = frozenset({"loop", "self", "super", "caller", "varargs", "kwargs"})
-
 
 @dataclass(frozen=True, slots=True)
 class VariableUse:
@@ -53,6 +51,9 @@ class TemplateReference:
 class SyntaxProblem:
     message: str
     line: int  # 0-based
+    column: int = 0
+    end_column: int | None = None
+    """The failing construct's columns on `line` (in characters); None: the whole line."""
 
 
 @dataclass
@@ -60,12 +61,17 @@ class TemplateFacts:
     text: str
     free_uses: list[VariableUse] = field(default_factory=list)
     references: list[TemplateReference] = field(default_factory=list)
-    syntax_error: SyntaxProblem | None = None
+    syntax_errors: list[SyntaxProblem] = field(default_factory=list)
+    """Every syntax error, in source order; the rest of the template is analysed around them."""
     local_names: frozenset[str] = frozenset()
     """Names the template binds itself (set, for, macro arguments, imports): offered by completion."""
     suppressions: dict[int, frozenset[str] | None] = field(default_factory=dict)
     delimited: list[tuple[int, int]] = field(default_factory=list)
     """Offset intervals inside a labelled delimiter (an XML-like tag pair or a fenced block)."""
+
+    @property
+    def syntax_error(self) -> SyntaxProblem | None:
+        return self.syntax_errors[0] if self.syntax_errors else None
 
     def is_delimited(self, offset: int) -> bool:
         return any(start <= offset < end for start, end in self.delimited)
@@ -97,6 +103,8 @@ class _Scan:
     identifiers: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     references: list[list[Any]] = field(default_factory=list)  # kind, path, start, end, ignore_missing, context
     comments: list[tuple[int, str]] = field(default_factory=list)
+    unclosed: bool = False
+    """Whether the last code region scanned ran to the end of the text without its closer."""
 
 
 def _scan(text: str) -> _Scan:
@@ -181,6 +189,7 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
             elif value in ")]}":
                 depth -= 1
         before_previous, previous = previous, value
+    scan.unclosed = True
     return n
 
 
@@ -204,11 +213,19 @@ def _names_in(node: nodes.Node) -> list[nodes.Name]:
 
 
 class _Walker:
-    """Collects every Name node in order with whether an enclosing template scope binds it."""
+    """Collects every Name node in source order with whether an enclosing template scope binds it.
+
+    Binding follows Jinja's rendering: a name is bound from its assignment on (`{{ x }}{% set x = 1 %}`
+    reads an unbound `x`), an `if` branch sees only its own sets and after the `if` a name set on any
+    branch counts as bound, `{% block %}` bodies see the top level only, and a macro body runs when it is
+    called, so it sees every name its enclosing bodies assign.
+    """
 
     def __init__(self) -> None:
         self.names: list[tuple[str, int, bool]] = []  # (name, lineno, is_free_load)
         self.scopes: list[set[str]] = [set()]
+        self.kinds: list[str] = ["root"]
+        self.bodies: list[set[str]] = []  # every name each enclosing body assigns, for macro bodies
         self.bound_anywhere: set[str] = set()
 
     def bound(self, name: str) -> bool:
@@ -226,6 +243,14 @@ class _Walker:
         for name_node in _names_in(node):
             self.names.append((name_node.name, name_node.lineno, False))
 
+    def push(self, kind: str, names: Iterable[str] = ()) -> None:
+        self.scopes.append(set(names))
+        self.kinds.append(kind)
+
+    def pop(self) -> set[str]:
+        self.kinds.pop()
+        return self.scopes.pop()
+
     def visit(self, node: nodes.Node) -> None:
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is not None:
@@ -237,29 +262,18 @@ class _Walker:
         for child in node.iter_child_nodes():
             self.visit(child)
 
-    def visit_Template(self, node: nodes.Template) -> None:
-        # Top-level assignments and macros are visible everywhere in the template (blocks included).
-        for child in node.body:
-            self._predeclare(child)
-        self.generic(node)
+    def body(self, children: list[nodes.Node]) -> None:
+        self.bodies.append(_assigned(children))
+        for child in children:
+            self.visit(child)
+        self.bodies.pop()
 
-    def _predeclare(self, node: nodes.Node) -> None:
-        if isinstance(node, nodes.Assign | nodes.AssignBlock):
-            self.bind_targets(node.target)
-        elif isinstance(node, nodes.Macro):
-            self.bind(node.name)
-        elif isinstance(node, nodes.Import):
-            self.bind(node.target)
-        elif isinstance(node, nodes.FromImport):
-            for item in node.names:
-                self.bind(item[1] if isinstance(item, tuple) else item)
-        elif isinstance(node, nodes.If):
-            for child in (*node.body, *node.elif_, *node.else_):
-                self._predeclare(child)
+    def visit_Template(self, node: nodes.Template) -> None:
+        self.body(node.body)
 
     def visit_Name(self, node: nodes.Name) -> None:
         if node.ctx == "load":
-            free = not self.bound(node.name) and node.name not in SPECIAL_NAMES
+            free = not self.bound(node.name) and node.name not in _ALWAYS_BOUND
             self.names.append((node.name, node.lineno, free))
         else:
             self.names.append((node.name, node.lineno, False))
@@ -271,62 +285,102 @@ class _Walker:
         self.names.append((node.name, node.lineno, free))
 
     def visit_Assign(self, node: nodes.Assign) -> None:
+        # The target comes first in the source; the value is read before the target is bound.
+        self.record_store(node.target)
         self.visit(node.node)
-        self.visit(node.target)
+        self.bind_targets(node.target)
 
     def visit_AssignBlock(self, node: nodes.AssignBlock) -> None:
-        self.visit(node.target)
+        self.record_store(node.target)
         if node.filter is not None:
             self.visit(node.filter)
         for child in node.body:
             self.visit(child)
+        self.bind_targets(node.target)
+
+    def visit_If(self, node: nodes.If) -> None:
+        set_on_a_branch: set[str] = set()
+        self.visit(node.test)
+        branches: list[Sequence[nodes.Node]] = [node.body, *((elif_,) for elif_ in node.elif_), node.else_]
+        for branch in branches:
+            self.push("branch")
+            for child in branch:
+                self.visit(child)
+            set_on_a_branch |= self.pop()
+        # Set on some branch only: left unreported (templates usually test the same condition again).
+        for name in set_on_a_branch:
+            self.bind(name)
 
     def visit_For(self, node: nodes.For) -> None:
-        self.scopes.append(set())
+        self.push("scratch")
         self.visit(node.target)
-        self.scopes.pop()
+        self.pop()
         self.visit(node.iter)  # the iterable is evaluated outside the loop's scope
-        self.scopes.append(set())
+        self.push("for")
         self.bind_targets(node.target)
         if node.test is not None:
             self.visit(node.test)
-        for child in node.body:
-            self.visit(child)
-        self.scopes.pop()
+        self.bind("loop")
+        self.body(node.body)
+        self.pop()
         for child in node.else_:
             self.visit(child)
 
-    def _callable_body(self, args: list[nodes.Name], defaults: list[nodes.Expr], body: list[nodes.Node]) -> None:
-        for default in defaults:
-            self.visit(default)
-        self.scopes.append(set())
-        for arg in args:
+    def visit_Block(self, node: nodes.Block) -> None:
+        if node.scoped:
+            self.push("block")
+            self.body(node.body)
+            self.pop()
+            return
+        # A block renders with the template's context: it sees the top level, not enclosing loops.
+        depth = 0
+        while depth < len(self.kinds) and self.kinds[depth] in ("root", "branch"):
+            depth += 1
+        saved_scopes, saved_kinds = self.scopes, self.kinds
+        self.scopes, self.kinds = saved_scopes[:depth], saved_kinds[:depth]
+        self.push("block")
+        self.body(node.body)
+        self.scopes, self.kinds = saved_scopes, saved_kinds
+
+    def _signature(self, args: list[nodes.Name], defaults: list[nodes.Expr], implicit: Iterable[str]) -> None:
+        """Arguments in source order; a default may read the arguments before it (`m(a, b=a)`)."""
+        self.push("callable", implicit)
+        first_default = len(args) - len(defaults)
+        for index, arg in enumerate(args):
             self.names.append((arg.name, arg.lineno, False))
+            if index >= first_default:
+                self.visit(defaults[index - first_default])
             self.bind(arg.name)
-        for child in body:
-            self._predeclare(child)
-        for child in body:
-            self.visit(child)
-        self.scopes.pop()
 
     def visit_Macro(self, node: nodes.Macro) -> None:
+        # The body runs when the macro is called: every name its enclosing bodies assign is set by then.
+        later = set().union(*self.bodies) if self.bodies else set()
+        self.push("deferred", later)
+        self._signature(node.args, node.defaults, ("caller", "varargs", "kwargs"))
+        self.body(node.body)
+        self.pop()
+        self.pop()
         self.bind(node.name)
-        self._callable_body(node.args, node.defaults, node.body)
 
     def visit_CallBlock(self, node: nodes.CallBlock) -> None:
-        self.visit(node.call)
-        self._callable_body(node.args, node.defaults, node.body)
+        self._signature(node.args, node.defaults, ("varargs", "kwargs"))
+        saved = self.scopes.pop(), self.kinds.pop()
+        self.visit(node.call)  # the call is evaluated in the enclosing scope
+        self.scopes.append(saved[0])
+        self.kinds.append(saved[1])
+        self.body(node.body)
+        self.pop()
 
     def visit_With(self, node: nodes.With) -> None:
-        for value in node.values:
-            self.visit(value)
-        self.scopes.append(set())
         for target in node.targets:
             self.record_store(target)
+        for value in node.values:
+            self.visit(value)
+        self.push("with")
+        for target in node.targets:
             self.bind_targets(target)
-        for child in node.body:
-            self.visit(child)
-        self.scopes.pop()
+        self.body(node.body)
+        self.pop()
 
     def visit_Import(self, node: nodes.Import) -> None:
         self.visit(node.template)
@@ -338,6 +392,27 @@ class _Walker:
             self.bind(item[1] if isinstance(item, tuple) else item)
 
 
+_ALWAYS_BOUND = frozenset({"self", "super"})
+"""Special names bound everywhere; `loop`, `caller`, `varargs` and `kwargs` are bound by their construct."""
+
+
+def _assigned(children: list[nodes.Node]) -> set[str]:
+    """The names a body assigns at its own level (if branches included, nested loops and macros not)."""
+    out: set[str] = set()
+    for node in children:
+        if isinstance(node, nodes.Assign | nodes.AssignBlock):
+            out.update(n.name for n in _names_in(node.target))
+        elif isinstance(node, nodes.Macro):
+            out.add(node.name)
+        elif isinstance(node, nodes.Import):
+            out.add(node.target)
+        elif isinstance(node, nodes.FromImport):
+            out.update(item[1] if isinstance(item, tuple) else item for item in node.names)
+        elif isinstance(node, nodes.If):
+            out |= _assigned([*node.body, *node.elif_, *node.else_])
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 
 _SUPPRESS_RE = re.compile(r"oscova:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
@@ -345,29 +420,33 @@ _TAG_RE = re.compile(r"<(/?)([A-Za-z][\w.:-]*)(?:\s[^<>]*)?>")
 _FENCE_RE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
 
 
-def analyze_template(text: str) -> TemplateFacts:
-    """Facts about one template's text. Never raises."""
+def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
+    """Facts about one template's text. Never raises; a syntax error costs only its own construct.
+
+    `edited`: the lines changed since the template last parsed, if known. A block opener typed there is the
+    one left open, when the text alone cannot tell (`{% if a %}` typed inside another `{% if %}` block)."""
     facts = TemplateFacts(text=text)
+    tree, parsed_text, errors = _parse_tolerant(text, edited)
+    facts.syntax_errors = errors
     lines = LineIndex(text)
-    scan = _scan(text)
+    # Positions come from the text Jinja parsed: broken constructs blanked, lines and columns unchanged.
+    scan = _scan(parsed_text)
     facts.suppressions = _suppressions(scan, lines)
+    if parsed_text != text:
+        # An include on a line being typed still counts: the graph of templates does not flicker.
+        blanked = [ref for ref in _scan(text).references if parsed_text[ref[2]] != text[ref[2]]]
+        scan.references = sorted(scan.references + blanked, key=lambda ref: ref[2])
     for kind, path, start, end, ignore_missing, with_context in scan.references:
         pos = lines.position(start)
         facts.references.append(TemplateReference(kind, path, pos.line, pos.character,
                                                    lines.position(end).character, ignore_missing, with_context))
-    try:
-        tree = _ENV.parse(text)
-    except TemplateSyntaxError as exc:
-        facts.syntax_error = SyntaxProblem(exc.message or "invalid template", max((exc.lineno or 1) - 1, 0))
-        return facts
-    except Exception as exc:  # Jinja may raise other errors on hostile input; never let them escape.
-        facts.syntax_error = SyntaxProblem(f"the template cannot be parsed ({type(exc).__name__})", 0)
+    if tree is None:
         return facts
     walker = _Walker()
     try:
         walker.visit(tree)
     except RecursionError:
-        facts.syntax_error = SyntaxProblem("the template nests too deeply to analyse", 0)
+        facts.syntax_errors = [*errors, SyntaxProblem("the template nests too deeply to analyse", 0)]
         return facts
     facts.local_names = frozenset(walker.bound_anywhere)
     facts.delimited = _delimited_intervals(text)
@@ -379,11 +458,254 @@ def analyze_template(text: str) -> TemplateFacts:
         if not free:
             continue
         offsets = scan.identifiers.get(name, ())
-        offset = offsets[index] if index < len(offsets) else _fallback_offset(text, lines, name, lineno)
+        offset = offsets[index] if index < len(offsets) else _fallback_offset(parsed_text, lines, name, lineno)
         pos = lines.position(offset)
         facts.free_uses.append(VariableUse(name, pos.line, pos.character, offset))
     facts.free_uses.sort(key=lambda use: use.offset)
     return facts
+
+
+# --------------------------------------------------------------------------------------------------
+# Recovery: when Jinja's parser stops, blank the smallest failing construct (keeping every line and
+# column where it was), report it, and parse again.
+
+MAX_SYNTAX_ERRORS = 64
+_RECOVERY_BUDGET = 4_000_000
+"""Characters re-parsed at most while recovering (each recovery parses the template about twice): a huge
+broken template gets fewer recoveries, never minutes of them."""
+_MAX_TRIES_PER_ERROR = 8
+_BLOCK_TAGS = frozenset({"if", "for", "macro", "call", "filter", "block", "with", "autoescape", "trans"})
+_SIMPLE_TAGS = frozenset({"set", "include", "import", "from", "extends", "do", "break", "continue", "print", "raw"})
+_MIDDLE_TAGS = {"else": ("if", "for"), "elif": ("if",), "pluralize": ("trans",)}
+_CLOSERS = {"{{": "}}", "{%": "%}", "{#": "#}"}
+_TAG_NAME_RE = re.compile(r"\{%[-+]?\s*(\w*)")
+_SET_BLOCK_RE = re.compile(r"\{%[-+]?\s*set\s+[\w\s,.]*[-+]?%\}$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class _Region:
+    start: int
+    end: int
+    opener: str  # "{{", "{%" or "{#"
+    tag: str  # a statement's tag name, "" otherwise
+    closed: bool
+
+
+def _parse_tolerant(text: str, edited: range | None = None) -> tuple[nodes.Template | None, str, list[SyntaxProblem]]:
+    """Jinja's tree of `text` with every broken construct blanked, the blanked text, and the errors."""
+    errors: list[SyntaxProblem] = []
+    work = text
+    outcome = _parse(work)
+    limit = max(1, min(MAX_SYNTAX_ERRORS, _RECOVERY_BUDGET // (2 * len(text) + 1)))
+    while isinstance(outcome, TemplateSyntaxError) and len(errors) < limit:
+        found = _recover(work, outcome, edited)
+        if found is None:
+            errors.append(SyntaxProblem(outcome.message or "invalid template", max((outcome.lineno or 1) - 1, 0)))
+            break
+        work, problem, outcome = found  # the trial parse that accepted the blank is the next parse
+        errors.append(problem)
+    if isinstance(outcome, Exception) and not isinstance(outcome, TemplateSyntaxError):
+        # Jinja may raise other errors on hostile input; never let them escape.
+        errors.append(SyntaxProblem(f"the template cannot be parsed ({type(outcome).__name__})", 0))
+    errors.sort(key=lambda e: (e.line, e.column))
+    return (outcome if isinstance(outcome, nodes.Template) else None), work, errors
+
+
+def _parse(text: str) -> nodes.Template | Exception:
+    try:
+        return _ENV.parse(text)
+    except Exception as exc:
+        return exc
+
+
+def _failure(outcome: nodes.Template | Exception) -> tuple[int, str] | None:
+    """Where and why Jinja stopped, or None when it parsed."""
+    if isinstance(outcome, TemplateSyntaxError):
+        return outcome.lineno, outcome.message or ""
+    return None if isinstance(outcome, nodes.Template) else (-1, "")
+
+
+def _recover(text: str, exc: TemplateSyntaxError,
+             edited: range | None = None) -> tuple[str, SyntaxProblem, nodes.Template | Exception] | None:
+    """The text with the construct that made Jinja stop blanked, the problem to report there, and how Jinja
+    parses the blanked text."""
+    lines = LineIndex(text)
+    regions = _regions(text)
+    error_line = max((exc.lineno or 1) - 1, 0)
+    message = exc.message or "invalid template"
+    before = (exc.lineno, message)
+    # Each candidate: the span to report, then any partner tags blanked with it.
+    candidates: list[list[tuple[int, int]]] = []
+    if "tag" in message:  # an unknown, misplaced or unclosed block tag: match the tags as Jinja does
+        culprit = _edited_opener(text, lines, regions, edited) or _misplaced_tag(text, regions)
+        if culprit is not None:
+            candidates.extend([part] for part in _parts(text, lines, culprit))
+    on_line = [(index, region) for index, region in enumerate(regions)
+               if lines.position(region.start).line <= error_line <= lines.position(region.end).line]
+    # Constructs broken in themselves first: each trial below is a parse of the whole template.
+    on_line = on_line[:_MAX_TRIES_PER_ERROR * 2]
+    on_line.sort(key=lambda item: not _broken_alone(text, item[1]))
+    for index, region in on_line:
+        for part in _parts(text, lines, region):
+            # A broken `{% if %}` goes with its `{% else %}` and `{% endif %}` when they would not parse
+            # alone; while the opener is being typed before them, the tags after it belong to others.
+            partners: list[tuple[int, int]] = []
+            if part == (region.start, region.end) and region.closed and _opens_block(text, region):
+                if _misplaced_tag(text, regions[:index] + regions[index + 1:]) is not None:
+                    partners = _partners(text, regions, index)
+            candidates.append([part, *partners])
+    candidates = candidates[:_MAX_TRIES_PER_ERROR]
+    line_start = lines.line_start(error_line)
+    candidates.append([(line_start, line_start + len(lines.line_text(error_line)))])
+    for spans in candidates:
+        blanked = text
+        for start, end in spans:
+            blanked = _blank(blanked, start, end)
+        if blanked == text:
+            continue
+        outcome = _parse(blanked)
+        if spans is candidates[-1] or _failure(outcome) != before:
+            start, end = spans[0]
+            pos = lines.position(start)
+            end_col = lines.position(end).character if lines.position(end).line == pos.line else None
+            return blanked, SyntaxProblem(message, pos.line, pos.character, end_col), outcome
+    return None
+
+
+def _edited_opener(text: str, lines: LineIndex, regions: list[_Region], edited: range | None) -> _Region | None:
+    """A block opener on an edited line without which the tags pair up: the one being typed."""
+    if not edited or _misplaced_tag(text, regions) is None:
+        return None
+    tried = 0
+    for index, region in enumerate(regions):
+        if _opens_block(text, region) and lines.position(region.start).line in edited:
+            if _misplaced_tag(text, regions[:index] + regions[index + 1:]) is None:
+                return region
+            tried += 1
+            if tried == _MAX_TRIES_PER_ERROR:
+                break
+    return None
+
+
+def _broken_alone(text: str, region: _Region) -> bool:
+    """Whether a construct fails to parse by itself (a block opener with its end tag added)."""
+    if not region.closed:
+        return True
+    source = text[region.start:region.end]
+    if region.opener == "{%":
+        if _opens_block(text, region):
+            source += "{% end" + region.tag + " %}"
+        elif region.tag not in _SIMPLE_TAGS:
+            return region.tag.removeprefix("end") not in _BLOCK_TAGS and region.tag not in _MIDDLE_TAGS
+    return not isinstance(_parse(source), nodes.Template)
+
+
+def _partners(text: str, regions: list[_Region], index: int) -> list[tuple[int, int]]:
+    """The middle and end tags that belong to the block opened at `regions[index]` (none: not an opener)."""
+    opener = regions[index]
+    if not _opens_block(text, opener):
+        return []
+    out: list[tuple[int, int]] = []
+    depth = 0
+    for region in regions[index + 1:]:
+        if region.opener != "{%":
+            continue
+        if _opens_block(text, region):
+            depth += 1
+        elif region.tag.startswith("end") and region.tag[3:] in _BLOCK_TAGS | {"set"}:
+            if depth == 0:
+                if region.tag[3:] == opener.tag:
+                    out.append((region.start, region.end))
+                return out
+            depth -= 1
+        elif depth == 0 and opener.tag in _MIDDLE_TAGS.get(region.tag, ()):
+            out.append((region.start, region.end))
+    return out
+
+
+def _opens_block(text: str, region: _Region) -> bool:
+    return region.opener == "{%" and (region.tag in _BLOCK_TAGS or (
+        region.tag == "set" and _SET_BLOCK_RE.match(text, region.start, region.end) is not None))
+
+
+def _parts(text: str, lines: LineIndex, region: _Region) -> list[tuple[int, int]]:
+    """The spans worth blanking for a region, smallest first. What is being typed (`{{ name` before its
+    `}}`) must not swallow the lines after it, so a region never loses more than its first line unless it is a
+    closed statement tag."""
+    line = lines.position(region.start).line
+    line_end = lines.line_start(line) + len(lines.line_text(line))
+    if region.closed and (region.end <= line_end or region.opener == "{%"):
+        return [(region.start, region.end)]
+    parts = []
+    if not region.closed:  # first up to the closer the author meant, when it is on the same line
+        closer = text.find(_CLOSERS[region.opener], region.start + 2, line_end)
+        if closer != -1:
+            parts.append((region.start, closer + 2))
+    parts.append((region.start, min(region.end, line_end)))
+    return parts
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    """Replaces `text[start:end]` by spaces, line breaks kept."""
+    middle = "".join(ch if ch in "\r\n" else " " for ch in text[start:end])
+    return text[:start] + middle + text[end:]
+
+
+def _regions(text: str) -> list[_Region]:
+    """The `{{ }}`, `{% %}` and `{# #}` regions of a text, as Jinja's lexer delimits them."""
+    out: list[_Region] = []
+    pos, n = 0, len(text)
+    scratch = _Scan()
+    while pos < n:
+        m = _OPEN_RE.search(text, pos)
+        if m is None:
+            break
+        opener = m.group()
+        if opener == "{#":
+            close = text.find(_COMMENT_END, m.end())
+            end = n if close == -1 else close + 2
+            tag, closed = "", close != -1
+        else:
+            scratch.unclosed = False
+            end = _scan_code(text, m.end(), opener == "{%", scratch)
+            closed = not scratch.unclosed
+            tag_match = _TAG_NAME_RE.match(text, m.start()) if opener == "{%" else None
+            tag = tag_match.group(1) if tag_match else ""
+            if tag == "raw":  # the region is the opening tag; its body is text
+                close = text.find("%}", m.end())
+                end, closed = (n, False) if close == -1 else (close + 2, True)
+        out.append(_Region(m.start(), end, opener, tag, closed))
+        pos = max(end, m.end())
+    return out
+
+
+def _misplaced_tag(text: str, regions: list[_Region]) -> _Region | None:
+    """The first tag Jinja cannot place: an end or middle tag with no opener, else the innermost opener
+    left open (when a later end tag closes an outer block, or at the end of the template)."""
+    stack: list[_Region] = []
+    after_else: set[int] = set()  # openers whose `else` was seen
+    for region in regions:
+        if region.opener != "{%":
+            continue
+        tag = region.tag
+        if _opens_block(text, region):
+            stack.append(region)
+        elif tag.startswith("end") and tag[3:] in _BLOCK_TAGS | {"set", "raw"}:
+            opened = [r.tag for r in stack]
+            if opened and opened[-1] == tag[3:]:
+                stack.pop()
+            elif tag[3:] in opened and region.closed:
+                return stack[-1]  # an inner block left open
+            else:
+                return region  # an end tag with no opener
+        elif tag in _MIDDLE_TAGS:
+            if not stack or stack[-1].tag not in _MIDDLE_TAGS[tag] or stack[-1].start in after_else:
+                return region
+            if tag == "else":
+                after_else.add(stack[-1].start)
+        elif tag not in _SIMPLE_TAGS:
+            return region  # an unknown tag
+    return stack[-1] if stack else None
 
 
 def _fallback_offset(text: str, lines: LineIndex, name: str, lineno: int) -> int:
@@ -445,12 +767,12 @@ WireFacts = tuple
 
 
 def facts_to_wire(facts: TemplateFacts) -> WireFacts:
-    error = (facts.syntax_error.message, facts.syntax_error.line) if facts.syntax_error else None
+    errors = tuple((e.message, e.line, e.column, e.end_column) for e in facts.syntax_errors)
     return (
         tuple((u.name, u.line, u.column, u.offset) for u in facts.free_uses),
         tuple((r.kind, r.path, r.line, r.column, r.end_column, r.ignore_missing, r.with_context)
               for r in facts.references),
-        error,
+        errors,
         tuple(facts.local_names),
         tuple(facts.suppressions.items()),
         tuple(facts.delimited),
@@ -458,12 +780,12 @@ def facts_to_wire(facts: TemplateFacts) -> WireFacts:
 
 
 def facts_from_wire(text: str, wire: WireFacts) -> TemplateFacts:
-    uses, refs, error, local_names, suppressions, delimited = wire
+    uses, refs, errors, local_names, suppressions, delimited = wire
     return TemplateFacts(
         text=text,
         free_uses=[VariableUse(*u) for u in uses],
         references=[TemplateReference(*r) for r in refs],
-        syntax_error=SyntaxProblem(*error) if error else None,
+        syntax_errors=[SyntaxProblem(*e) for e in errors],
         local_names=frozenset(local_names),
         suppressions=dict(suppressions),
         delimited=list(delimited),

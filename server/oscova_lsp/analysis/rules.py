@@ -120,13 +120,15 @@ uses `default`) when `[models]` exists without `[models.default]`. A host config
 cannot run until a model endpoint is configured (any OpenAI-compatible server, e.g. a local Ollama:
 `[models.default]` with `model` and `base_url`). Reported once, on `oscova.toml`, not on every agent."""),
     Rule("OSC100", E, "templates", "Jinja2 syntax error",
-         """The template does not parse; it fails when it is rendered. Nothing else in it is checked until
-it parses."""),
+         """The template does not parse; it fails when it is rendered. Each broken construct (the tag, the
+expression, the block left open) is reported where it is, and the rest of the template is still checked."""),
     Rule("OSC101", E, "templates", "A variable the rendering provider does not bind",
          """A template is rendered by one provider with its variables only: agent instructions by `personal`,
 the environment template by `environment`, the memory system prompt by `memory`, a custom provider's
 template by that provider with its declared `variables`. An unbound variable renders as an empty string
-without an error. The message names the renderer and, where another provider binds the name, which one.""",
+without an error. The message names the renderer and, where another provider binds the name, which one.
+Names the template sets itself count as Jinja renders them: from their `set` on, a block's own only inside
+it, `loop` inside a `for`, `caller`, `varargs` and `kwargs` inside a macro.""",
          "use the closest bound name, or declare the variable in `[variables]`"),
     Rule("OSC102", W, "templates", "`current_time` in standing instructions",
          """A value that changes every minute in the standing instructions changes the prompt prefix on every

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 
 
@@ -34,6 +35,9 @@ class Range:
 ZERO_RANGE = Range.of(0, 0, 0, 0)
 
 
+_BREAK_RE = re.compile(r"\r\n?|\n")
+
+
 def _utf16_len(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
@@ -45,14 +49,27 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        starts = [0]
-        find = text.find
-        i = find("\n")
-        while i != -1:
-            starts.append(i + 1)
-            i = find("\n", i + 1)
+        if "\r" in text:
+            # LSP (and Jinja, and YAML) break lines at \r\n, \r and \n alike.
+            starts = [0, *(m.end() for m in _BREAK_RE.finditer(text))]
+        else:
+            starts = [0]
+            find = text.find
+            i = find("\n")
+            while i != -1:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
         self._starts = starts
         self._ascii = text.isascii()
+
+    def _line_end(self, line: int) -> int:
+        """The offset where `line`'s text ends, before its line break."""
+        if line + 1 >= len(self._starts):
+            return len(self.text)
+        end = self._starts[line + 1] - 1
+        if end > self._starts[line] and self.text[end] == "\n" and self.text[end - 1] == "\r":
+            end -= 1
+        return end
 
     @property
     def line_count(self) -> int:
@@ -65,9 +82,7 @@ class LineIndex:
     def line_text(self, line: int) -> str:
         if line < 0 or line >= len(self._starts):
             return ""
-        start = self._starts[line]
-        end = self._starts[line + 1] - 1 if line + 1 < len(self._starts) else len(self.text)
-        return self.text[start:end].rstrip("\r")
+        return self.text[self._starts[line] : self._line_end(line)]
 
     def position(self, offset: int) -> Position:
         offset = max(0, min(offset, len(self.text)))
@@ -89,7 +104,7 @@ class LineIndex:
         if pos.line >= len(self._starts):
             return len(self.text)
         start = self._starts[max(pos.line, 0)]
-        line_end = self._starts[pos.line + 1] - 1 if pos.line + 1 < len(self._starts) else len(self.text)
+        line_end = self._line_end(pos.line)
         if self._ascii:
             return min(start + max(pos.character, 0), line_end)
         units = 0

@@ -28,6 +28,8 @@ class TomlDocument:
     spans: dict[Path, Span] = field(default_factory=dict)
     problems: list[YamlProblem] = field(default_factory=list)
     ok: bool = True
+    recovered: bool = False
+    """With a syntax error, `value` holds what the lines around the broken ones say."""
 
     def key_range(self, path: Path) -> Range | None:
         span = self.spans.get(path)
@@ -78,7 +80,30 @@ def parse_toml(text: str) -> TomlDocument:
         else:
             rng = doc.lines.line_range(0)
         doc.problems.append(YamlProblem("OSC001", rng, f"TOML syntax error: {message}"))
+        recovered = _recover(source, exc)
+        if recovered is not None:
+            doc.value, doc.recovered = recovered, True
     return doc
+
+
+def _recover(source: str, exc: tomllib.TOMLDecodeError) -> dict[str, Any] | None:
+    """What the document says with its broken lines blanked, one at a time (a bounded number of times)."""
+    lines = source.split("\n")
+    for _ in range(20):
+        m = _ERROR_POS_RE.search(str(exc))
+        line = int(m.group(1)) - 1 if m else -1
+        if not 0 <= line < len(lines) or not lines[line].strip():
+            return None
+        header = lines[line].lstrip().startswith("[")
+        lines[line] = ""
+        while header and line + 1 < len(lines) and not lines[line + 1].lstrip().startswith("["):
+            line += 1  # a broken table header takes its keys along: they must not land in the table before
+            lines[line] = ""
+        try:
+            return tomllib.loads("\n".join(lines))
+        except tomllib.TOMLDecodeError as again:
+            exc = again
+    return None
 
 
 def _scan(doc: TomlDocument) -> list[int]:

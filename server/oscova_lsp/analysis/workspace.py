@@ -22,8 +22,9 @@ from .files import (
     decode,
     file_kind,
     parse_file,
+    parse_template,
 )
-from .jinja_source import TemplateFacts
+from .jinja_source import TemplateFacts, analyze_template
 
 NEVER_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".oscova"})
 
@@ -150,6 +151,9 @@ class Workspace:
         self._cycles: dict[str, tuple[str, frozenset[str]]] = {}
         """Template -> (the template that reports its cycle, the templates that include each other)."""
         self._reference_context: dict[str, dict[str, bool]] = {}
+        self.last_good: dict[str, DefinitionFile | HostFile | TemplateFile] = {}
+        """Each file's last version without a syntax error: it stands in for what a definition or the host
+        configuration, while broken, does not say; a template's tells which lines are being edited."""
 
     # ----------------------------------------------------------------------------------------- load
 
@@ -215,8 +219,10 @@ class Workspace:
             self._remove(old)
         new: ParsedFile | None = None
         if text is not None:
-            new = parse_file(path, text)
+            new = self._stand_in(parse_file(path, text))
             self._add(new)
+        else:
+            self.last_good.pop(path, None)
         if kind is FileKind.HOST:
             return set(self.files) | {path}
         if isinstance(old, DefinitionFile) and isinstance(new, DefinitionFile) and \
@@ -233,9 +239,41 @@ class Workspace:
             affected.discard(path)
         return {p for p in affected if p in self.files} | ({path} if new is None else set())
 
+    def _stand_in(self, new: ParsedFile) -> ParsedFile:
+        """A file mid-edit keeps what it can read; its last good facts supply what it cannot, so files that
+        depend on it do not change because of a syntax error (its own diagnostics say it is broken)."""
+        good = self.last_good.get(new.path)
+        if isinstance(new, TemplateFile) and isinstance(good, TemplateFile):
+            return _with_edited_lines(good, new)
+        if good is None or not isinstance(new, DefinitionFile | HostFile) or new.doc is None or new.doc.ok:
+            return new
+        if isinstance(new, HostFile) and isinstance(good, HostFile):
+            # All or nothing: a table half read (a broken header) would change what other files see.
+            new.config, new.present, new.borrowed = good.config, good.present, True
+            return new
+        if not isinstance(new, DefinitionFile) or not isinstance(good, DefinitionFile):
+            return new
+        if new.definition is None or not new.raw_id:  # nothing usable can be read
+            new.raw_id, new.definition, new.inline = good.raw_id, good.definition, good.inline
+            new.borrowed = frozenset({"*"})
+            return new
+        read = new.doc.value if isinstance(new.doc.value, dict) else {}
+        had = good.doc.value if good.doc is not None and isinstance(good.doc.value, dict) else {}
+        borrowed = {key for key in _CROSS_FILE_KEYS if read.get(key) is None and had.get(key) is not None}
+        if "instructions" in borrowed:
+            new.inline = good.inline
+        if good.definition is not None and borrowed - {"instructions"}:
+            new.definition = new.definition.model_copy(
+                update={key: getattr(good.definition, key) for key in borrowed - {"instructions"}})
+        new.borrowed = frozenset(borrowed)
+        return new
+
     def _add(self, parsed: ParsedFile) -> None:
         self._forget_uses(parsed.path)
         self.files[parsed.path] = parsed
+        if isinstance(parsed, DefinitionFile | HostFile) and parsed.doc is not None and parsed.doc.ok or \
+                isinstance(parsed, TemplateFile) and parsed.facts is not None and not parsed.facts.syntax_errors:
+            self.last_good[parsed.path] = parsed
         if isinstance(parsed, HostFile):
             if parsed.present:
                 self.host_file = parsed
@@ -566,5 +604,25 @@ def _cross_file_positions(parsed: DefinitionFile) -> tuple[object, ...]:
     return (id_span.key if id_span else None, id_span.value if id_span else None,
             exposed.value if exposed else None, id_is_last_line)
 
+
+def _with_edited_lines(good: TemplateFile, new: TemplateFile) -> TemplateFile:
+    """A broken template analysed again knowing which lines changed since it last parsed: a block opener typed
+    there is the one left open (the text alone cannot tell which of two nested `{% if %}` lacks its end)."""
+    if new.facts is None or not new.facts.syntax_errors:
+        return new
+    before, after = good.lines, new.lines
+    head = 0
+    while head < min(before.line_count, after.line_count) and before.line_text(head) == after.line_text(head):
+        head += 1
+    tail = 0
+    while tail < min(before.line_count, after.line_count) - head and \
+            before.line_text(before.line_count - 1 - tail) == after.line_text(after.line_count - 1 - tail):
+        tail += 1
+    edited = range(head, max(after.line_count - tail, head + 1))
+    return parse_template(new.path, new.text, analyze_template(new.text, edited))
+
+
+_CROSS_FILE_KEYS = ("agent_tools", "exposed_as_tool", "shared", "instructions_file", "instructions")
+"""The keys of a definition that other files' diagnostics read (besides its id)."""
 
 _DEFAULT_HOST = HostConfig()

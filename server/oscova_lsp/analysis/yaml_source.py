@@ -59,7 +59,9 @@ class YamlDocument:
     spans: dict[Path, Span] = field(default_factory=dict)
     problems: list[YamlProblem] = field(default_factory=list)
     ok: bool = True
-    """False when the document could not be read at all (OSC001)."""
+    """False when the document has a syntax error (OSC001)."""
+    recovered: bool = False
+    """With a syntax error, `value` and `spans` hold what the lines around the broken ones say."""
 
     def span(self, path: Path) -> Span | None:
         return self.spans.get(path)
@@ -118,13 +120,14 @@ def parse_yaml(text: str) -> YamlDocument:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         doc.ok = False
-        mark = exc.problem_mark or exc.context_mark
-        if exc.context_mark is not None and mark is not None and mark.index >= len(text.rstrip()):
-            mark = exc.context_mark  # "unexpected end of stream": point at what was left open
-        rng = _mark_range(doc.lines, mark) if mark else doc.lines.line_range(0)
+        where = _error_position(text, doc.lines, exc)
+        rng = _mark_range(doc.lines, *where) if where else doc.lines.line_range(0)
         problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         doc.problems.append(YamlProblem("OSC001", rng, f"YAML syntax error: {problem}"))
-        return doc
+        node = _recover(text, doc.lines, exc)
+        if node is None:
+            return doc
+        doc.recovered = True
     except (yaml.YAMLError, RecursionError, ValueError) as exc:
         doc.ok = False
         doc.problems.append(YamlProblem("OSC001", doc.lines.line_range(0), f"YAML error: {exc}"))
@@ -142,11 +145,56 @@ def parse_yaml(text: str) -> YamlDocument:
     return doc
 
 
-def _mark_range(lines: LineIndex, mark: Any) -> Range:
-    start = lines.position_of_char(mark.line, mark.column)
-    line_text = lines.line_text(mark.line)
-    end_col = mark.column + 1 if mark.column < len(line_text) else mark.column
-    return Range(start, lines.position_of_char(mark.line, end_col))
+MAX_RECOVERIES = 20
+
+
+def _error_position(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> tuple[int, int] | None:
+    """(line, column) of a syntax error; at the end of the text, what was left open, else the last text."""
+    mark = exc.problem_mark or exc.context_mark
+    if mark is None:
+        return None
+    end = len(text.rstrip())
+    if mark.index >= end:
+        if exc.context_mark is not None and exc.context_mark.index < end:
+            mark = exc.context_mark  # "unexpected end of stream": point at what was left open
+        elif end > 0:
+            pos = lines.position(end - 1)
+            return pos.line, len(lines.line_text(pos.line).rstrip()) - 1
+    return mark.line, mark.column
+
+
+def _recover(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> yaml.Node | None:
+    """The document read with its broken lines blanked (every other line and column kept), so that what can
+    be read (the `id`, the other keys) still counts for the other files; None when nothing can be read."""
+    chars = list(text)
+    for _ in range(MAX_RECOVERIES):
+        blanked = False
+        current = "".join(chars)
+        for where in (_error_position(current, lines, exc), exc.context_mark, exc.problem_mark):
+            line = where[0] if isinstance(where, tuple) else where.line if where is not None else -1
+            if not 0 <= line < lines.line_count:
+                continue
+            start = lines.line_start(line)
+            end = start + len(lines.line_text(line))
+            if any(not chars[i].isspace() for i in range(start, end)):
+                chars[start:end] = " " * (end - start)
+                blanked = True
+                break
+        if not blanked:
+            return None
+        try:
+            return yaml.compose("".join(chars), Loader=_Loader)
+        except yaml.MarkedYAMLError as again:
+            exc = again
+        except (yaml.YAMLError, RecursionError, ValueError):
+            return None
+    return None
+
+
+def _mark_range(lines: LineIndex, line: int, column: int) -> Range:
+    start = lines.position_of_char(line, column)
+    end_col = column + 1 if column < len(lines.line_text(line)) else column
+    return Range(start, lines.position_of_char(line, end_col))
 
 
 def _node_range(lines: LineIndex, node: yaml.Node) -> Range:
@@ -233,6 +281,7 @@ def _style(node: yaml.Node) -> str | None:
     return "[" if getattr(node, "flow_style", False) else "-"
 
 
+_LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
 _SUPPRESS_RE = re.compile(r"#\s*oscova:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 
 
@@ -244,7 +293,7 @@ def yaml_suppressions(text: str) -> dict[int, frozenset[str] | None]:
     result: dict[int, frozenset[str] | None] = {}
     if "oscova:" not in text:
         return result
-    for number, line in enumerate(text.splitlines()):
+    for number, line in enumerate(_LINE_BREAK_RE.split(text)):  # LSP's line breaks (str.splitlines has more)
         match = _SUPPRESS_RE.search(line)
         if not match:
             continue
