@@ -158,20 +158,30 @@ class ChatResponseUpdate:
 
 
 def updates_to_messages(updates: list[ChatResponseUpdate]) -> list[ChatMessage]:
-    """Coalesces streamed updates into messages: consecutive updates of one role form one message."""
+    """Coalesces streamed updates into messages: consecutive updates of one role form one message.
+
+    Linear in the streamed text: a run of text deltas is collected and joined once (not concatenated
+    delta by delta, which is quadratic in a long stream)."""
     messages: list[ChatMessage] = []
+    pieces: list[str] = []  # the text run at the end of messages[-1], not yet joined
+
+    def close_text() -> None:
+        if pieces:
+            messages[-1].contents.append(TextContent("".join(pieces)))
+            pieces.clear()
+
     for update in updates:
         role = update.role or "assistant"
         if not update.contents:
             continue
-        if messages and messages[-1].role == role:
-            target = messages[-1]
-        else:
-            target = ChatMessage(role, [])
-            messages.append(target)
+        if not messages or messages[-1].role != role:
+            close_text()
+            messages.append(ChatMessage(role, []))
         for content in update.contents:
-            if isinstance(content, TextContent) and target.contents and isinstance(target.contents[-1], TextContent):
-                target.contents[-1] = TextContent(target.contents[-1].text + content.text)
+            if isinstance(content, TextContent):
+                pieces.append(content.text)
             else:
-                target.contents.append(content)
+                close_text()
+                messages[-1].contents.append(content)
+    close_text()
     return messages

@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
@@ -49,7 +50,15 @@ from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.workspace import read_text
 from .errors import RunError, describe_failure
-from .events import FINAL_KINDS, Redactor, describe_exception, jsonable, message_to_dict, now_iso
+from .events import (
+    FINAL_KINDS,
+    Redactor,
+    StreamRedactor,
+    describe_exception,
+    jsonable,
+    message_to_dict,
+    now_iso,
+)
 from .preview import assemble_preview
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
 
@@ -62,6 +71,9 @@ ApproveCallback = Callable[[dict[str, Any]], Awaitable[bool]]
 """Asked before an approval-required tool runs, with `{runId, agentId, tool, arguments}`; True approves."""
 
 MAX_ERROR_LINES = 5
+DELTA_INTERVAL = 0.05
+"""Seconds between two `delta` events of a run: text streamed faster is sent in one event, so a model
+streaming at full speed costs a handful of notifications a second, not one per token."""
 NOT_BLOCKING = frozenset({"OSC041"})
 """Errors a run reports better itself: an unconfigured model (and a preview needs no model at all)."""
 
@@ -98,7 +110,10 @@ class RunHandle:
 
 
 class _Run:
-    """The mutable state of one run: sequence numbers, the transcript, what streamed so far."""
+    """The mutable state of one run: sequence numbers, the transcript, what streamed so far.
+
+    Streamed text is kept as a list of pieces (joined once, at the end) and sent as `delta` events at
+    most every `DELTA_INTERVAL` seconds, redacted over the whole stream (`StreamRedactor`)."""
 
     def __init__(self, handle: RunHandle, on_event: EventCallback | None, redact: Redactor,
                  writer: TranscriptWriter | None) -> None:
@@ -108,12 +123,27 @@ class _Run:
         self.writer = writer
         self.seq = itertools.count(1)
         self.updates: list[ChatResponseUpdate] = []
+        self.text_pieces: list[str] = []
         self.reported_messages = 0
         self.call_names: dict[str, str] = {}
         self.usage = UsageDetails()
         self.input_message: ChatMessage | None = None
+        self._unsent: list[str] = []
+        self._last_delta = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def redact(self) -> Redactor:
+        return self._redact
+
+    @redact.setter
+    def redact(self, redactor: Redactor) -> None:
+        self._redact = redactor
+        self._stream = StreamRedactor(redactor)
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+        if kind != "delta":  # the text streamed so far goes out first, so events stay in order
+            self.send_text(final=True)
         event = self.redact({"runId": self.handle.run_id, "seq": next(self.seq), "kind": kind, "time": now_iso(),
                              **fields})
         if self.writer is not None:
@@ -129,6 +159,29 @@ class _Run:
 
     # -- streaming ---------------------------------------------------------------------------------
 
+    def _stream_text(self, text: str) -> None:
+        self.text_pieces.append(text)
+        self._unsent.append(text)
+        waited = time.monotonic() - self._last_delta
+        if waited >= DELTA_INTERVAL:
+            self.send_text()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(DELTA_INTERVAL - waited, self.send_text)
+
+    def send_text(self, final: bool = False) -> None:
+        """Sends the text not sent yet as one `delta`; `final` also releases the tail held back because it
+        could be the start of a secret (the streamed message has ended)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        text = self._stream.feed("".join(self._unsent)) if self._unsent else ""
+        self._unsent.clear()
+        if final:
+            text += self._stream.flush()
+        if text:
+            self._last_delta = time.monotonic()
+            self.emit("delta", text=text)
+
     def on_messages_changed(self, task_run: AgentTaskRun) -> None:
         live = task_run.live_messages or []
         for message in live[self.reported_messages:]:
@@ -141,7 +194,7 @@ class _Run:
         for content in update.contents:
             if isinstance(content, TextContent) and update.role == "assistant":
                 if content.text:
-                    self.emit("delta", text=content.text)
+                    self._stream_text(content.text)
             elif isinstance(content, FunctionCallContent):
                 self.call_names[content.call_id] = content.name
                 self.emit("toolCall", callId=content.call_id, name=content.name,
@@ -157,9 +210,8 @@ class _Run:
                         fields["denied"] = True
                 self.emit("toolResult", **fields)
 
-    @property
     def text(self) -> str:
-        return "".join(u.text for u in self.updates if u.role == "assistant")
+        return "".join(self.text_pieces)
 
     def messages(self) -> list[dict[str, Any]]:
         conversation = ([self.input_message] if self.input_message else []) + updates_to_messages(self.updates)
@@ -487,12 +539,16 @@ class RunService:
             log.info("Run %s of %s failed: %s", handle.run_id, handle.agent_id, error)
         finally:
             accessor.observer = None
-        return self._finish(run, status, error)
+        result = self._finish(run, status, error)
+        if run.writer is not None:  # the transcript is complete when the result is handed out
+            await asyncio.get_running_loop().run_in_executor(None, run.writer.wait_closed)
+        return result
 
     def _finish(self, run: _Run, status: RunStatus, error: str | None) -> dict[str, Any]:
         handle = run.handle
         handle.finishing = True  # a listener cancelling now must not turn the result into an exception
-        fields: dict[str, Any] = {"text": run.text}
+        text = run.text()
+        fields: dict[str, Any] = {"text": text}
         if status == "completed":
             fields["usage"] = {"inputTokens": run.usage.input_tokens, "outputTokens": run.usage.output_tokens,
                                "totalTokens": run.usage.total_tokens}
@@ -504,7 +560,7 @@ class RunService:
             run.writer.close()
         self._runs.pop(handle.run_id, None)
         result: dict[str, Any] = {"runId": handle.run_id, "agentId": handle.agent_id, "sessionId": handle.session_id,
-                                  "status": status, "text": run.text, "messages": run.messages(),
+                                  "status": status, "text": text, "messages": run.messages(),
                                   "transcript": handle.transcript}
         if error is not None:
             result["error"] = error
