@@ -82,15 +82,16 @@ class _Malformed(Exception):
     """The endpoint's answer does not have the chat-completions shape; the message says where."""
 
 
-def _loads(raw: str | bytes, what: str) -> Any:
+def _loads(raw: str | bytes, what: str, *, plural: bool = False) -> Any:
+    verb = "are" if plural else "is"
     try:
         return json.loads(raw)
     except json.JSONDecodeError as error:
-        raise _Malformed(f"{what} that is not valid JSON ({error.msg} at character {error.pos})") from None
+        raise _Malformed(f"{what} that {verb} not valid JSON ({error.msg} at character {error.pos})") from None
     except RecursionError:
         raise _Malformed(f"{what} nested too deeply to read") from None
     except UnicodeDecodeError:
-        raise _Malformed(f"{what} that is not UTF-8 text") from None
+        raise _Malformed(f"{what} that {verb} not UTF-8 text") from None
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
@@ -111,7 +112,7 @@ def _parse_arguments(raw: str | None, tool: str) -> dict[str, Any]:
     if not raw:
         return {}
     what = f"arguments for the tool {tool!r}"
-    value = _loads(raw, f"sent {what}")
+    value = _loads(raw, f"sent {what}", plural=True)
     if not isinstance(value, dict):
         raise _Malformed(f"sent {what} that are not a JSON object")
     if _depth_exceeds(value, MAX_JSON_DEPTH):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_openai import Misbehaviour, MisbehavingOpenAI, Reply, ToolCall
+from tests.support.fake_openai import MisbehavingOpenAI, Misbehaviour, Reply, ToolCall
 
 from .conftest import CANARY_KEY, make_workspace
 from .test_cli import oscova
