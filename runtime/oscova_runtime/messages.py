@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,31 +158,42 @@ class ChatResponseUpdate:
         return "".join(c.text for c in self.contents if isinstance(c, TextContent))
 
 
-def updates_to_messages(updates: list[ChatResponseUpdate]) -> list[ChatMessage]:
-    """Coalesces streamed updates into messages: consecutive updates of one role form one message.
+class UpdateAccumulator:
+    """Streamed updates coalesced into messages as they arrive: consecutive updates of one role form one
+    message, consecutive text deltas one text (kept as plain strings and joined once, so a long stream
+    costs linear time and keeps no object per delta alive for the garbage collector to walk)."""
 
-    Linear in the streamed text: a run of text deltas is collected and joined once (not concatenated
-    delta by delta, which is quadratic in a long stream)."""
-    messages: list[ChatMessage] = []
-    pieces: list[str] = []  # the text run at the end of messages[-1], not yet joined
+    def __init__(self) -> None:
+        self._messages: list[ChatMessage] = []
+        self._pieces: list[str] = []  # the text run at the end of the last message, not yet joined
 
-    def close_text() -> None:
-        if pieces:
-            messages[-1].contents.append(TextContent("".join(pieces)))
-            pieces.clear()
+    def _close_text(self) -> None:
+        if self._pieces:
+            self._messages[-1].contents.append(TextContent("".join(self._pieces)))
+            self._pieces.clear()
 
-    for update in updates:
+    def add(self, update: ChatResponseUpdate) -> None:
         role = update.role or "assistant"
         if not update.contents:
-            continue
-        if not messages or messages[-1].role != role:
-            close_text()
-            messages.append(ChatMessage(role, []))
+            return
+        if not self._messages or self._messages[-1].role != role:
+            self._close_text()
+            self._messages.append(ChatMessage(role, []))
         for content in update.contents:
             if isinstance(content, TextContent):
-                pieces.append(content.text)
+                self._pieces.append(content.text)
             else:
-                close_text()
-                messages[-1].contents.append(content)
-    close_text()
-    return messages
+                self._close_text()
+                self._messages[-1].contents.append(content)
+
+    def messages(self) -> list[ChatMessage]:
+        self._close_text()
+        return [ChatMessage(m.role, list(m.contents), m.source, m.author_name) for m in self._messages]
+
+
+def updates_to_messages(updates: Iterable[ChatResponseUpdate]) -> list[ChatMessage]:
+    """Coalesces streamed updates into messages (see `UpdateAccumulator`)."""
+    accumulator = UpdateAccumulator()
+    for update in updates:
+        accumulator.add(update)
+    return accumulator.messages()

@@ -343,9 +343,44 @@ class MisbehavingOpenAI(FakeOpenAI):
         return False
 
 
+class FloodingOpenAI(FakeOpenAI):
+    """Streams every answer as `deltas` copies of one chunk, generated as it goes (no answer is built up
+    front), as fast as the connection takes them: the load for responsiveness tests."""
+
+    def __init__(self, deltas: int, chunk: str = "word ") -> None:
+        super().__init__()
+        self.deltas = deltas
+        self.chunk = chunk
+
+    async def _respond(self, request: RecordedRequest, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter) -> bool:
+        if not request.stream:
+            return await super()._respond(request, reader, writer)
+
+        def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            return ("data: " + json.dumps({"id": "chatcmpl-flood", "object": "chat.completion.chunk", "created": 0,
+                                           "model": "fake-model", "choices": [{"index": 0, "delta": delta,
+                                                                               "finish_reason": finish}]})
+                    + "\n\n").encode()
+
+        piece = event({"content": self.chunk})
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                     + event({"role": "assistant", "content": ""}))
+        try:
+            for sent in range(self.deltas):
+                writer.write(piece)
+                if sent % 64 == 63:
+                    await writer.drain()
+            writer.write(event({}, "stop") + b"data: [DONE]\n\n")
+            await writer.drain()
+        except ConnectionError:
+            request.closed_early = True
+        return False
+
+
 def _serve_from_the_command_line() -> None:
-    """`python -m tests.support.fake_openai --deltas N`: a fast streaming endpoint in a process of its own
-    (so its work does not share a test's interpreter); prints its base URL, stops when stdin closes."""
+    """`python -m tests.support.fake_openai --deltas N`: a flooding endpoint in a process of its own (so its
+    work does not share a test's interpreter); prints its base URL, stops when stdin closes."""
     import argparse
     import sys
 
@@ -353,9 +388,7 @@ def _serve_from_the_command_line() -> None:
     parser.add_argument("--deltas", type=int, default=2000, help="text chunks per answer")
     parser.add_argument("--chunk", default="word ", help="the text of each chunk")
     options = parser.parse_args()
-    server = FakeOpenAI()
-    server.responder = lambda body: Reply(text=options.chunk * options.deltas, chunk_size=len(options.chunk))
-    server.start()
+    server = FloodingOpenAI(options.deltas, options.chunk).start()
     print(server.base_url, flush=True)
     sys.stdin.read()
     server.stop()

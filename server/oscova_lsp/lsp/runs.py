@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ APPROVE = "Approve"
 DENY = "Deny"
 SHUTDOWN_GRACE = 3.0
 """Seconds given to closing a service's chat clients at shutdown."""
+GIL_SWITCH_INTERVAL = 0.001
+"""Seconds a thread may hold the GIL while another waits, once runs exist (see `Runs.service`)."""
 MAX_ARGUMENT_PREVIEW = 400
 """Characters of a tool call's arguments shown in an approval prompt."""
 
@@ -169,6 +172,9 @@ class Runs:
             return found
         from ..runs import RunService
 
+        # pygls reads each request in a worker thread that then needs the GIL; while a run streams, the loop
+        # thread holds it, and the default 5 ms switch interval would delay every step of reading a request.
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL))
         service = self.services[root] = RunService(root)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()

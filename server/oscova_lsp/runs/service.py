@@ -32,8 +32,8 @@ from oscova_runtime.messages import (
     FunctionCallContent,
     FunctionResultContent,
     TextContent,
+    UpdateAccumulator,
     UsageDetails,
-    updates_to_messages,
 )
 from oscova_runtime.observer import (
     AgentRunObserverAccessor,
@@ -122,7 +122,7 @@ class _Run:
         self.redact = redact
         self.writer = writer
         self.seq = itertools.count(1)
-        self.updates: list[ChatResponseUpdate] = []
+        self.updates = UpdateAccumulator()
         self.text_pieces: list[str] = []
         self.reported_messages = 0
         self.call_names: dict[str, str] = {}
@@ -189,7 +189,7 @@ class _Run:
         self.reported_messages = len(live)
 
     def on_update(self, update: ChatResponseUpdate) -> None:
-        self.updates.append(update)
+        self.updates.add(update)
         self.usage.add(update.usage)
         for content in update.contents:
             if isinstance(content, TextContent) and update.role == "assistant":
@@ -214,7 +214,7 @@ class _Run:
         return "".join(self.text_pieces)
 
     def messages(self) -> list[dict[str, Any]]:
-        conversation = ([self.input_message] if self.input_message else []) + updates_to_messages(self.updates)
+        conversation = ([self.input_message] if self.input_message else []) + self.updates.messages()
         return [message_to_dict(m) for m in conversation]
 
 
