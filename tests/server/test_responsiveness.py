@@ -33,7 +33,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 RUNS = 20
 BUDGET_P95 = 0.050
 """Seconds: hover and completion p95 while the runs stream (the acceptance of issue 16)."""
-SAMPLES = 60
+SAMPLES = 100
 """Hover and completion requests each, measured while every run streams."""
 DELTAS_PER_ANSWER = 400_000
 """Long enough that no run ends during the measurement; the runs are cancelled afterwards."""
@@ -164,7 +164,6 @@ async def test_hover_and_completion_stay_fast_while_twenty_runs_stream(client: L
         print(f"\n{RUNS} runs streamed {streamed / (window_end - window_start) / 1e6:.2f} MB/s of text; "
               f"hover p95 {p95(hovers) * 1000:.1f} ms, completion p95 {p95(completions) * 1000:.1f} ms "
               f"(idle: {p95(idle_hovers) * 1000:.1f} ms, {p95(idle_completions) * 1000:.1f} ms)")
-        print("hovers", [round(h * 1000) for h in sorted(hovers)])
         assert p95(hovers) < BUDGET_P95, sorted(hovers)
         assert p95(completions) < BUDGET_P95, sorted(completions)
     finally:

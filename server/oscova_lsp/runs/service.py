@@ -74,6 +74,8 @@ MAX_ERROR_LINES = 5
 DELTA_INTERVAL = 0.05
 """Seconds between two `delta` events of a run: text streamed faster is sent in one event, so a model
 streaming at full speed costs a handful of notifications a second, not one per token."""
+PACE_WINDOW = 0.02
+"""Seconds over which `_Pacer` measures the CPU time streaming runs used."""
 NOT_BLOCKING = frozenset({"OSC041"})
 """Errors a run reports better itself: an unconfigured model (and a preview needs no model at all)."""
 
@@ -230,7 +232,7 @@ class RunService:
 
     def __init__(
         self, root: str | os.PathLike[str], *, analysis: Analysis | None = None, runs_dir: str | None = None,
-        function_invocation: FunctionInvocationSettings | None = None,
+        function_invocation: FunctionInvocationSettings | None = None, stream_share: float | None = None,
     ) -> None:
         self.root = os.path.realpath(os.fspath(root))
         self._analysis = analysis
@@ -238,6 +240,7 @@ class RunService:
         self._loaded = analysis is not None
         self.runs_dir = runs_dir or os.path.join(self.root, RUNS_DIRECTORY)
         self.orchestrator = AgentOrchestrator(function_invocation)
+        self._pacer = _Pacer(stream_share) if stream_share is not None else None
         self._host: ConfiguredHost | None = None
         self._host_config: HostConfig | None = None
         self._retired_hosts: list[ConfiguredHost] = []
@@ -531,6 +534,8 @@ class RunService:
                 with approval_channel(self._approval_handler(run, approve) if approve else None):
                     async for update in agent.run_streaming(input, session=session):
                         run.on_update(update)
+                        if self._pacer is not None:
+                            await self._pacer.step()
             status = "completed"
         except asyncio.CancelledError:
             status = "cancelled"
@@ -578,6 +583,25 @@ class RunService:
                 return False
 
         return ask
+
+
+class _Pacer:
+    """Keeps streaming runs to a share of the event loop's thread: once the thread has used `share` of a
+    `PACE_WINDOW` in CPU time, streaming runs wait for the next window. A model streaming at full speed
+    then leaves the loop idle part of the time, so requests (hover, completion) are read and answered at
+    once instead of queueing behind chunks. Requests handled in a window count too: they come first."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self.window_start = time.monotonic()
+        self.cpu_start = time.thread_time()
+
+    async def step(self) -> None:
+        now = time.monotonic()
+        if now - self.window_start >= PACE_WINDOW:
+            self.window_start, self.cpu_start = now, time.thread_time()
+        elif time.thread_time() - self.cpu_start > self.share * PACE_WINDOW:
+            await asyncio.sleep(self.window_start + PACE_WINDOW - now)
 
 
 class _UnconfiguredChatClient:
