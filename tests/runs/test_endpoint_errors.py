@@ -109,3 +109,24 @@ def test_a_well_formed_answer_still_completes(workspace, endpoint):
     result = oscova("run", "echo", "--input", "hi", cwd=workspace)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "All good.\n"
+
+
+@pytest.mark.parametrize(("reply", "says"), [
+    (Misbehaviour("html"), "answered with text/html, not a chat completion"),
+    (Reply(tool_calls=[ToolCall("read_file", "[1, 2", "c1")]),
+     "sent arguments for the tool 'read_file' that are not valid JSON ("),
+], ids=["html", "bad-arguments"])
+async def test_a_whole_answer_is_checked_too(endpoint, reply, says):
+    """The non-streaming call (`get_response`), with the real `openai` client."""
+    from oscova_runtime.chat_client import ChatClientError, OpenAIChatClient
+    from oscova_runtime.messages import ChatMessage, ChatOptions
+
+    endpoint.reset()
+    endpoint.enqueue(reply)
+    client = OpenAIChatClient("fake-model", base_url=endpoint.base_url)
+    try:
+        with pytest.raises(ChatClientError) as raised:
+            await client.get_response([ChatMessage.of("user", "hi")], ChatOptions())
+    finally:
+        await client.aclose()
+    assert str(raised.value).startswith(f"The model endpoint at {endpoint.base_url} {says}"), str(raised.value)
