@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -43,8 +42,6 @@ APPROVE = "Approve"
 DENY = "Deny"
 SHUTDOWN_GRACE = 3.0
 """Seconds given to closing a service's chat clients at shutdown."""
-GIL_SWITCH_INTERVAL = 0.001
-"""Seconds a thread may hold the GIL while another waits, once runs exist (see `Runs.service`)."""
 STREAM_SHARE = 0.25
 """Share of the event loop's thread that streaming runs may use (`RunService(stream_share=...)`): the
 rest stays free for the editing features."""
@@ -175,9 +172,6 @@ class Runs:
             return found
         from ..runs import RunService
 
-        # pygls reads each request in a worker thread that then needs the GIL; while a run streams, the loop
-        # thread holds it, and the default 5 ms switch interval would delay every step of reading a request.
-        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL))
         service = self.services[root] = RunService(root, stream_share=STREAM_SHARE)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
