@@ -37,8 +37,9 @@ SAMPLES = 100
 """Hover and completion requests each, measured while every run streams."""
 DELTAS_PER_ANSWER = 400_000
 """Long enough that no run ends during the measurement; the runs are cancelled afterwards."""
-ENDLESS_LOOP = "{% for i in range(10000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}"
-"""10^7 iterations: the preview blocked the server 18 s before rendering had a budget."""
+ENDLESS_LOOP = "{% for i in range(100000) %}{% for j in range(1000) %}{{ j }}{% endfor %}{% endfor %}"
+"""10^8 iterations, each writing a number: the preview blocked the server for many seconds before
+rendering had a budget and a thread of its own."""
 HELPER = "agents/helper.agent.yaml"
 HOVER_AT = lsp.Position(line=0, character=1)  # the `id` key
 COMPLETE_AT = lsp.Position(line=3, character=14)  # inside `{{ user_name }}`
@@ -175,13 +176,16 @@ async def test_hover_and_completion_stay_fast_while_twenty_runs_stream(client: L
 
 
 async def test_a_template_that_never_ends_is_stopped_and_hover_answers_meanwhile(client: LanguageClient):
+    await client.workspace_execute_command_async(lsp.ExecuteCommandParams(  # warm: the run service loads
+        command="oscova.previewPrompt", arguments=[{"agentId": "echo", "uri": helper_uri(client)}]))
     preview = asyncio.ensure_future(client.workspace_execute_command_async(lsp.ExecuteCommandParams(
         command="oscova.previewPrompt", arguments=[{"agentId": "endless", "uri": helper_uri(client)}])))
     await asyncio.sleep(0.05)
     waits = []
     while not preview.done():
         waits.append(await asyncio.wait_for(timed_hover(client), 30))
+    print(f"\n{len(waits)} hovers while the preview rendered, the slowest {max(waits) * 1000:.0f} ms")
+    assert waits and max(waits) < 1.0, waits  # the render ran in a worker thread, not on the event loop
     with pytest.raises(JsonRpcException) as raised:
         await preview
     assert "The instructions took too long to render (more than 1,000,000 loop steps and calls" in str(raised.value)
-    assert waits and max(waits) < 2.0, waits  # the render ran in a worker thread, not on the event loop
