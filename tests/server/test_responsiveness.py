@@ -157,7 +157,7 @@ async def test_hover_and_completion_stay_fast_while_twenty_runs_stream(client: L
             await asyncio.sleep(0.02)
         window_end = time.monotonic()
         # Honest load: every run was still streaming through the whole window, none had ended.
-        late = {e["runId"] for e in observed.events if e["kind"] == "delta" and e["received"] > window_end - 0.5}
+        late = {e["runId"] for e in observed.events if e["kind"] == "delta" and e["received"] > window_end - 1.0}
         ended = [e for e in observed.events if e["kind"] in ("completed", "failed", "cancelled")]
         assert len(late) == RUNS and not ended, (len(late), ended[:1])
         streamed = sum(len(e["text"]) for e in observed.events
