@@ -17,8 +17,8 @@ from .messages import (
     ChatMessage,
     ChatOptions,
     ChatResponseUpdate,
+    UpdateAccumulator,
     UsageDetails,
-    updates_to_messages,
 )
 from .session import AgentSession, InMemoryChatHistoryProvider
 from .tools import AIFunction
@@ -176,17 +176,17 @@ class ChatClientAgent:
         self, messages: RunInput, session: AgentSession, options: ChatOptions | None
     ) -> AsyncGenerator[ChatResponseUpdate, None]:
         request, request_options = await self._prepare(messages, session, options)
-        updates: list[ChatResponseUpdate] = []
+        updates = UpdateAccumulator()
         try:
             async with contextlib.aclosing(self.chat_client.get_streaming_response(request, request_options)) as stream:
                 async for update in stream:
-                    updates.append(update)
+                    updates.add(update)
                     yield update
         except (Exception, asyncio.CancelledError, GeneratorExit) as error:
             if not isinstance(error, GeneratorExit):
                 await self._notify(session, request, None, error)
             raise
-        await self._notify(session, request, updates_to_messages(updates), None)
+        await self._notify(session, request, updates.messages(), None)
 
     # -- as a tool ---------------------------------------------------------------------------------
 

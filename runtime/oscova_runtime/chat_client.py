@@ -2,14 +2,21 @@
 
 `openai` is imported on first use, never at import time. The key is read from the environment variable
 named by `api_key_env` and never appears in logs or error messages.
+
+The endpoint's answer is read as raw HTTP (server-sent events for a stream) and checked against the
+chat-completions format: a body that is not a completion (an HTML page), data that is not JSON, a chunk
+of the wrong shape, a stream that ends before `data: [DONE]`, a connection closed mid-answer and tool
+arguments that are not a JSON object each raise `ChatClientError` with a sentence saying what the
+endpoint did. Parsing the JSON ourselves also keeps a long stream cheap (no model object per chunk).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 from .messages import (
@@ -67,20 +74,146 @@ def _to_openai_messages(messages: Sequence[ChatMessage], instructions: str | Non
     return out
 
 
-def _parse_arguments(raw: str | None) -> dict[str, Any]:
+MAX_JSON_DEPTH = 64
+"""Nesting allowed in tool arguments: deeper data is refused before anything walks it recursively."""
+
+
+class _Malformed(Exception):
+    """The endpoint's answer does not have the chat-completions shape; the message says where."""
+
+
+def _loads(raw: str | bytes, what: str, *, plural: bool = False) -> Any:
+    verb = "are" if plural else "is"
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise _Malformed(f"{what} that {verb} not valid JSON ({error.msg} at character {error.pos})") from None
+    except RecursionError:
+        raise _Malformed(f"{what} nested too deeply to read") from None
+    except UnicodeDecodeError:
+        raise _Malformed(f"{what} that {verb} not UTF-8 text") from None
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """True when `value` nests containers deeper than `limit` (iterative: no recursion on hostile data)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _parse_arguments(raw: str | None, tool: str) -> dict[str, Any]:
     if not raw:
         return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    what = f"arguments for the tool {tool!r}"
+    value = _loads(raw, f"sent {what}", plural=True)
+    if not isinstance(value, dict):
+        raise _Malformed(f"sent {what} that are not a JSON object")
+    if _depth_exceeds(value, MAX_JSON_DEPTH):
+        raise _Malformed(f"sent {what} nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
 
 
-def _usage(raw: Any) -> UsageDetails | None:
+_KINDS = {str: "a string", int: "an integer", dict: "an object", list: "an array"}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _field(container: dict[str, Any], key: str, kind: type, path: str, what: str) -> Any:
+    """`container[key]` when it is absent, null or of `kind`; otherwise the answer is malformed."""
+    value = container.get(key)
+    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
+        return value
+    raise _Malformed(f"sent {what} that is not a chat completion: `{path}{key}` is {_describe(value)}, "
+                     f"not {_KINDS[kind]}")
+
+
+def _usage(raw: Any, what: str) -> UsageDetails | None:
     if raw is None:
         return None
-    return UsageDetails(raw.prompt_tokens or 0, raw.completion_tokens or 0, raw.total_tokens or 0)
+    if not isinstance(raw, dict):
+        raise _Malformed(f"sent {what} that is not a chat completion: `usage` is {_describe(raw)}, not an object")
+    counts = [_field(raw, key, int, "usage.", what) or 0
+              for key in ("prompt_tokens", "completion_tokens", "total_tokens")]
+    return UsageDetails(*counts)
+
+
+def _first_choice(payload: Any, what: str) -> dict[str, Any] | None:
+    if not isinstance(payload, dict):
+        raise _Malformed(f"sent {what} that is {_describe(payload)}, not a JSON object")
+    error = payload.get("error")
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else error
+        detail = f": {message[:300]}" if isinstance(message, str) and message else ""
+        raise _Malformed(f"reported an error instead of an answer{detail}")
+    choices = _field(payload, "choices", list, "", what) or []
+    if not choices:
+        return None
+    if not isinstance(choices[0], dict):
+        raise _Malformed(f"sent {what} that is not a chat completion: `choices[0]` is {_describe(choices[0])}, "
+                         "not an object")
+    _field(choices[0], "finish_reason", str, "choices[0].", what)
+    return choices[0]
+
+
+def _tool_call_parts(holder: dict[str, Any], path: str, what: str) -> list[tuple[int, str, str, str]]:
+    """`(index, id, name, arguments)` of each tool call (or streamed piece of one) in `holder`."""
+    parts = []
+    for number, call in enumerate(_field(holder, "tool_calls", list, path, what) or ()):
+        where = f"{path}tool_calls[{number}]."
+        if not isinstance(call, dict):
+            raise _Malformed(f"sent {what} that is not a chat completion: `{where[:-1]}` is {_describe(call)}, "
+                             "not an object")
+        index = _field(call, "index", int, where, what)
+        function = _field(call, "function", dict, where, what) or {}
+        parts.append((number if index is None else index, _field(call, "id", str, where, what) or "",
+                      _field(function, "name", str, where + "function.", what) or "",
+                      _field(function, "arguments", str, where + "function.", what) or ""))
+    return parts
+
+
+def _http() -> Any:
+    """The HTTP library `openai` is built on (`httpx`; `httpx2` in later releases), for its exceptions."""
+    import importlib
+
+    import openai._base_client as base
+
+    for name in ("httpx2", "httpx"):
+        module = getattr(base, name, None)
+        if module is not None:
+            return module
+    return importlib.import_module("httpx")
+
+
+async def _server_sent_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """`(event type, data)` of each server-sent event; comments and other fields are skipped."""
+    data: list[str] = []
+    kind = "message"
+    async for line in lines:
+        if not line:
+            if data:
+                yield kind, "\n".join(data)
+            data, kind = [], "message"
+        elif line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+    if data:
+        yield kind, "\n".join(data)
 
 
 class OpenAIChatClient:
@@ -171,63 +304,128 @@ class OpenAIChatClient:
             return ChatClientError(f"The model returned an error (HTTP {error.status_code}){detail}")
         return ChatClientError(f"The model call failed: {type(error).__name__}")
 
+    def _failure(self, malformed: _Malformed) -> ChatClientError:
+        return ChatClientError(f"The model endpoint at {self._where()} {malformed}")
+
+    def _check_media_type(self, headers: Any, expected: tuple[str, ...]) -> str:
+        media = str(headers.get("content-type") or "").split(";")[0].strip().lower()
+        if media in expected:
+            return media
+        shown = media or "no content type"
+        hint = ("; is `base_url` the address of its API (it usually ends in /v1)?" if media == "text/html" else "")
+        raise ChatClientError(f"The model endpoint at {self._where()} answered with {shown}, not a chat "
+                              f"completion{hint}")
+
+    def _mid_stream(self, error: Exception) -> ChatClientError:
+        if isinstance(error, _http().TimeoutException):
+            return ChatClientError(f"The model endpoint at {self._where()} went silent in the middle of the answer "
+                                   f"(nothing for {self.timeout:g} s): it did not answer in time")
+        return ChatClientError(f"The model endpoint at {self._where()} closed the connection in the middle of "
+                               "the answer")
+
+    def _completion(self, payload: Any) -> ChatResponse:
+        what = "an answer"
+        choice = _first_choice(payload, what)
+        result: list[ChatMessage] = []
+        finish = None
+        if choice is not None:
+            finish = choice.get("finish_reason")
+            message = _field(choice, "message", dict, "choices[0].", what)
+            if message is None:
+                raise _Malformed(f"sent {what} that is not a chat completion: `choices[0].message` is missing")
+            contents: list[Any] = []
+            text = _field(message, "content", str, "choices[0].message.", what)
+            if text:
+                contents.append(TextContent(text))
+            for _, call_id, name, arguments in _tool_call_parts(message, "choices[0].message.", what):
+                contents.append(FunctionCallContent(call_id, name, _parse_arguments(arguments, name)))
+            result.append(ChatMessage("assistant", contents))
+        model = payload.get("model")
+        return ChatResponse(result, _usage(payload.get("usage"), what), finish,
+                            model if isinstance(model, str) else None)
+
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         import openai
 
+        httpx = _http()
+
         client = self._ensure_client()
         try:
-            completion = await client.chat.completions.create(**self._arguments(messages, options, False))
+            raw = await client.chat.completions.with_raw_response.create(**self._arguments(messages, options, False))
+            self._check_media_type(raw.headers, ("application/json",))
+            body = await raw.http_response.aread()
         except openai.OpenAIError as error:
             raise self._translate(error) from None
-        result: list[ChatMessage] = []
-        finish = None
-        for choice in completion.choices[:1]:
-            finish = choice.finish_reason
-            contents: list[Any] = []
-            if choice.message.content:
-                contents.append(TextContent(choice.message.content))
-            for call in choice.message.tool_calls or ():
-                contents.append(FunctionCallContent(call.id, call.function.name, _parse_arguments(call.function.arguments)))
-            result.append(ChatMessage("assistant", contents))
-        return ChatResponse(result, _usage(completion.usage), finish, completion.model)
+        except httpx.HTTPError as error:
+            raise self._mid_stream(error) from None
+        try:
+            return self._completion(_loads(body, "sent an answer"))
+        except _Malformed as malformed:
+            raise self._failure(malformed) from None
 
     async def get_streaming_response(  # type: ignore[override]
         self, messages: Sequence[ChatMessage], options: ChatOptions
     ) -> AsyncGenerator[ChatResponseUpdate, None]:
         import openai
 
+        httpx = _http()
+
         client = self._ensure_client()
-        try:
-            stream = await client.chat.completions.create(**self._arguments(messages, options, True))
-        except openai.OpenAIError as error:
-            raise self._translate(error) from None
-        calls: dict[int, dict[str, str]] = {}
+        calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
         usage: UsageDetails | None = None
+        done = False
+        what = "a stream chunk"
         try:
-            async with stream:
-                async for chunk in stream:
-                    if chunk.usage is not None:
-                        usage = _usage(chunk.usage)
-                    for choice in chunk.choices[:1]:
-                        delta = choice.delta
-                        if choice.finish_reason:
-                            finish = choice.finish_reason
-                        if delta is None:
-                            continue
-                        if delta.content:
-                            yield ChatResponseUpdate("assistant", [TextContent(delta.content)])
-                        for part in delta.tool_calls or ():
-                            slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                            if part.id:
-                                slot["id"] = part.id
-                            if part.function is not None:
-                                slot["name"] += part.function.name or ""
-                                slot["arguments"] += part.function.arguments or ""
+            async with client.chat.completions.with_streaming_response.create(
+                    **self._arguments(messages, options, True)) as response:
+                media = self._check_media_type(response.headers, ("text/event-stream", "application/json"))
+                if media == "application/json":  # the endpoint ignored `stream`: one whole completion
+                    whole = self._completion(_loads(await response.http_response.aread(), "sent an answer"))
+                    for message in whole.messages:
+                        yield ChatResponseUpdate("assistant", list(message.contents))
+                    yield ChatResponseUpdate("assistant", [], whole.usage, whole.finish_reason)
+                    return
+                async for kind, data in _server_sent_events(response.iter_lines()):
+                    if data.strip() == "[DONE]":
+                        done = True
+                        break
+                    payload = _loads(data, "sent a stream event")
+                    if kind == "error" and isinstance(payload, dict) and "error" not in payload:
+                        payload = {"error": payload}
+                    choice = _first_choice(payload, what)
+                    usage = _usage(payload.get("usage"), what) or usage
+                    if choice is None:
+                        continue
+                    finish = choice.get("finish_reason") or finish
+                    delta = _field(choice, "delta", dict, "choices[0].", what)
+                    if delta is None:
+                        continue
+                    text = _field(delta, "content", str, "choices[0].delta.", what)
+                    parts = _tool_call_parts(delta, "choices[0].delta.", what)
+                    for index, call_id, name, arguments in parts:
+                        slot = calls.setdefault(index, {"id": "", "name": [], "arguments": []})
+                        if call_id:
+                            slot["id"] = call_id
+                        slot["name"].append(name)
+                        slot["arguments"].append(arguments)
+                    if text:
+                        yield ChatResponseUpdate("assistant", [TextContent(text)])
+                    # A fast stream is read from a buffer without waiting: let the loop serve others.
+                    await asyncio.sleep(0)
+            if not done:
+                raise _Malformed("ended the stream before `data: [DONE]`: the answer is incomplete")
+            finished = []
+            for _, call in sorted(calls.items()):
+                name = "".join(call["name"])
+                finished.append(FunctionCallContent(call["id"], name, _parse_arguments("".join(call["arguments"]),
+                                                                                       name)))
         except openai.OpenAIError as error:
             raise self._translate(error) from None
-        finished = [FunctionCallContent(c["id"], c["name"], _parse_arguments(c["arguments"]))
-                    for _, c in sorted(calls.items())]
+        except httpx.HTTPError as error:
+            raise self._mid_stream(error) from None
+        except _Malformed as malformed:
+            raise self._failure(malformed) from None
         yield ChatResponseUpdate("assistant", list(finished), usage, finish)
 
 

@@ -29,8 +29,8 @@ from .messages import (
     ChatResponseUpdate,
     FunctionCallContent,
     FunctionResultContent,
+    UpdateAccumulator,
     UsageDetails,
-    updates_to_messages,
 )
 from .tools import AIFunction
 
@@ -145,12 +145,12 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         errors_in_a_row = 0
         iteration = 0
         while True:
-            updates: list[ChatResponseUpdate] = []
+            updates = UpdateAccumulator()
             async with contextlib.aclosing(self.inner.get_streaming_response(conversation, options)) as stream:
                 async for update in stream:
-                    updates.append(update)
+                    updates.add(update)
                     yield update
-            response_messages = updates_to_messages(updates)
+            response_messages = updates.messages()
             calls = [c for m in response_messages for c in m.function_calls]
             if not calls or not options.tools or iteration >= self.settings.maximum_iterations_per_request:
                 return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,21 +158,42 @@ class ChatResponseUpdate:
         return "".join(c.text for c in self.contents if isinstance(c, TextContent))
 
 
-def updates_to_messages(updates: list[ChatResponseUpdate]) -> list[ChatMessage]:
-    """Coalesces streamed updates into messages: consecutive updates of one role form one message."""
-    messages: list[ChatMessage] = []
-    for update in updates:
+class UpdateAccumulator:
+    """Streamed updates coalesced into messages as they arrive: consecutive updates of one role form one
+    message, consecutive text deltas one text (kept as plain strings and joined once, so a long stream
+    costs linear time and keeps no object per delta alive for the garbage collector to walk)."""
+
+    def __init__(self) -> None:
+        self._messages: list[ChatMessage] = []
+        self._pieces: list[str] = []  # the text run at the end of the last message, not yet joined
+
+    def _close_text(self) -> None:
+        if self._pieces:
+            self._messages[-1].contents.append(TextContent("".join(self._pieces)))
+            self._pieces.clear()
+
+    def add(self, update: ChatResponseUpdate) -> None:
         role = update.role or "assistant"
         if not update.contents:
-            continue
-        if messages and messages[-1].role == role:
-            target = messages[-1]
-        else:
-            target = ChatMessage(role, [])
-            messages.append(target)
+            return
+        if not self._messages or self._messages[-1].role != role:
+            self._close_text()
+            self._messages.append(ChatMessage(role, []))
         for content in update.contents:
-            if isinstance(content, TextContent) and target.contents and isinstance(target.contents[-1], TextContent):
-                target.contents[-1] = TextContent(target.contents[-1].text + content.text)
+            if isinstance(content, TextContent):
+                self._pieces.append(content.text)
             else:
-                target.contents.append(content)
-    return messages
+                self._close_text()
+                self._messages[-1].contents.append(content)
+
+    def messages(self) -> list[ChatMessage]:
+        self._close_text()
+        return [ChatMessage(m.role, list(m.contents), m.source, m.author_name) for m in self._messages]
+
+
+def updates_to_messages(updates: Iterable[ChatResponseUpdate]) -> list[ChatMessage]:
+    """Coalesces streamed updates into messages (see `UpdateAccumulator`)."""
+    accumulator = UpdateAccumulator()
+    for update in updates:
+        accumulator.add(update)
+    return accumulator.messages()

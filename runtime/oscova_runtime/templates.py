@@ -2,26 +2,134 @@
 
 `include`, `import` and `extends` paths resolve against the workspace root. Compiled templates are
 cached by source, so a run renders without re-parsing.
+
+Rendering is bounded: every loop step and call spends from a budget (`RENDER_STEPS`, `RENDER_SECONDS`),
+and a template that exhausts it stops with "The template … took too long to render". The `*_async`
+methods render in a worker thread, so a heavy template never holds up the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import operator
 import os
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from jinja2 import FileSystemLoader, Template
+from jinja2 import FileSystemLoader, Template, nodes
 from jinja2.sandbox import SandboxedEnvironment
+from jinja2.visitor import NodeTransformer
+
+RENDER_STEPS = 1_000_000
+"""Loop iterations and calls one rendering may take: far above any prompt, far below a minute."""
+RENDER_SECONDS = 10.0
+"""Wall-clock limit of one rendering, checked every `_CLOCK_EVERY` steps."""
+MAX_REPEAT = 10_000_000
+"""Longest string or list `*` may build, and the largest result `**` may compute (in digits)."""
+_CLOCK_EVERY = 1024
+_BUDGET_FILTER = "_oscova_budget"
 
 
 class TemplateError(Exception):
     """A template could not be read or rendered; the message names the template."""
 
 
+class RenderBudgetExceeded(TemplateError):
+    """A rendering ran out of steps or time (or tried to build something huge)."""
+
+
+class _Budget(threading.local):
+    steps = 0
+    deadline = 0.0
+    active = False
+
+
+_budget = _Budget()
+
+
+def _spend() -> None:
+    if not _budget.active:
+        return
+    _budget.steps += 1
+    if _budget.steps > RENDER_STEPS:
+        raise RenderBudgetExceeded(f"more than {RENDER_STEPS:,} loop steps and calls: a loop too large, or "
+                                   "recursion without end")
+    if _budget.steps % _CLOCK_EVERY == 0 and time.monotonic() > _budget.deadline:
+        raise RenderBudgetExceeded(f"more than {RENDER_SECONDS:g} s")
+
+
+def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
+    for item in iterable:
+        _spend()
+        yield item
+
+
+class _CountLoops(NodeTransformer):
+    """Wraps the iterable of every `{% for %}` in the budget filter, so each iteration is counted."""
+
+    def visit_For(self, node: nodes.For) -> nodes.Node:  # noqa: N802 - the visitor's naming
+        self.generic_visit(node)
+        node.iter = nodes.Filter(node.iter, _BUDGET_FILTER, [], [], None, None, lineno=node.lineno)
+        return node
+
+
+class BoundedEnvironment(SandboxedEnvironment):
+    """The sandbox, with every loop step and call counted and `*` / `**` kept from building giant values."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.filters[_BUDGET_FILTER] = _counted
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        tree = super()._parse(source, name, filename)
+        result = _CountLoops().visit(tree)
+        assert isinstance(result, nodes.Template)
+        return result
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - jinja's
+        _spend()
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def call_binop(self, context: Any, operator_name: str, left: Any, right: Any) -> Any:
+        _spend()
+        if operator_name == "*":
+            for sized, count in ((left, right), (right, left)):
+                if (isinstance(sized, str | list | tuple) and isinstance(count, int)
+                        and len(sized) * count > MAX_REPEAT):
+                    raise RenderBudgetExceeded(f"it builds a value of more than {MAX_REPEAT:,} items with `*`")
+            return operator.mul(left, right)
+        if (isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0
+                and right * max(1, abs(left).bit_length()) > MAX_REPEAT * 3):
+            raise RenderBudgetExceeded("it computes a number too large to print with `**`")
+        return super().call_binop(context, operator_name, left, right)
+
+
+def _subject(name: str) -> str:
+    """`the memory system prompt` -> `The memory system prompt`; a path -> `The template <path>`."""
+    if name.startswith("the "):
+        return "T" + name[1:]
+    return f"The {name}" if name == "instructions" else f"The template {name}"
+
+
+def _bounded(render: Any, name: str) -> str:
+    """Runs `render()` on a fresh budget; a spent budget becomes the sentence callers show."""
+    _budget.steps, _budget.deadline, _budget.active = 0, time.monotonic() + RENDER_SECONDS, True
+    try:
+        return str(render())
+    except RenderBudgetExceeded as spent:
+        raise RenderBudgetExceeded(f"{_subject(name)} took too long to render ({spent})") from None
+    finally:
+        _budget.active = False
+
+
 class TemplateRenderer:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.fspath(root)
-        self.environment = SandboxedEnvironment(
+        self.environment = BoundedEnvironment(
             loader=FileSystemLoader(self.root), autoescape=False, keep_trailing_newline=False,
             auto_reload=True,
         )
@@ -41,7 +149,8 @@ class TemplateRenderer:
 
     def render_string(self, source: str, variables: Mapping[str, Any], *, name: str = "instructions") -> str:
         try:
-            return self.compile(source).render(dict(variables))
+            template = self.compile(source)
+            return _bounded(lambda: template.render(dict(variables)), name)
         except TemplateError:
             raise
         except Exception as error:  # noqa: BLE001
@@ -57,9 +166,20 @@ class TemplateRenderer:
         except Exception as error:  # noqa: BLE001
             raise TemplateError(f"The template {path} could not be loaded: {error}") from None
         try:
-            return template.render(dict(variables))
+            return _bounded(lambda: template.render(dict(variables)), path)
+        except TemplateError:
+            raise
         except Exception as error:  # noqa: BLE001
             raise TemplateError(f"Rendering {path} failed: {error}") from None
+
+    async def render_string_async(self, source: str, variables: Mapping[str, Any], *,
+                                  name: str = "instructions") -> str:
+        """`render_string` in a worker thread: the event loop keeps serving while a template renders."""
+        return await asyncio.to_thread(self.render_string, source, variables, name=name)
+
+    async def render_file_async(self, path: str, variables: Mapping[str, Any]) -> str:
+        """`render_file` in a worker thread."""
+        return await asyncio.to_thread(self.render_file, path, variables)
 
     def read_source(self, path: str) -> str:
         full = os.path.join(self.root, path)

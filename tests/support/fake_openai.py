@@ -266,3 +266,133 @@ class FakeOpenAI:
             if not eof.done():
                 eof.cancel()
         return False
+
+
+# -- scripted misbehaviour (an endpoint that answers wrongly) ----------------------------------------------
+
+MISBEHAVIOURS = ("html", "invalid_json", "wrong_type", "cut", "disconnect", "error_event")
+
+
+@dataclass
+class Misbehaviour:
+    """One wrong answer, queued like a `Reply` on a `MisbehavingOpenAI`:
+
+    - `html`: HTTP 200 with an HTML page (what a web server in front of the API sends);
+    - `invalid_json`: a stream whose second event is not JSON;
+    - `wrong_type`: a stream chunk whose `choices[0].delta.content` is a number;
+    - `cut`: `text` streamed, then the connection closed cleanly without `data: [DONE]`;
+    - `disconnect`: `text` streamed, then the connection dropped before the announced body length;
+    - `error_event`: `text` streamed, then `data: {"error": {...}}`.
+    """
+
+    kind: str
+    text: str = "a partial answer"
+
+    def __post_init__(self) -> None:
+        assert self.kind in MISBEHAVIOURS, self.kind
+
+
+class MisbehavingOpenAI(FakeOpenAI):
+    """`FakeOpenAI` that also plays the queued `Misbehaviour`s (streaming requests; `html` for any)."""
+
+    async def _respond(self, request: RecordedRequest, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter) -> bool:
+        with self._lock:
+            head = self._queue[0] if self._queue else None
+            if isinstance(head, Misbehaviour):
+                self._queue.popleft()
+        if not isinstance(head, Misbehaviour):
+            return await super()._respond(request, reader, writer)
+        if head.kind == "html":
+            page = b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>"
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: "
+                         + str(len(page)).encode() + b"\r\n\r\n" + page)
+            await writer.drain()
+            return True
+        length = b"content-length: 1000000\r\n" if head.kind == "disconnect" else b""
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n" + length + b"\r\n")
+
+        def event(payload: Any) -> bytes:
+            return f"data: {json.dumps(payload)}\n\n".encode()
+
+        def delta(content: Any) -> bytes:
+            return event({"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+                          "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]})
+
+        pieces = [delta(head.text[i:i + 5]) for i in range(0, len(head.text), 5)]
+        if head.kind == "invalid_json":
+            pieces.append(b'data: {"choices": [{"delta": {"content": "oops"\n\n')
+        elif head.kind == "wrong_type":
+            pieces.append(delta(42))
+        elif head.kind == "error_event":
+            pieces.append(event({"error": {"message": "the model crashed", "type": "server_error"}}))
+        if head.kind in ("invalid_json", "wrong_type", "error_event"):
+            pieces.append(b"data: [DONE]\n\n")
+        for piece in pieces:
+            writer.write(piece)
+            await writer.drain()
+        if head.kind == "disconnect":  # no clean end: the connection is reset
+            transport = writer.transport
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                import socket as _socket
+                import struct
+
+                sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+        return False
+
+
+class FloodingOpenAI(FakeOpenAI):
+    """Streams every answer as `deltas` copies of one chunk, generated as it goes (no answer is built up
+    front), as fast as the connection takes them: the load for responsiveness tests."""
+
+    def __init__(self, deltas: int, chunk: str = "word ") -> None:
+        super().__init__()
+        self.deltas = deltas
+        self.chunk = chunk
+
+    async def _respond(self, request: RecordedRequest, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter) -> bool:
+        if not request.stream:
+            return await super()._respond(request, reader, writer)
+
+        def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            return ("data: " + json.dumps({"id": "chatcmpl-flood", "object": "chat.completion.chunk", "created": 0,
+                                           "model": "fake-model", "choices": [{"index": 0, "delta": delta,
+                                                                               "finish_reason": finish}]})
+                    + "\n\n").encode()
+
+        piece = event({"content": self.chunk})
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                     + event({"role": "assistant", "content": ""}))
+        try:
+            for sent in range(self.deltas):
+                writer.write(piece)
+                if sent % 64 == 63:
+                    await writer.drain()
+            writer.write(event({}, "stop") + b"data: [DONE]\n\n")
+            await writer.drain()
+        except ConnectionError:
+            request.closed_early = True
+        return False
+
+
+def _serve_from_the_command_line() -> None:
+    """`python -m tests.support.fake_openai --deltas N`: a flooding endpoint in a process of its own (so its
+    work does not share a test's interpreter); prints its base URL, stops when stdin closes."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--deltas", type=int, default=2000, help="text chunks per answer")
+    parser.add_argument("--chunk", default="word ", help="the text of each chunk")
+    options = parser.parse_args()
+    server = FloodingOpenAI(options.deltas, options.chunk).start()
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+if __name__ == "__main__":
+    _serve_from_the_command_line()

@@ -48,7 +48,7 @@ class DeclaredTemplateProvider(AIContextProvider):
 
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         variables = await self.inner.template_variables(context)
-        text = self.renderer.render_file(self.template_path, dict(variables or {}))
+        text = await self.renderer.render_file_async(self.template_path, dict(variables or {}))
         return AIContext(instructions=text) if text.strip() else AIContext()
 
     async def invoked(self, context: InvokedContext) -> None:

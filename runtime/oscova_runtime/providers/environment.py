@@ -63,8 +63,8 @@ class EnvironmentContextProvider(AIContextProvider):
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         variables = self.variables()
         if self.template_path:
-            text = self.renderer.render_file(self.template_path, variables)
+            text = await self.renderer.render_file_async(self.template_path, variables)
         else:
-            text = self.renderer.render_string(self.template or DEFAULT_ENVIRONMENT_TEMPLATE, variables,
-                                               name="the environment template")
+            text = await self.renderer.render_string_async(self.template or DEFAULT_ENVIRONMENT_TEMPLATE, variables,
+                                                           name="the environment template")
         return AIContext(instructions=text) if text.strip() else AIContext()

@@ -154,8 +154,8 @@ class MemoryContextProvider(AIContextProvider):
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         long_term, today, yesterday = self.store.read_all()
         block = render_memory_block(long_term, today, yesterday, self.token_budget, self.store.today())
-        text = self.renderer.render_string(self.system_prompt, {"agent_memory": block},
-                                           name="the memory system prompt")
+        text = await self.renderer.render_string_async(self.system_prompt, {"agent_memory": block},
+                                                       name="the memory system prompt")
         if "agent_memory" not in self.system_prompt:
             text = f"{text.rstrip()}\n{block}" if text.strip() else block
         return AIContext(instructions=text, tools=list(self.tools))

@@ -36,7 +36,7 @@ class AgentPersonalContextProvider(AIContextProvider):
         model = self.model_factory(context)
         if inspect.isawaitable(model):
             model = await model
-        text = self.renderer.render_string(self.instruction_template, model or {})
+        text = await self.renderer.render_string_async(self.instruction_template, model or {})
         return AIContext(instructions=text) if text.strip() else AIContext()
 
 

@@ -43,6 +43,9 @@ APPROVE = "Approve"
 DENY = "Deny"
 SHUTDOWN_GRACE = 3.0
 """Seconds given to closing a service's chat clients at shutdown."""
+STREAM_SHARE = 0.25
+"""Share of the event loop's thread that streaming runs may use (`RunService(stream_share=...)`): the
+rest stays free for the editing features."""
 MAX_ARGUMENT_PREVIEW = 400
 """Characters of a tool call's arguments shown in an approval prompt."""
 
@@ -174,7 +177,7 @@ class Runs:
             return found
         from ..runs import RunService
 
-        service = self.services[root] = RunService(root, trusted=self.trusted)
+        service = self.services[root] = RunService(root, trusted=self.trusted, stream_share=STREAM_SHARE)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
         try:

@@ -50,6 +50,39 @@ class Redactor:
         return value
 
 
+class StreamRedactor:
+    """Redacts a text that arrives in pieces (streamed deltas), so a secret split across pieces is caught.
+
+    `feed` returns what is safe to show now; it holds back the longest tail of the text so far that could
+    still grow into a secret (a proper prefix of one), and `flush` gives the rest at the end. Without
+    secrets nothing is held back."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        if not self.redactor.secrets:
+            return piece
+        text = self.redactor.text(self._held + piece)
+        keep = self._unsafe_tail(text)
+        self._held = text[len(text) - keep:] if keep else ""
+        return text[:len(text) - keep]
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return self.redactor.text(held)
+
+    def _unsafe_tail(self, text: str) -> int:
+        longest = 0
+        for secret in self.redactor.secrets:
+            for size in range(min(len(secret) - 1, len(text)), longest, -1):
+                if text.endswith(secret[:size]):
+                    longest = size
+                    break
+        return longest
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import sys
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
@@ -31,8 +32,8 @@ from oscova_runtime.messages import (
     FunctionCallContent,
     FunctionResultContent,
     TextContent,
+    UpdateAccumulator,
     UsageDetails,
-    updates_to_messages,
 )
 from oscova_runtime.observer import (
     AgentRunObserverAccessor,
@@ -49,7 +50,15 @@ from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.workspace import read_text
 from .errors import RunError, describe_failure, unanswered_calls_message
-from .events import FINAL_KINDS, Redactor, describe_exception, jsonable, message_to_dict, now_iso
+from .events import (
+    FINAL_KINDS,
+    Redactor,
+    StreamRedactor,
+    describe_exception,
+    jsonable,
+    message_to_dict,
+    now_iso,
+)
 from .preview import assemble_preview, not_loaded
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
 
@@ -62,6 +71,11 @@ ApproveCallback = Callable[[dict[str, Any]], Awaitable[bool]]
 """Asked before an approval-required tool runs, with `{runId, agentId, tool, arguments}`; True approves."""
 
 MAX_ERROR_LINES = 5
+DELTA_INTERVAL = 0.05
+"""Seconds between two `delta` events of a run: text streamed faster is sent in one event, so a model
+streaming at full speed costs a handful of notifications a second, not one per token."""
+PACE_WINDOW = 0.02
+"""Seconds over which `_Pacer` measures the CPU time streaming runs used."""
 NOT_BLOCKING = frozenset({"OSC041"})
 """Errors a run reports better itself: an unconfigured model (and a preview needs no model at all)."""
 
@@ -98,7 +112,10 @@ class RunHandle:
 
 
 class _Run:
-    """The mutable state of one run: sequence numbers, the transcript, what streamed so far."""
+    """The mutable state of one run: sequence numbers, the transcript, what streamed so far.
+
+    Streamed text is kept as a list of pieces (joined once, at the end) and sent as `delta` events at
+    most every `DELTA_INTERVAL` seconds, redacted over the whole stream (`StreamRedactor`)."""
 
     def __init__(self, handle: RunHandle, on_event: EventCallback | None, redact: Redactor,
                  writer: TranscriptWriter | None) -> None:
@@ -107,13 +124,28 @@ class _Run:
         self.redact = redact
         self.writer = writer
         self.seq = itertools.count(1)
-        self.updates: list[ChatResponseUpdate] = []
+        self.updates = UpdateAccumulator()
+        self.text_pieces: list[str] = []
         self.reported_messages = 0
         self.call_names: dict[str, str] = {}
         self.usage = UsageDetails()
         self.input_message: ChatMessage | None = None
+        self._unsent: list[str] = []
+        self._last_delta = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def redact(self) -> Redactor:
+        return self._redact
+
+    @redact.setter
+    def redact(self, redactor: Redactor) -> None:
+        self._redact = redactor
+        self._stream = StreamRedactor(redactor)
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+        if kind != "delta":  # the text streamed so far goes out first, so events stay in order
+            self.send_text(final=True)
         event = self.redact({"runId": self.handle.run_id, "seq": next(self.seq), "kind": kind, "time": now_iso(),
                              **fields})
         if self.writer is not None:
@@ -129,6 +161,29 @@ class _Run:
 
     # -- streaming ---------------------------------------------------------------------------------
 
+    def _stream_text(self, text: str) -> None:
+        self.text_pieces.append(text)
+        self._unsent.append(text)
+        waited = time.monotonic() - self._last_delta
+        if waited >= DELTA_INTERVAL:
+            self.send_text()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(DELTA_INTERVAL - waited, self.send_text)
+
+    def send_text(self, final: bool = False) -> None:
+        """Sends the text not sent yet as one `delta`; `final` also releases the tail held back because it
+        could be the start of a secret (the streamed message has ended)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        text = self._stream.feed("".join(self._unsent)) if self._unsent else ""
+        self._unsent.clear()
+        if final:
+            text += self._stream.flush()
+        if text:
+            self._last_delta = time.monotonic()
+            self.emit("delta", text=text)
+
     def on_messages_changed(self, task_run: AgentTaskRun) -> None:
         live = task_run.live_messages or []
         for message in live[self.reported_messages:]:
@@ -136,12 +191,12 @@ class _Run:
         self.reported_messages = len(live)
 
     def on_update(self, update: ChatResponseUpdate) -> None:
-        self.updates.append(update)
+        self.updates.add(update)
         self.usage.add(update.usage)
         for content in update.contents:
             if isinstance(content, TextContent) and update.role == "assistant":
                 if content.text:
-                    self.emit("delta", text=content.text)
+                    self._stream_text(content.text)
             elif isinstance(content, FunctionCallContent):
                 self.call_names[content.call_id] = content.name
                 self.emit("toolCall", callId=content.call_id, name=content.name,
@@ -157,18 +212,18 @@ class _Run:
                         fields["denied"] = True
                 self.emit("toolResult", **fields)
 
-    @property
     def text(self) -> str:
-        return "".join(u.text for u in self.updates if u.role == "assistant")
+        return "".join(self.text_pieces)
 
     def unanswered_calls(self) -> list[str]:
         """Names of the tool calls no result answered."""
-        answered = {c.call_id for u in self.updates for c in u.contents if isinstance(c, FunctionResultContent)}
-        return [c.name for u in self.updates for c in u.contents
+        messages = self.updates.messages()
+        answered = {c.call_id for m in messages for c in m.contents if isinstance(c, FunctionResultContent)}
+        return [c.name for m in messages for c in m.contents
                 if isinstance(c, FunctionCallContent) and c.call_id not in answered]
 
     def messages(self) -> list[dict[str, Any]]:
-        conversation = ([self.input_message] if self.input_message else []) + updates_to_messages(self.updates)
+        conversation = ([self.input_message] if self.input_message else []) + self.updates.messages()
         return [message_to_dict(m) for m in conversation]
 
 
@@ -185,6 +240,7 @@ class RunService:
     def __init__(
         self, root: str | os.PathLike[str], *, analysis: Analysis | None = None, runs_dir: str | None = None,
         function_invocation: FunctionInvocationSettings | None = None, trusted: bool = True,
+        stream_share: float | None = None,
     ) -> None:
         self.root = os.path.realpath(os.fspath(root))
         self.trusted = trusted
@@ -194,6 +250,7 @@ class RunService:
         self._loaded = analysis is not None
         self.runs_dir = runs_dir or os.path.join(self.root, RUNS_DIRECTORY)
         self.orchestrator = AgentOrchestrator(function_invocation)
+        self._pacer = _Pacer(stream_share) if stream_share is not None else None
         self._host: ConfiguredHost | None = None
         self._host_config: HostConfig | None = None
         self._retired_hosts: list[ConfiguredHost] = []
@@ -496,9 +553,11 @@ class RunService:
                 with approval_channel(self._approval_handler(run, approve) if approve else None):
                     async for update in agent.run_streaming(input, session=session):
                         run.on_update(update)
+                        if self._pacer is not None:
+                            await self._pacer.step()
             unanswered = run.unanswered_calls()
             if unanswered:  # the tool loop hands back calls it could not run: say so, not `completed`
-                raise RunError(unanswered_calls_message(unanswered, sum(u.role == "tool" for u in run.updates)))
+                raise RunError(unanswered_calls_message(unanswered, sum(m.role == "tool" for m in run.updates.messages())))
             status = "completed"
         except asyncio.CancelledError:
             status = "cancelled"
@@ -507,12 +566,16 @@ class RunService:
             log.info("Run %s of %s failed: %s", handle.run_id, handle.agent_id, error)
         finally:
             accessor.observer = None
-        return self._finish(run, status, error)
+        result = self._finish(run, status, error)
+        if run.writer is not None:  # the transcript is complete when the result is handed out
+            await asyncio.get_running_loop().run_in_executor(None, run.writer.wait_closed)
+        return result
 
     def _finish(self, run: _Run, status: RunStatus, error: str | None) -> dict[str, Any]:
         handle = run.handle
         handle.finishing = True  # a listener cancelling now must not turn the result into an exception
-        fields: dict[str, Any] = {"text": run.text}
+        text = run.text()
+        fields: dict[str, Any] = {"text": text}
         if status == "completed":
             fields["usage"] = {"inputTokens": run.usage.input_tokens, "outputTokens": run.usage.output_tokens,
                                "totalTokens": run.usage.total_tokens}
@@ -524,7 +587,7 @@ class RunService:
             run.writer.close()
         self._runs.pop(handle.run_id, None)
         result: dict[str, Any] = {"runId": handle.run_id, "agentId": handle.agent_id, "sessionId": handle.session_id,
-                                  "status": status, "text": run.text, "messages": run.messages(),
+                                  "status": status, "text": text, "messages": run.messages(),
                                   "transcript": handle.transcript}
         if error is not None:
             result["error"] = error
@@ -542,6 +605,25 @@ class RunService:
                 return False
 
         return ask
+
+
+class _Pacer:
+    """Keeps streaming runs to a share of the event loop's thread: once the thread has used `share` of a
+    `PACE_WINDOW` in CPU time, streaming runs wait for the next window. A model streaming at full speed
+    then leaves the loop idle part of the time, so requests (hover, completion) are read and answered at
+    once instead of queueing behind chunks. Requests handled in a window count too: they come first."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self.window_start = time.monotonic()
+        self.cpu_start = time.thread_time()
+
+    async def step(self) -> None:
+        now = time.monotonic()
+        if now - self.window_start >= PACE_WINDOW:
+            self.window_start, self.cpu_start = now, time.thread_time()
+        elif time.thread_time() - self.cpu_start > self.share * PACE_WINDOW:
+            await asyncio.sleep(self.window_start + PACE_WINDOW - now)
 
 
 class _UnconfiguredChatClient:
