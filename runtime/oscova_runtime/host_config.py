@@ -28,6 +28,8 @@ class HostSettings(_Section):
     todo: bool = Field(default=False, description="Todo support enabled in this host.")
     library: bool = Field(default=False, description="The read-only Library grant resolved.")
     exclude: list[str] = Field(default_factory=list, description="Folders never scanned.")
+    allow_outside_workspaces: bool = Field(
+        default=False, description="Workspace grants may name folders outside the workspace root.")
 
 
 class UserSettings(_Section):

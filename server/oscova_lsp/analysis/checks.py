@@ -25,6 +25,8 @@ from oscova_runtime.catalogue import (
 )
 from oscova_runtime.definition import AgentDefinition, ProviderEntry
 from oscova_runtime.host_config import HostConfig
+from oscova_runtime.paths import OUTSIDE_ROOT
+from oscova_runtime.workspace import grant_outside, grant_too_wide
 
 from .diagnostics import Diagnostic, Fix, Related, TextEdit
 from .files import (
@@ -40,6 +42,7 @@ from .files import (
 from .jinja_source import TemplateFacts, VariableUse
 from .rules import RULES
 from .text import LineIndex, Position, Range
+from .toml_source import TomlDocument
 from .workspace import TemplateUse, Workspace
 from .yaml_source import Path, YamlDocument
 
@@ -105,10 +108,13 @@ class Checker:
         out += self._tools(parsed, definition, doc, host, plan)
         if definition.instructions_file:
             target = self.ws.resolve_relative(path, definition.instructions_file)
-            if not os.path.isfile(target) and target not in self.ws.files:
-                rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
+            rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
+            if not self.ws.inside(target):
+                out.append(self._outside_root(path, rng, definition.instructions_file))
+            elif not os.path.isfile(target) and target not in self.ws.files:
                 out.append(self._simple(path, rng, "OSC040",
                                         f"template `{definition.instructions_file}` does not exist"))
+        out += self._grants(path, doc, ("workspaces",), definition.workspaces)
         if self.ws.host_file is not None and definition.model not in host.models:
             rng = doc.value_range(("model",)) or doc.key_range(("id",)) or doc.best_range(())
             choice = closest(definition.model, host.models)
@@ -559,12 +565,38 @@ class Checker:
         lead = "\n" if host_file.lines.line_text(end_line).strip() else ""
         return TextEdit(host_file.path, Range(end, end), f'{lead}\n[{section}]\n{name} = ""\n')
 
+    # ------------------------------------------------------------------------ the workspace boundary
+
+    def _outside_root(self, path: str, rng: Range, value: str) -> Diagnostic:
+        """A template path that resolves outside the root (absolute, `..`, a symlink leaving): never read."""
+        return self._simple(path, rng, "OSC040", f"template `{value}` is {OUTSIDE_ROOT}")
+
+    def _grants(self, path: str, doc: YamlDocument | TomlDocument, key: Path, folders: list[str]) -> list[Diagnostic]:
+        """OSC043 for a grant leaving the root without `[host] allow_outside_workspaces`; OSC044 for `/` or
+        the home folder, which are never granted silently, allowed or not."""
+        out: list[Diagnostic] = []
+        allowed = self.ws.host.host.allow_outside_workspaces
+        for index, folder in enumerate(folders):
+            rng = doc.value_range((*key, index)) or doc.best_range(key)
+            if not allowed and grant_outside(self.ws.root, folder):
+                out.append(self._simple(path, rng, "OSC043",
+                                        f"workspace grant `{folder}` is outside the workspace root: it is ignored "
+                                        "at run time unless `[host] allow_outside_workspaces = true`"))
+            too_wide = grant_too_wide(self.ws.root, folder)
+            if too_wide:
+                out.append(self._simple(path, rng, "OSC044",
+                                        f"workspace grant `{folder}`: {too_wide} to the agent's tools"))
+        return out
+
     def _reference_checks(self, parsed: TemplateFile | DefinitionFile) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         for ref, rng in reference_ranges(parsed):
+            target = self.ws.resolve_template(ref.path)
+            if not self.ws.inside(target):
+                out.append(self._outside_root(parsed.path, rng, ref.path))
+                continue
             if ref.ignore_missing:
                 continue
-            target = self.ws.resolve_template(ref.path)
             if target in self.ws.files or os.path.isfile(target):
                 continue
             out.append(self._simple(parsed.path, rng, "OSC040",
@@ -589,10 +621,15 @@ class Checker:
             if not value:
                 continue
             target = self.ws.resolve_template(value)
+            rng = doc.value_range((*prefix, *key_path)) or doc.best_range((*prefix, *key_path))
+            if not self.ws.inside(target):
+                out.append(self._outside_root(parsed.path, rng, value))
+                continue
             if target in self.ws.files or os.path.isfile(target):
                 continue
-            rng = doc.value_range((*prefix, *key_path)) or doc.best_range((*prefix, *key_path))
             out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist"))
+        out += self._grants(parsed.path, doc, (*prefix, "environment", "workspace_directories"),
+                            config.environment.workspace_directories)
         return out
 
 

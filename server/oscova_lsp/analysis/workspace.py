@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from oscova_runtime.host_config import HostConfig
+from oscova_runtime.paths import FileRefused, is_inside, read_bytes
 
 from .files import (
     DefinitionFile,
@@ -37,24 +38,22 @@ def find_root(start: str) -> str | None:
             return current
         pyproject = os.path.join(current, "pyproject.toml")
         if os.path.isfile(pyproject):
-            try:
-                with open(pyproject, encoding="utf-8", errors="replace") as handle:
-                    if "[tool.oscova" in handle.read():
-                        return current
-            except OSError:
-                pass
+            text, _ = read_text(pyproject)
+            if text is not None and "[tool.oscova" in text:
+                return current
         parent = os.path.dirname(current)
         if parent == current:
             return None
         current = parent
 
 
-def read_text(path: str) -> tuple[str | None, str | None]:
+def read_text(path: str, root: str | None = None) -> tuple[str | None, str | None]:
+    """(text, None) or (None, why it was not read): a regular file, inside `root` when given (after symlinks),
+    read up to the size limit and no further."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return None, f"the file cannot be read: {exc.strerror or exc}"
+        data = read_bytes(path, root=root)
+    except FileRefused as refused:
+        return None, str(refused)
     return decode(data)
 
 
@@ -123,7 +122,7 @@ class Workspace:
             candidate = os.path.join(self.root, name)
             if os.path.isfile(candidate):
                 if name == "pyproject.toml":
-                    text, _ = read_text(candidate)
+                    text, _ = self.read(candidate)
                     if text is None or "[tool.oscova" not in text:
                         continue
                 return candidate
@@ -132,16 +131,24 @@ class Workspace:
     def _excluded_dirs(self, host_path: str | None) -> set[str]:
         if host_path is None:
             return set()
-        parsed = parse_file(host_path, *read_text(host_path))
+        parsed = parse_file(host_path, *self.read(host_path))
         assert isinstance(parsed, HostFile)
         if parsed.config is None:
             return set()
         return {os.path.normpath(os.path.join(self.root, p)) for p in parsed.config.host.exclude}
 
+    def read(self, path: str) -> tuple[str | None, str | None]:
+        """A file of this workspace from disk: `read_text` within the root (a symlink leaving it is not read)."""
+        return read_text(path, self.root)
+
+    def inside(self, path: str) -> bool:
+        """Whether `path` (real path) is inside the workspace root: the only files read, rendered or granted."""
+        return is_inside(path, self.root)
+
     def load(self, parsed_files: Iterable[ParsedFile] | None = None) -> None:
         """Reads the whole workspace (or takes files parsed elsewhere, e.g. in worker processes)."""
         if parsed_files is None:
-            parsed_files = (parse_file(path, *read_text(path)) for path in self.discover())
+            parsed_files = (parse_file(path, *self.read(path)) for path in self.discover())
         for parsed in parsed_files:
             self._add(parsed)
             if parsed.skipped:
@@ -153,8 +160,15 @@ class Workspace:
 
     # -------------------------------------------------------------------------------------- updates
 
-    def update(self, path: str, text: str | None) -> set[str]:
-        """Replaces one file's text (None: deleted) and returns every file whose diagnostics may change."""
+    def update_from_disk(self, path: str) -> set[str]:
+        """`update` with the file as it is on disk: gone, read, or kept with the reason it was not read."""
+        if not os.path.lexists(path):
+            return self.update(path, None)
+        return self.update(path, *self.read(path))
+
+    def update(self, path: str, text: str | None, skipped: str | None = None) -> set[str]:
+        """Replaces one file's text (None: deleted, or not read for the reason `skipped`) and returns every file
+        whose diagnostics may change."""
         path = os.path.abspath(path)
         kind = file_kind(path)
         if kind is None:
@@ -166,8 +180,8 @@ class Workspace:
         if old is not None:
             self._remove(old)
         new: ParsedFile | None = None
-        if text is not None:
-            new = parse_file(path, text)
+        if text is not None or skipped is not None:
+            new = parse_file(path, text, skipped)
             self._add(new)
         if kind is FileKind.HOST:
             return set(self.files) | {path}

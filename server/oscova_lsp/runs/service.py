@@ -47,7 +47,6 @@ from oscova_runtime.tools import APPROVAL_DENIED, ApprovalRequest, approval_chan
 from ..analysis.diagnostics import Severity
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
-from ..analysis.workspace import read_text
 from .errors import RunError, describe_failure
 from .events import FINAL_KINDS, Redactor, describe_exception, jsonable, message_to_dict, now_iso
 from .preview import assemble_preview
@@ -331,8 +330,7 @@ class RunService:
         if isinstance(before, DefinitionFile) and before.raw_id:
             affected.add(before.raw_id)
         if self._owns_analysis:
-            text, _ = read_text(path) if os.path.exists(path) else (None, None)
-            workspace.update(path, text)
+            workspace.update_from_disk(path)
         after = workspace.files.get(path)
         if kind is FileKind.HOST:
             self.invalidate_all()
