@@ -53,12 +53,8 @@ def too_large(size: int, limit: int, unit: str = "bytes") -> str:
            "and was skipped"
 
 
-def read_bytes(path: str, *, root: str | None = None, limit: int = MAX_TEXT_BYTES) -> bytes:
-    """The file's bytes, or FileRefused: outside `root` (after symlinks), not a regular file, or larger than
-    `limit` (found while reading: at most `limit + 1` bytes are read)."""
-    if root is not None and not is_inside(path, root):
-        raise FileRefused(f"it is {OUTSIDE_ROOT}" if not os.path.islink(path)
-                          else f"it is a symlink that leads {OUTSIDE_ROOT}")
+def open_regular(path: str) -> int:
+    """A read-only descriptor of the regular file at `path`, or FileRefused (a FIFO, a device, a socket...)."""
     try:
         why = _not_regular(os.stat(path).st_mode)
         if why:
@@ -67,10 +63,21 @@ def read_bytes(path: str, *, root: str | None = None, limit: int = MAX_TEXT_BYTE
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         raise FileRefused(f"the file cannot be read: {error.strerror or error}") from None
+    why = _not_regular(os.fstat(fd).st_mode)
+    if why:
+        os.close(fd)
+        raise FileRefused(why)
+    return fd
+
+
+def read_bytes(path: str, *, root: str | None = None, limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The file's bytes, or FileRefused: outside `root` (after symlinks), not a regular file, or larger than
+    `limit` (found while reading: at most `limit + 1` bytes are read)."""
+    if root is not None and not is_inside(path, root):
+        raise FileRefused(f"it is {OUTSIDE_ROOT}" if not os.path.islink(path)
+                          else f"it is a symlink that leads {OUTSIDE_ROOT}")
+    fd = open_regular(path)
     try:
-        why = _not_regular(os.fstat(fd).st_mode)
-        if why:
-            raise FileRefused(why)
         chunks: list[bytes] = []
         total = 0
         while total <= limit:
