@@ -30,6 +30,12 @@ class HostSettings(_Section):
     exclude: list[str] = Field(default_factory=list, description="Folders never scanned.")
     allow_outside_workspaces: bool = Field(
         default=False, description="Workspace grants may name folders outside the workspace root.")
+    deny_tools: list[str] = Field(
+        default_factory=list,
+        description="Tools no agent of this host may use: never offered, and refused when the model calls one anyway.")
+    allow_egress: bool = Field(
+        default=True, description="false: tools marked `egress` (they send data off this machine) are never offered "
+                                  "and are refused at call time.")
 
 
 class UserSettings(_Section):
@@ -61,6 +67,7 @@ class ToolSettings(_Section):
     callable: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="`module:function`.")
     approval: Literal["never", "required"] = "never"
     description: str | None = None
+    egress: bool = Field(default=False, description="The tool sends data off this machine; `[host] allow_egress` governs it.")
 
 
 class CustomProviderSettings(_Section):
