@@ -9,6 +9,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from .paths import MAX_TEXT_BYTES, FileRefused, open_regular
+
 _cache: dict[tuple[str, str], tuple[int, int, Any]] = {}
 
 
@@ -22,10 +24,10 @@ def read_text(path: str, parse: Callable[[str], Any] | None = None, *, limit: in
     hit = _cache.get(key)
     if hit is not None and hit[0] == info.st_mtime_ns and hit[1] == info.st_size:
         return hit[2]
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read(limit) if limit is not None else handle.read()
-    except (OSError, UnicodeDecodeError):
+    try:  # a regular file only (a FIFO or device is refused, not waited on), and never more than the limit
+        with os.fdopen(open_regular(path), encoding="utf-8") as handle:
+            text = handle.read(limit if limit is not None else MAX_TEXT_BYTES)
+    except (OSError, UnicodeDecodeError, FileRefused):
         return None
     value = parse(text) if parse is not None else text
     if len(_cache) > 4096:

@@ -40,8 +40,9 @@ from .providers import (
     load_custom_provider,
     memory_tools,
 )
-from .templates import TemplateRenderer
+from .templates import TemplateError, TemplateRenderer
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool
+from .workspace import granted_directories
 
 
 class HostConfigurationError(Exception):
@@ -127,13 +128,10 @@ class ConfiguredHost:
             self._tools_synced = True
 
     def workspace_directories(self, definition: AgentDefinition) -> list[str]:
-        """The definition's `workspaces` and the host's grants, as real paths that exist."""
-        found: list[str] = []
-        for folder in [*definition.workspaces, *self.config.environment.workspace_directories]:
-            real = os.path.realpath(os.path.join(self.root, folder))
-            if os.path.isdir(real) and real not in found:
-                found.append(real)
-        return found
+        """The definition's `workspaces` and the host's grants, as real paths that exist; grants outside the
+        root only with `[host] allow_outside_workspaces` (the checker reports them: OSC043, OSC044)."""
+        return granted_directories(self.root, [*definition.workspaces, *self.config.environment.workspace_directories],
+                                   allow_outside=self.config.host.allow_outside_workspaces)
 
     def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
         """The host-managed client of the definition's model. `requested`: the agent whose build reached this
@@ -167,14 +165,10 @@ class ConfiguredHost:
         if definition.instructions_file is None:
             return None
         base = os.path.dirname(self.definition_paths.get(definition.id, os.path.join(self.root, "_")))
-        path = os.path.join(base, definition.instructions_file)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                return handle.read()
-        except OSError as error:
-            raise HostConfigurationError(
-                f"The instructions file {definition.instructions_file} of {definition.id!r} could not be read: "
-                f"{error.strerror}") from None
+        try:  # through the renderer: the workspace boundary and the size limit of every template read
+            return self.renderer.read_source(definition.instructions_file, base=base)
+        except TemplateError as error:
+            raise HostConfigurationError(f"The instructions file of {definition.id!r}: {error}") from None
 
     def personal_model_factory(self, definition: AgentDefinition):  # type: ignore[no-untyped-def]
         config = self.config

@@ -28,6 +28,8 @@ class HostSettings(_Section):
     todo: bool = Field(default=False, description="Todo support enabled in this host.")
     library: bool = Field(default=False, description="The read-only Library grant resolved.")
     exclude: list[str] = Field(default_factory=list, description="Folders never scanned.")
+    allow_outside_workspaces: bool = Field(
+        default=False, description="Workspace grants may name folders outside the workspace root.")
     deny_tools: list[str] = Field(
         default_factory=list,
         description="Tools no agent of this host may use: never offered, and refused when the model calls one anyway.")

@@ -1,7 +1,9 @@
 """Template rendering in Jinja2's sandbox: workspace files are data, not trusted code.
 
-`include`, `import` and `extends` paths resolve against the workspace root. Compiled templates are
-cached by source, so a run renders without re-parsing.
+`include`, `import` and `extends` paths resolve against the workspace root, and every template file is read
+through the workspace boundary (`paths`): a path or symlink leaving the root, a FIFO or device, or a file
+past the size limit is refused with the reason, never read. Compiled templates are cached by source, so a
+run renders without re-parsing.
 
 Rendering is bounded: every loop step and call spends from a budget (`RENDER_STEPS`, `RENDER_SECONDS`),
 and a template that exhausts it stops with "The template … took too long to render". The `*_async`
@@ -18,9 +20,11 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from jinja2 import FileSystemLoader, Template, nodes
+from jinja2 import BaseLoader, Environment, Template, TemplateNotFound, nodes
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.visitor import NodeTransformer
+
+from .paths import OUTSIDE_ROOT, FileRefused, read_text, resolve_in_root
 
 RENDER_STEPS = 1_000_000
 """Loop iterations and calls one rendering may take: far above any prompt, far below a minute."""
@@ -124,13 +128,48 @@ def _bounded(render: Any, name: str) -> str:
         raise RenderBudgetExceeded(f"{_subject(name)} took too long to render ({spent})") from None
     finally:
         _budget.active = False
+def read_template(root: str, path: str, base: str | None = None) -> str:
+    """The text of the template `path` (relative to `base`, default the root), or TemplateError saying why not."""
+    full = resolve_in_root(root, base or root, path)
+    if full is None:
+        raise TemplateError(f"The template {path} is {OUTSIDE_ROOT}")
+    try:
+        return read_text(full, root=root)
+    except FileRefused as refused:
+        raise TemplateError(f"The template {path} could not be read: {refused}") from None
+
+
+class WorkspaceLoader(BaseLoader):
+    """Loads `include`/`import`/`extends` targets and template files from inside the workspace root only."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def get_source(self, environment: Environment, template: str) -> tuple[str, str, Any]:
+        full = resolve_in_root(self.root, self.root, template)
+        if full is not None and not os.path.lexists(full):
+            raise TemplateNotFound(template)
+        try:
+            source = read_template(self.root, template)
+        except TemplateError as error:
+            raise TemplateNotFound(template, str(error)) from None
+        assert full is not None
+        mtime = _mtime(full)
+        return source, full, lambda: mtime is not None and _mtime(full) == mtime
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return None
 
 
 class TemplateRenderer:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.fspath(root)
         self.environment = BoundedEnvironment(
-            loader=FileSystemLoader(self.root), autoescape=False, keep_trailing_newline=False,
+            loader=WorkspaceLoader(self.root), autoescape=False, keep_trailing_newline=False,
             auto_reload=True,
         )
         self._compiled: dict[str, Template] = {}
@@ -158,11 +197,8 @@ class TemplateRenderer:
 
     def render_file(self, path: str, variables: Mapping[str, Any]) -> str:
         """Renders a template file given relative to the workspace root (or absolute inside it)."""
-        relative = os.path.relpath(os.path.join(self.root, path), self.root).replace(os.sep, "/")
-        if relative.startswith("../"):
-            raise TemplateError(f"The template {path} is outside the workspace root")
         try:
-            template = self.environment.get_template(relative)
+            template = self.environment.get_template(path)
         except Exception as error:  # noqa: BLE001
             raise TemplateError(f"The template {path} could not be loaded: {error}") from None
         try:
@@ -181,10 +217,6 @@ class TemplateRenderer:
         """`render_file` in a worker thread."""
         return await asyncio.to_thread(self.render_file, path, variables)
 
-    def read_source(self, path: str) -> str:
-        full = os.path.join(self.root, path)
-        try:
-            with open(full, encoding="utf-8") as handle:
-                return handle.read()
-        except OSError as error:
-            raise TemplateError(f"The template {path} could not be read: {error.strerror}") from None
+    def read_source(self, path: str, *, base: str | None = None) -> str:
+        """A template's text, `path` relative to `base` (default: the workspace root)."""
+        return read_template(self.root, path, base)

@@ -232,6 +232,7 @@ def _zone(name: str | None) -> _dt.tzinfo | None:
 
 def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
     """The selectable built-in tools. Paths are checked again by workspace validation before each call."""
+    from .paths import open_regular
     from .workspace import current_workspaces, resolve_inside
 
     def workspaces() -> Sequence[str]:
@@ -246,7 +247,7 @@ def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
         target = resolve_inside(path, workspaces())
 
         def _read() -> str:
-            with open(target, "rb") as handle:
+            with os.fdopen(open_regular(target), "rb") as handle:  # a FIFO or device is refused, not waited on
                 data = handle.read(MAX_READ_BYTES + 1)
             text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
             return text + ("\n[truncated]" if len(data) > MAX_READ_BYTES else "")

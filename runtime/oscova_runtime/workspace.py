@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .function_invocation import FunctionInvocationContext, ToolCallRefusedError
+from .paths import is_inside
 
 PATH_ARGUMENT_NAMES = frozenset({"path", "file", "file_path", "directory", "folder", "image_path"})
 
@@ -43,11 +44,41 @@ def resolve_inside(path: str, allowed: Sequence[str], *, must_exist: bool = True
         candidate = os.path.join(roots[0], candidate)
     real = os.path.realpath(candidate)
     for root in roots:
-        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+        if is_inside(real, root):
             if must_exist and not os.path.exists(real):
                 raise FileNotFoundError(f"{path} does not exist")
             return real
     raise WorkspaceViolation(WORKSPACE_DENIED)
+
+
+def grant_outside(root: str, folder: str) -> str | None:
+    """Why a workspace grant needs `[host] allow_outside_workspaces`, or None when it lies inside the root."""
+    real = os.path.realpath(os.path.join(root, folder))
+    return None if is_inside(real, root) else "it is outside the workspace root"
+
+
+def grant_too_wide(root: str, folder: str) -> str | None:
+    """Why a workspace grant is never given silently: it is `/`, the home folder, or holds the home folder."""
+    real = os.path.realpath(os.path.join(root, folder))
+    home = os.path.realpath(os.path.expanduser("~"))
+    if real == os.path.realpath(os.sep):
+        return "it grants the whole file system"
+    if is_inside(home, real):
+        return "it grants the home folder" if real == home else f"it grants a folder holding the home folder ({home})"
+    return None
+
+
+def granted_directories(root: str, folders: Sequence[str], *, allow_outside: bool = False) -> list[str]:
+    """The real paths of the grants that exist, relative to `root`; grants leaving the root only when allowed."""
+    found: list[str] = []
+    for folder in folders:
+        real = os.path.realpath(os.path.join(root, folder))
+        if not os.path.isdir(real) or real in found:
+            continue
+        if not allow_outside and grant_outside(root, folder):
+            continue
+        found.append(real)
+    return found
 
 
 class WorkspaceValidation:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -76,6 +77,32 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exit when this process is gone")
 
 
+def _last_resort(entry: Callable[..., int]) -> Callable[..., int]:
+    """No input ends in a traceback: an unexpected failure is one sentence on stderr and exit status 2."""
+
+    @functools.wraps(entry)
+    def guarded(argv: Sequence[str] | None = None) -> int:
+        try:
+            return entry(argv)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except RecursionError:
+            print("oscova-lsp: internal error: the input nests too deeply to be processed; please report it "
+                  "with the file that caused it", file=sys.stderr)
+        except MemoryError:
+            print("oscova-lsp: internal error: out of memory; please report it with the file that caused it",
+                  file=sys.stderr)
+        except Exception as error:  # noqa: BLE001 - the edge of the program: words, not a traceback
+            print(f"oscova-lsp: internal error: {type(error).__name__}: {error}; please report it "
+                  "(OSCOVA_LSP_TRACEBACK=1 prints the traceback)", file=sys.stderr)
+            if os.environ.get("OSCOVA_LSP_TRACEBACK"):
+                raise
+        return EXIT_USAGE
+
+    return guarded
+
+
+@_last_resort
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("--stdio") or argv[0].startswith("--clientProcessId") or argv[0] == "--tcp":

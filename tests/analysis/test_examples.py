@@ -53,6 +53,8 @@ agents/calls.agent.yaml:3:15: OSC020
 agents/calls.agent.yaml:3:22: OSC021
 agents/duplicate-a.agent.yaml:1:5: OSC005
 agents/duplicate-b.agent.yaml:1:5: OSC005
+agents/grants.agent.yaml:3:14: OSC043
+agents/grants.agent.yaml:3:14: OSC044
 agents/loop-a.agent.yaml:4:15: OSC022
 agents/loop-b.agent.yaml:4:15: OSC022
 agents/providers.agent.yaml:5:5: OSC010
@@ -90,7 +92,7 @@ def test_broken_example_reports_every_code_at_its_place() -> None:
     result = run_cli("check", ".", cwd=EXAMPLES / "broken")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[-1].startswith("Found 17 errors, 12 warnings, 3 information, 2 hints in 19 files of 2 workspaces")
+    assert lines[-1].startswith("Found 18 errors, 13 warnings, 3 information, 2 hints in 20 files of 2 workspaces")
     # `path:line:col: CODE message` -> `path:line:col: CODE`
     found = "".join(" ".join(line.split(" ", 2)[:2]) + "\n" for line in lines[:-1])
     assert found == EXPECTED_BROKEN

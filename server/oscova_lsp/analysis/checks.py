@@ -25,6 +25,8 @@ from oscova_runtime.catalogue import (
 )
 from oscova_runtime.definition import AgentDefinition, ProviderEntry
 from oscova_runtime.host_config import HostConfig
+from oscova_runtime.paths import OUTSIDE_ROOT
+from oscova_runtime.workspace import grant_outside, grant_too_wide
 
 from .diagnostics import Diagnostic, Fix, Related, TextEdit
 from .files import (
@@ -40,6 +42,7 @@ from .files import (
 from .jinja_source import TemplateFacts, VariableUse
 from .rules import RULES
 from .text import LineIndex, Position, Range
+from .toml_source import TomlDocument
 from .workspace import LISTED_USES, TemplateUse, Workspace
 from .yaml_source import Path, YamlDocument
 
@@ -109,11 +112,14 @@ class Checker:
         out += self._tools(parsed, definition, doc, host, plan)
         if definition.instructions_file and "instructions_file" not in parsed.borrowed:
             target = self.ws.resolve_relative(path, definition.instructions_file)
-            if not os.path.isfile(target) and target not in self.ws.files:
-                rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
+            rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
+            if not self.ws.inside(target):
+                out.append(self._outside_root(path, rng, definition.instructions_file))
+            elif not os.path.isfile(target) and target not in self.ws.files:
                 out.append(self._simple(path, rng, "OSC040",
                                         f"template `{definition.instructions_file}` does not exist "
                                         f"(`instructions_file` is relative to {self._rel(path)})"))
+        out += self._grants(path, doc, ("workspaces",), definition.workspaces)
         model = self._model(parsed, definition, doc, host)
         if model is not None:
             out.append(model)
@@ -610,15 +616,41 @@ class Checker:
         lead = "\n" if host_file.lines.line_text(end_line).strip() else ""
         return TextEdit(host_file.path, Range(end, end), f'{lead}\n[{section}]\n{name} = ""\n')
 
+    # ------------------------------------------------------------------------ the workspace boundary
+
+    def _outside_root(self, path: str, rng: Range, value: str) -> Diagnostic:
+        """A template path that resolves outside the root (absolute, `..`, a symlink leaving): never read."""
+        return self._simple(path, rng, "OSC040", f"template `{value}` is {OUTSIDE_ROOT}")
+
+    def _grants(self, path: str, doc: YamlDocument | TomlDocument, key: Path, folders: list[str]) -> list[Diagnostic]:
+        """OSC043 for a grant leaving the root without `[host] allow_outside_workspaces`; OSC044 for `/` or
+        the home folder, which are never granted silently, allowed or not."""
+        out: list[Diagnostic] = []
+        allowed = self.ws.host.host.allow_outside_workspaces
+        for index, folder in enumerate(folders):
+            rng = doc.value_range((*key, index)) or doc.best_range(key)
+            if not allowed and grant_outside(self.ws.root, folder):
+                out.append(self._simple(path, rng, "OSC043",
+                                        f"workspace grant `{folder}` is outside the workspace root: it is ignored "
+                                        "at run time unless `[host] allow_outside_workspaces = true`"))
+            too_wide = grant_too_wide(self.ws.root, folder)
+            if too_wide:
+                out.append(self._simple(path, rng, "OSC044",
+                                        f"workspace grant `{folder}`: {too_wide} to the agent's tools"))
+        return out
+
     def _reference_checks(self, parsed: TemplateFile | DefinitionFile) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         facts = template_facts(parsed)
         if facts is None or all(t in self.ws.files for t in self.ws.reference_targets(parsed, facts)):
             return out  # the common case, without mapping every reference to its range
         for ref, rng in reference_ranges(parsed):
+            target = self.ws.resolve_template(ref.path)
+            if not self.ws.inside(target):
+                out.append(self._outside_root(parsed.path, rng, ref.path))
+                continue
             if ref.ignore_missing:
                 continue
-            target = self.ws.resolve_template(ref.path)
             if target in self.ws.files or os.path.isfile(target):
                 continue
             out.append(self._simple(parsed.path, rng, "OSC040",
@@ -649,11 +681,16 @@ class Checker:
             if not value:
                 continue
             target = self.ws.resolve_template(value)
+            rng = doc.value_range((*prefix, *key_path)) or doc.best_range((*prefix, *key_path))
+            if not self.ws.inside(target):
+                out.append(self._outside_root(parsed.path, rng, value))
+                continue
             if target in self.ws.files or os.path.isfile(target):
                 continue
-            rng = doc.value_range((*prefix, *key_path)) or doc.best_range((*prefix, *key_path))
             out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist "
                                     "(paths in the host configuration resolve against the workspace root)"))
+        out += self._grants(parsed.path, doc, (*prefix, "environment", "workspace_directories"),
+                            config.environment.workspace_directories)
         return out
 
 

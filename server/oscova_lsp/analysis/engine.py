@@ -14,6 +14,8 @@ from .checks import Checker, LintOptions, apply_lint
 from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
+from .rules import RULES
+from .text import Range
 from .workspace import Workspace, find_root, read_text
 
 PARALLEL_THRESHOLD = 400
@@ -40,7 +42,7 @@ class Analysis:
         paths = self.workspace.discover()
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         if workers > 1 and len(paths) >= PARALLEL_THRESHOLD:
-            self.workspace.load(_parse_split(paths, workers, mp_context))
+            self.workspace.load(_parse_split(self.root, paths, workers, mp_context))
         else:
             self.workspace.load()
 
@@ -55,8 +57,10 @@ class Analysis:
             return []
         try:
             found = self.checker.check(path)
-        except RecursionError:
-            return []
+        except Exception as error:  # noqa: BLE001 - the last resort: a diagnostic on the file, never a traceback
+            why = "it nests too deeply" if isinstance(error, RecursionError) else f"{type(error).__name__}: {error}"
+            found = [Diagnostic(path, Range.of(0, 0, 0, 0), "OSC001", f"the file could not be checked ({why})",
+                                RULES["OSC001"].severity)]
         return sorted(apply_lint(found, parsed, self.workspace.host, self.lint), key=Diagnostic.sort_key)
 
     def all_diagnostics(self, under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
@@ -69,11 +73,11 @@ class Analysis:
         return out
 
 
-def _parse_one(path: str) -> ParsedFile:
-    return parse_file(path, *read_text(path))
+def _parse_one(root: str, path: str) -> ParsedFile:
+    return parse_file(path, *read_text(path, root))
 
 
-def _parse_split(paths: list[str], workers: int, mp_context: Any) -> list[ParsedFile]:
+def _parse_split(root: str, paths: list[str], workers: int, mp_context: Any) -> list[ParsedFile]:
     """Templates (the costly part: Jinja's parser) go to worker processes as text and come back as compact
     facts, while this process parses definitions and the host configuration. Whole parsed files are not
     sent back: pickling them costs as much as parsing them."""
@@ -84,7 +88,7 @@ def _parse_split(paths: list[str], workers: int, mp_context: Any) -> list[Parsed
     others: list[str] = []
     for path in paths:
         if file_kind(path) is FileKind.TEMPLATE:
-            text, skipped = read_text(path)
+            text, skipped = read_text(path, root)
             if text is None or len(text) > MAX_FILE_BYTES:
                 parsed.append(parse_file(path, text, skipped))
             else:
@@ -97,12 +101,12 @@ def _parse_split(paths: list[str], workers: int, mp_context: Any) -> list[Parsed
         with _children_without_current_directory():
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context)
     except (OSError, RuntimeError, ValueError):  # no process support here: parse in this process
-        return parsed + [_parse_one(path) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
-            _parse_one(path) for path in others]
+        return parsed + [_parse_one(root, path) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
+            _parse_one(root, path) for path in others]
     with pool:
         with _children_without_current_directory():  # the pool starts its processes on submission
             futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in batches]
-        parsed.extend(_parse_one(path) for path in others)  # meanwhile, here
+        parsed.extend(_parse_one(root, path) for path in others)  # meanwhile, here
         for batch, future in zip(batches, futures, strict=True):
             for (path, text), wire in zip(batch, future.result(), strict=True):
                 parsed.append(parse_template(path, text, facts_from_wire(text, wire)))

@@ -16,6 +16,7 @@ from typing import Any
 
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host_config import HostConfig
+from oscova_runtime.paths import MAX_TEXT_BYTES, FileRefused, decode_text, too_large
 from pydantic import BaseModel, ValidationError
 
 from .jinja_source import SyntaxProblem, TemplateFacts, TemplateReference, VariableUse, analyze_template
@@ -23,8 +24,9 @@ from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument, parse_toml
 from .yaml_source import Path, Span, YamlDocument, YamlProblem, parse_yaml, yaml_suppressions
 
-MAX_FILE_BYTES = 1_000_000
+MAX_FILE_BYTES = MAX_TEXT_BYTES
 TOO_LARGE = "the file is larger than 1 MB"
+"""How every too-large reason begins (`paths.too_large`): a notice, not a finding."""
 
 DEFINITION_SUFFIXES = (".agent.yaml", ".agent.yml")
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2")
@@ -158,32 +160,40 @@ class HostFile(ParsedFile):
 
 
 def decode(data: bytes) -> tuple[str | None, str | None]:
-    """(text, None) or (None, why it cannot be read)."""
+    """(text, None) or (None, why it cannot be read): UTF-8 with or without a BOM, UTF-16/32 with one."""
     if len(data) > MAX_FILE_BYTES:
-        return None, f"{TOO_LARGE} ({len(data):,} bytes, the limit is {MAX_FILE_BYTES:,}) and was skipped"
-    if b"\x00" in data:
-        return None, "the file is binary (it contains NUL bytes), not UTF-8 text"
+        return None, too_large(len(data), MAX_FILE_BYTES)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"the file is not valid UTF-8 (byte {exc.start})"
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text, None
+        return decode_text(data), None
+    except FileRefused as refused:
+        return None, str(refused)
 
 
 def parse_file(path: str, text: str | None, skipped: str | None = None) -> ParsedFile:
+    """The file's facts; never raises: a parser failing on hostile input leaves the file with an OSC001."""
     kind = file_kind(path)
     assert kind is not None, path
     if text is None:
-        cls = {FileKind.DEFINITION: DefinitionFile, FileKind.TEMPLATE: TemplateFile, FileKind.HOST: HostFile}[kind]
-        parsed = cls(path, kind, "", LineIndex(""), skipped=skipped)
-        if not (skipped or "").startswith(TOO_LARGE):
-            # Too large is a notice, not a finding; unreadable text is OSC001.
-            parsed.problems.append(Problem("OSC001", Range.of(0, 0, 0, 0), skipped or "the file cannot be read"))
-        return parsed
+        return _unread(path, kind, skipped)
+    try:
+        return _parse_text(path, kind, text)
+    except Exception as error:  # noqa: BLE001 - the last resort: one file's diagnostic, never a traceback
+        why = "it nests too deeply" if isinstance(error, RecursionError) else f"{type(error).__name__}: {error}"
+        return _unread(path, kind, f"the file could not be analysed ({why}) and was skipped")
+
+
+def _unread(path: str, kind: FileKind, skipped: str | None) -> ParsedFile:
+    cls = {FileKind.DEFINITION: DefinitionFile, FileKind.TEMPLATE: TemplateFile, FileKind.HOST: HostFile}[kind]
+    parsed = cls(path, kind, "", LineIndex(""), skipped=skipped)
+    if not (skipped or "").startswith(TOO_LARGE):
+        # Too large is a notice, not a finding; unreadable text is OSC001.
+        parsed.problems.append(Problem("OSC001", Range.of(0, 0, 0, 0), skipped or "the file cannot be read"))
+    return parsed
+
+
+def _parse_text(path: str, kind: FileKind, text: str) -> ParsedFile:
     if len(text) > MAX_FILE_BYTES:
-        return parse_file(path, None, f"{TOO_LARGE} ({len(text):,} characters) and was skipped")
+        return _unread(path, kind, too_large(len(text), MAX_FILE_BYTES, "characters"))
     if kind is FileKind.DEFINITION:
         return parse_definition(path, text)
     if kind is FileKind.TEMPLATE:

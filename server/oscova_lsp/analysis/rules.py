@@ -100,15 +100,26 @@ tool and an agent tool of one name reach the model twice.""",
     Rule("OSC031", W, "definitions", "Unknown tool",
          """The tool is neither a built-in tool nor declared under `[tools.NAME]`; it is omitted at run time.""",
          "use the closest tool name"),
-    Rule("OSC040", E, "definitions, host configuration, templates", "A referenced template does not exist",
+    Rule("OSC040", E, "definitions, host configuration, templates",
+         "A referenced template does not exist or is outside the workspace root",
          """An `instructions_file`, a template path in `oscova.toml`, or an `include`, `import`, `from` or
-`extends` in a template names a file that does not exist. `instructions_file` is relative to the definition
-file that names it; template paths in `oscova.toml` and in templates resolve against the workspace root.
+`extends` in a template names a file that does not exist, or one outside the workspace root (an absolute
+path, `..`, or a symlink leading out). `instructions_file` is relative to the definition file that names
+it; template paths in `oscova.toml` and in templates resolve against the workspace root. Files outside the
+root are never read: not by the checker, not by preview, not by runs.
 
 Templates that include each other, directly or through others, are reported here too: once for each
 group of templates that reach each other, on the reference of the group's first template (by path) into
 the group. Rendering such a template recurses until Jinja gives up, unless a condition stops the
 recursion."""),
+    Rule("OSC043", E, "definitions, host configuration", "A workspace grant outside the workspace root",
+         """A folder in a definition's `workspaces` or in `[environment] workspace_directories` resolves
+outside the workspace root (after `..` and symlinks). The agent's tools do not get it at run time unless
+the host configuration says so explicitly: `[host] allow_outside_workspaces = true`."""),
+    Rule("OSC044", W, "definitions, host configuration", "A workspace grant of `/` or the home folder",
+         """A workspace grant is the whole file system, the home folder, or a folder holding it: the agent's
+file tools could read and (with approval) write everything there, keys and dotfiles included. Reported
+whether or not `[host] allow_outside_workspaces = true` lets it through: grant the folder the agent needs."""),
     Rule("OSC041", E, "definitions", "`model` names no configured model",
          """The definition's `model` has no `[models.NAME]` table in the host configuration, so the agent
 cannot be run. It is reported where a model name is written, and for a definition without `model` (which

@@ -1,7 +1,8 @@
 """TOML with positions: `tomllib` for the value, a line scanner for where each key and table sits.
 
 `tomllib` rejects a duplicate key outright; the scanner finds it first, so the file reports OSC004 at
-the second key and the rest of the file is still checked.
+the second key and the rest of the file is still checked. `tomllib` recurses once per nested array or
+inline table: nesting is bounded like YAML's (`MAX_DEPTH`) before it parses.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .text import LineIndex, Range
-from .yaml_source import Path, Span, YamlProblem
+from .yaml_source import MAX_DEPTH, Path, Span, YamlProblem
 
 _HEADER_RE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY_RE = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'))*)\s*=""")
 _KEY_PART_RE = re.compile(r"""[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'""")
 _ERROR_POS_RE = re.compile(r"at line (\d+), column (\d+)")
+_SPECIAL_RE = re.compile(r"""[#"'\[\]{}]""")
 
 
 @dataclass
@@ -66,8 +68,16 @@ def parse_toml(text: str) -> TomlDocument:
         for line in duplicate_lines:
             kept[line] = ""
         source = "\n".join(kept)
+    too_deep = _bracket_depth_exceeds(source, MAX_DEPTH)
+    if too_deep is not None:
+        return _too_deep(doc, doc.lines.range(too_deep, too_deep + 1))
     try:
         doc.value = tomllib.loads(source)
+        if _value_depth(doc.value) > MAX_DEPTH:  # dotted keys nest without brackets: `a.b.c.….z = 1`
+            doc.value = {}
+            return _too_deep(doc, doc.lines.line_range(0))
+    except RecursionError:
+        return _too_deep(doc, doc.lines.line_range(0))
     except tomllib.TOMLDecodeError as exc:
         doc.ok = False
         message = str(exc)
@@ -104,6 +114,75 @@ def _recover(source: str, exc: tomllib.TOMLDecodeError) -> dict[str, Any] | None
         except tomllib.TOMLDecodeError as again:
             exc = again
     return None
+def _too_deep(doc: TomlDocument, rng: Range) -> TomlDocument:
+    doc.ok = False
+    doc.problems.append(YamlProblem(
+        "OSC001", rng, f"the document nests deeper than {MAX_DEPTH} levels (arrays, inline tables or dotted keys)"))
+    return doc
+
+
+def _bracket_depth_exceeds(text: str, bound: int) -> int | None:
+    """The offset of the first `[` or `{` nested deeper than `bound` outside strings and comments, or None.
+    Table headers count too (`[[a]]` is two), which only ever over-counts by two."""
+    depth = 0
+    i, n = 0, len(text)
+    while True:
+        m = _SPECIAL_RE.search(text, i)
+        if m is None:
+            return None
+        i = m.start()
+        ch = text[i]
+        if ch == "#":
+            end = text.find("\n", i)
+            i = n if end == -1 else end
+        elif text.startswith(('"""', "'''"), i):
+            quote = text[i:i + 3]
+            j = i + 3
+            while True:
+                j = text.find(quote, j)
+                if j == -1 or quote == "'''" or _unescaped(text, j):
+                    break
+                j += 1
+            if j == -1:
+                return None
+            i = j + 3
+            for _ in range(2):  # a closing run of up to five quotes ends with the last three
+                if i < n and text[i] == quote[0]:
+                    i += 1
+            continue
+        elif ch in "\"'":
+            j = i + 1
+            while j < n and text[j] != ch and text[j] != "\n":
+                j += 2 if ch == '"' and text[j] == "\\" else 1
+            i = j
+        elif ch in "[{":
+            depth += 1
+            if depth > bound:
+                return i
+        else:
+            depth = max(depth - 1, 0)
+        i += 1
+
+
+def _unescaped(text: str, at: int) -> bool:
+    backslashes = 0
+    while at - backslashes - 1 >= 0 and text[at - backslashes - 1] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 0
+
+
+def _value_depth(value: Any) -> int:
+    """How deep tables and arrays nest in a parsed value, walked without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            return deepest
+        children = current.values() if isinstance(current, dict) else current if isinstance(current, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _scan(doc: TomlDocument) -> list[int]:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from oscova_runtime.host_config import HostConfig
+from oscova_runtime.paths import FileRefused, is_inside, read_bytes
 
 from .files import (
     DefinitionFile,
@@ -36,12 +37,9 @@ def host_config_path(folder: str) -> str | None:
         return candidate
     pyproject = os.path.join(folder, "pyproject.toml")
     if os.path.isfile(pyproject):
-        try:
-            with open(pyproject, encoding="utf-8", errors="replace") as handle:
-                if "[tool.oscova" in handle.read():
-                    return pyproject
-        except OSError:
-            pass
+        text, _ = read_text(pyproject)  # through the read limits: a FIFO or device here is not read
+        if text is not None and "[tool.oscova" in text:
+            return pyproject
     return None
 
 
@@ -90,12 +88,13 @@ def workspace_roots(path: str) -> list[str]:
     return roots
 
 
-def read_text(path: str) -> tuple[str | None, str | None]:
+def read_text(path: str, root: str | None = None) -> tuple[str | None, str | None]:
+    """(text, None) or (None, why it was not read): a regular file, inside `root` when given (after symlinks),
+    read up to the size limit and no further."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return None, f"the file cannot be read: {exc.strerror or exc}"
+        data = read_bytes(path, root=root)
+    except FileRefused as refused:
+        return None, str(refused)
     return decode(data)
 
 
@@ -190,10 +189,18 @@ class Workspace:
     def _excluded_dirs(self, host_path: str | None) -> set[str]:
         return excluded_dirs(self.root, host_path)
 
+    def read(self, path: str) -> tuple[str | None, str | None]:
+        """A file of this workspace from disk: `read_text` within the root (a symlink leaving it is not read)."""
+        return read_text(path, self.root)
+
+    def inside(self, path: str) -> bool:
+        """Whether `path` (real path) is inside the workspace root: the only files read, rendered or granted."""
+        return is_inside(path, self.root)
+
     def load(self, parsed_files: Iterable[ParsedFile] | None = None) -> None:
         """Reads the whole workspace (or takes files parsed elsewhere, e.g. in worker processes)."""
         if parsed_files is None:
-            parsed_files = (parse_file(path, *read_text(path)) for path in self.discover())
+            parsed_files = (parse_file(path, *self.read(path)) for path in self.discover())
         for parsed in parsed_files:
             self._add(parsed)
             if parsed.skipped:
@@ -205,8 +212,15 @@ class Workspace:
 
     # -------------------------------------------------------------------------------------- updates
 
-    def update(self, path: str, text: str | None) -> set[str]:
-        """Replaces one file's text (None: deleted) and returns every file whose diagnostics may change."""
+    def update_from_disk(self, path: str) -> set[str]:
+        """`update` with the file as it is on disk: gone, read, or kept with the reason it was not read."""
+        if not os.path.lexists(path):
+            return self.update(path, None)
+        return self.update(path, *self.read(path))
+
+    def update(self, path: str, text: str | None, skipped: str | None = None) -> set[str]:
+        """Replaces one file's text (None: deleted, or not read for the reason `skipped`) and returns every file
+        whose diagnostics may change."""
         path = os.path.abspath(path)
         kind = file_kind(path)
         if kind is None:
@@ -218,8 +232,9 @@ class Workspace:
         if old is not None:
             self._remove(old)
         new: ParsedFile | None = None
-        if text is not None:
-            new = self._stand_in(parse_file(path, text))
+        if text is not None or skipped is not None:
+            parsed = parse_file(path, text, skipped)
+            new = self._stand_in(parsed) if text is not None else parsed
             self._add(new)
         else:
             self.last_good.pop(path, None)

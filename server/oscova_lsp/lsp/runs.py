@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
+from oscova_runtime.paths import is_inside
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..analysis.files import DefinitionFile
@@ -196,7 +197,7 @@ class Runs:
     def file_saved(self, path: str) -> None:
         """A saved or changed file evicts the cached agents it affects in the service of its root."""
         for root, service in list(self.services.items()):
-            if root in self._loading or not _is_inside(path, service.root):
+            if root in self._loading or not is_inside(path, service.root):
                 continue
             try:
                 evicted = service.file_saved(path)
@@ -465,8 +466,3 @@ def _prepare(service: RunService, session: Session) -> None:
     service.adopt(session.load(service.root))
     with contextlib.suppress(ImportError):
         import openai  # noqa: F401
-
-
-def _is_inside(path: str, root: str) -> bool:
-    path = os.path.realpath(path)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

@@ -10,7 +10,7 @@ from ..analysis.checks import LintOptions
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.engine import Analysis
 from ..analysis.files import ParsedFile, file_kind
-from ..analysis.workspace import NEVER_SCANNED, find_root, read_text, workspace_roots
+from ..analysis.workspace import NEVER_SCANNED, find_root, workspace_roots
 
 
 @dataclass
@@ -93,7 +93,7 @@ class Session:
         self.loaded.add(root)
         for path in sorted(self._disk_changes_while_loading.pop(root, set())):
             if path not in self.open:
-                analysis.update(path, read_text(path)[0] if os.path.exists(path) else None)
+                analysis.workspace.update_from_disk(path)
         for path, doc in self.open.items():
             if self.root_of(path) == root:
                 analysis.update(path, doc.text)
@@ -126,10 +126,9 @@ class Session:
         if not self.is_tracked(path):
             return set()
         analysis, _ = self.analysis_for(path)
-        text, _ = read_text(path) if os.path.isfile(path) else (None, None)
-        if text is None and path not in analysis.workspace.files:
+        if not os.path.lexists(path) and path not in analysis.workspace.files:
             return set()
-        return analysis.update(path, text) | {path}
+        return analysis.workspace.update_from_disk(path) | {path}
 
     def disk_changed(self, path: str, deleted: bool) -> set[str]:
         """A file changed outside the editor; ignored while the editor has it open."""
@@ -142,12 +141,11 @@ class Session:
         if pending is not None and root not in self.loaded:
             pending.add(path)
         analysis, _ = self.analysis_for(path)
-        if deleted or not os.path.isfile(path):
+        if deleted or not os.path.lexists(path):
             if path not in analysis.workspace.files:
                 return set()
             return analysis.update(path, None)
-        text, _ = read_text(path)
-        return analysis.update(path, text)
+        return analysis.workspace.update_from_disk(path)
 
     def _never_scanned(self, path: str) -> bool:
         root = self.root_of(path)

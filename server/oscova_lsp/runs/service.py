@@ -42,13 +42,13 @@ from oscova_runtime.observer import (
     use_agent_run_observer,
 )
 from oscova_runtime.orchestrator import AgentOrchestrator
+from oscova_runtime.paths import is_inside
 from oscova_runtime.session import AgentSession
 from oscova_runtime.tools import APPROVAL_DENIED, ApprovalRequest, approval_channel
 
 from ..analysis.diagnostics import Severity
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
-from ..analysis.workspace import read_text
 from .errors import RunError, describe_failure, unanswered_calls_message
 from .events import (
     FINAL_KINDS,
@@ -355,7 +355,7 @@ class RunService:
                 continue
             module = sys.modules.get(top)
             origin = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", []) or []), None)
-            if module is not None and (origin is None or not _is_inside(os.path.realpath(origin), self.root)):
+            if module is not None and (origin is None or not is_inside(origin, self.root)):
                 self._forget_modules(top)
 
     def _forget_modules(self, top: str) -> None:
@@ -366,7 +366,7 @@ class RunService:
         """Drops modules loaded from the workspace, so edited tools and providers load afresh."""
         for name, module in list(sys.modules.items()):
             origin = getattr(module, "__file__", None)
-            if origin and _is_inside(os.path.realpath(origin), self.root):
+            if origin and is_inside(origin, self.root):
                 del sys.modules[name]
 
     # -- cache -----------------------------------------------------------------------------------------
@@ -389,7 +389,7 @@ class RunService:
         """A file was saved (or deleted): re-reads it (own analysis only) and evicts the cached agents it
         affects, including the agents that reach them through `agent_tools`. Returns the evicted ids."""
         path = os.path.abspath(path)
-        if not _is_inside(os.path.realpath(path), self.root):
+        if not is_inside(path, self.root):
             return []
         if path.endswith(".py"):
             self.invalidate_all()
@@ -403,8 +403,7 @@ class RunService:
         if isinstance(before, DefinitionFile) and before.raw_id:
             affected.add(before.raw_id)
         if self._owns_analysis:
-            text, _ = read_text(path) if os.path.exists(path) else (None, None)
-            workspace.update(path, text)
+            workspace.update_from_disk(path)
         after = workspace.files.get(path)
         if kind is FileKind.HOST:
             self.invalidate_all()
@@ -638,7 +637,3 @@ class _UnconfiguredChatClient:
     async def get_streaming_response(self, messages: Any, options: Any) -> Any:  # pragma: no cover
         raise HostConfigurationError(self.reason)
         yield
-
-
-def _is_inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
