@@ -17,10 +17,16 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -35,6 +41,8 @@ from .capabilities import COMMANDS, COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER, 
 from .runs import Runs, code_lenses, command_handlers, workspace_trusted
 from .session import Session
 from .settings import Settings
+from .transport import CHUNK as READ_CHUNK
+from .transport import Dropped, FdReader, Framer, FramingError, Message, pump
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +62,48 @@ class _BadRequest:
 class OscovaProtocol(LanguageServerProtocol):
     suppressed_response: Any = None
     """The id of an `initialize` that `launch` already answered: pygls's own answer is dropped."""
+    initialize_seen = False
+
+    def receive(self, item: Message | Dropped) -> None:
+        """One item off the wire (`transport.pump`): a dropped frame is logged (a body that is not JSON gets
+        JSON-RPC's parse error), anything but a JSON-RPC 2.0 object gets InvalidRequest."""
+        if isinstance(item, Dropped):
+            logger.warning("bad message from the client: %s", item.reason)
+            if item.not_json:
+                self._send_error(None, -32700, f"Parse error: {item.reason}")
+            return
+        value = item.value
+        if not isinstance(value, dict) or value.get("jsonrpc") != "2.0" or \
+                not isinstance(value.get("method", ""), str):
+            logger.warning("bad message from the client: not a JSON-RPC 2.0 message; dropped it")
+            msg_id = value.get("id") if isinstance(value, dict) else None
+            self._send_error(msg_id if isinstance(msg_id, (int, str)) else None, -32600,
+                             "Invalid Request: not a JSON-RPC 2.0 message")
+            return
+        try:
+            message = self.structure_message(value)
+        except Exception as error:  # a notification or response whose params do not deserialize
+            logger.warning("bad message from the client: %s; dropped it", error or type(error).__name__)
+            return
+        try:
+            self.handle_message(message)
+        except Exception:
+            logger.exception("handling %s failed", value.get("method") or "a response")
+
+    def _send_error(self, msg_id: int | str | None, code: int, text: str) -> None:
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text}})
+
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None,
+                         kwargs: Any = None) -> None:
+        # pygls 2.1.1 files the Future of every notification handler (and of every handler a generator
+        # handler delegates to) in `_request_futures` under a fresh uuid and never removes it: about 2 KB
+        # per notification. Each handler's entry goes when it is done (docs/upstream/pygls-request-futures.md).
+        def done(future: Any) -> None:
+            if self._request_futures.get(msg_id) is future:
+                del self._request_futures[msg_id]
+            callback(future)
+
+        super()._execute_handler(msg_id, handler, done, args, kwargs)
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         if self.suppressed_response is not None and msg_id == self.suppressed_response:
@@ -74,6 +124,19 @@ class OscovaProtocol(LanguageServerProtocol):
             error = JsonRpcInvalidParams(f"invalid params for {message.method}")
             self._send_response(message.id, error=error.to_response_error())
             return
+        method = getattr(message, "method", None)
+        if method is not None and hasattr(message, "id"):  # a request: the lifecycle the spec sets
+            refusal: JsonRpcException | None = None
+            if self._shutdown and method != lsp.EXIT:
+                refusal = JsonRpcInvalidRequest(f"{method} after shutdown: the server only accepts exit now")
+            elif method == lsp.INITIALIZE and self.initialize_seen:
+                refusal = JsonRpcInvalidRequest("the server is already initialized (initialize is sent once)")
+            elif method != lsp.INITIALIZE and not self.initialize_seen:
+                refusal = JsonRpcServerNotInitialized(f"{method} before initialize")
+            if refusal is not None:
+                self._send_response(message.id, error=refusal.to_response_error())
+                return
+            self.initialize_seen = True
         super().handle_message(message)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
@@ -101,6 +164,18 @@ class OscovaProtocol(LanguageServerProtocol):
             logger.exception("%s failed", params.command)
             raise JsonRpcInternalError(f"{params.command} failed: {type(error).__name__}: {error}") from None
         return result
+
+    @lsp_method(lsp.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Any:  # type: ignore[override]
+        # pygls's own, over a copy: cancelling a handler now removes its entry (`_execute_handler`).
+        if (user_handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams):  # type: ignore[override]
@@ -131,6 +206,70 @@ class OscovaServer(LanguageServer):
         self.checked = asyncio.Event()
         self.check_seconds: float | None = None
         self.runs = Runs(self)
+
+    # ------------------------------------------------------------------------------------ the wire
+
+    def serve_stdio(self, framer: Framer, first: Message | None, fd: int, out: BinaryIO) -> int:
+        """Serves over a pipe until `exit` (its code) or the end of input (0); `framer` may hold bytes
+        already read, and `first` the message they began with."""
+        from pygls.io_ import StdoutWriter
+
+        protocol = cast(OscovaProtocol, self.protocol)
+        protocol.set_writer(StdoutWriter(out))
+
+        async def main() -> None:
+            if first is not None:
+                protocol.receive(first)
+            await pump(framer, FdReader(fd, asyncio.get_running_loop()).read, protocol.receive)
+
+        return self._run(main())
+
+    def serve_tcp(self, host: str, port: int) -> int:
+        """Serves one client over TCP: a second connection is closed at once (it would take over the writer),
+        and so is a connection whose bytes are not LSP framing (a web page's `fetch` to localhost)."""
+        protocol = cast(OscovaProtocol, self.protocol)
+
+        async def main() -> None:
+            finished = asyncio.Event()
+            taken = False
+
+            async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                nonlocal taken
+                peer = writer.get_extra_info("peername")
+                if taken:
+                    logger.warning("refused a connection from %s: the server already has a client", peer)
+                    writer.close()
+                    return
+                taken = True
+                protocol.set_writer(writer)  # type: ignore[arg-type]
+                try:
+                    await pump(Framer(strict=True), lambda: reader.read(READ_CHUNK), protocol.receive)
+                except FramingError as error:
+                    logger.warning("closed the connection from %s: %s", peer, error)
+                finally:
+                    writer.close()
+                    finished.set()
+
+            listener = await asyncio.start_server(connection, host, port)
+            logger.info("listening on %s:%s", host, port)
+            async with listener:
+                await finished.wait()
+
+        return self._run(main())
+
+    def _run(self, main: Any) -> int:
+        code: Any = 0
+        try:
+            asyncio.run(main)
+        except SystemExit as exit_:  # `exit`: 0 after `shutdown`, 1 otherwise
+            code = exit_.code
+        except BrokenPipeError:
+            logger.error("the client closed the connection; exiting")
+        except KeyboardInterrupt:
+            code = 130
+        finally:
+            self.shutdown()
+        return code if isinstance(code, int) else 1
 
     # ------------------------------------------------------------------------------------ utilities
 
