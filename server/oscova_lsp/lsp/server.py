@@ -32,14 +32,14 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
 from ..analysis.diagnostics import Diagnostic
-from ..analysis.files import DefinitionFile, ParsedFile
+from ..analysis.files import MAX_FILE_BYTES, DefinitionFile, ParsedFile
 from ..analysis.workspace import Workspace
 from ..ide import actions, completion, hints, hover, navigation, symbols
 from ..ide.model import RenameError
 from . import convert
 from .capabilities import COMMANDS, COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER, SERVER_NAME, WATCHED_GLOBS
 from .runs import Runs, code_lenses, command_handlers, workspace_trusted
-from .session import Session
+from .session import LargeText, Session
 from .settings import Settings
 from .transport import CHUNK as READ_CHUNK
 from .transport import Dropped, FdReader, Framer, FramingError, Message, pump
@@ -165,6 +165,55 @@ class OscovaProtocol(LanguageServerProtocol):
             raise JsonRpcInternalError(f"{params.command} failed: {type(error).__name__}: {error}") from None
         return result
 
+    # Open documents too large to analyse live in `LargeText`, not in pygls's workspace, whose documents
+    # re-join and re-split the whole text on every incremental edit.
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> Any:  # type: ignore[override]
+        document = params.text_document
+        large = cast(OscovaServer, self._server).large
+        if len(document.text) > MAX_FILE_BYTES:
+            large[document.uri] = LargeText(document.text, document.language_id)
+            self.workspace.remove_text_document(document.uri)
+        else:
+            large.pop(document.uri, None)
+            self.workspace.put_text_document(document)
+        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield user_handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> Any:  # type: ignore[override]
+        uri = params.text_document.uri
+        large = cast(OscovaServer, self._server).large
+        text = large.get(uri)
+        if text is None:
+            for change in params.content_changes:
+                self.workspace.update_text_document(params.text_document, change)
+            document = self.workspace.get_text_document(uri)
+            if len(document.source) > MAX_FILE_BYTES:  # grew too large: its text moves (once)
+                large[uri] = LargeText(document.source, document.language_id or "")
+                self.workspace.remove_text_document(uri)
+        else:
+            for change in params.content_changes:
+                if isinstance(change, lsp.TextDocumentContentChangePartial):
+                    text.replace((change.range.start.line, change.range.start.character),
+                                 (change.range.end.line, change.range.end.character), change.text)
+                else:
+                    text.replace(None, None, change.text)
+            if len(text) <= MAX_FILE_BYTES:  # small enough again: back to pygls's document
+                del large[uri]
+                self.workspace.put_text_document(lsp.TextDocumentItem(
+                    uri=uri, language_id=text.language_id, version=params.text_document.version, text=text.text()))
+        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams) -> Any:  # type: ignore[override]
+        cast(OscovaServer, self._server).large.pop(params.text_document.uri, None)
+        self.workspace.remove_text_document(params.text_document.uri)
+        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield user_handler, (params,), None
+
     @lsp_method(lsp.SHUTDOWN)
     def lsp_shutdown(self, *args: Any) -> Any:  # type: ignore[override]
         # pygls's own, over a copy: cancelling a handler now removes its entry (`_execute_handler`).
@@ -206,6 +255,9 @@ class OscovaServer(LanguageServer):
         self.checked = asyncio.Event()
         self.check_seconds: float | None = None
         self.runs = Runs(self)
+        self.large: dict[str, LargeText] = {}
+        """Open documents over the analysis limit, by URI (see `OscovaProtocol`)."""
+        self._skipped_noticed: set[str] = set()
 
     # ------------------------------------------------------------------------------------ the wire
 
@@ -231,24 +283,34 @@ class OscovaServer(LanguageServer):
 
         async def main() -> None:
             finished = asyncio.Event()
-            taken = False
+            owner: object | None = None  # the connection that spoke LSP first: the client, for good
 
             async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-                nonlocal taken
+                nonlocal owner
                 peer = writer.get_extra_info("peername")
-                if taken:
+                if owner is not None:
                     logger.warning("refused a connection from %s: the server already has a client", peer)
                     writer.close()
                     return
-                taken = True
-                protocol.set_writer(writer)  # type: ignore[arg-type]
+                me = object()
+
+                def receive(item: Message | Dropped) -> None:
+                    nonlocal owner
+                    if owner is None:
+                        owner = me
+                        protocol.set_writer(writer)  # type: ignore[arg-type]
+                    elif owner is not me:
+                        raise FramingError("the server already has a client")
+                    protocol.receive(item)
+
                 try:
-                    await pump(Framer(strict=True), lambda: reader.read(READ_CHUNK), protocol.receive)
+                    await pump(Framer(strict=True), lambda: reader.read(READ_CHUNK), receive)
                 except FramingError as error:
                     logger.warning("closed the connection from %s: %s", peer, error)
                 finally:
                     writer.close()
-                    finished.set()
+                    if owner is me:  # the client is gone: so is the server
+                        finished.set()
 
             listener = await asyncio.start_server(connection, host, port)
             logger.info("listening on %s:%s", host, port)
@@ -315,6 +377,20 @@ class OscovaServer(LanguageServer):
             return
         affected = self.session.apply_open(path, pending[0], pending[1])
         self._invalidate(affected | {path})
+        self.notice_skipped(path)
+
+    def notice_skipped(self, path: str) -> None:
+        """The notice SPEC §9 promises, once per open document, when the analysis skips it (too large)."""
+        found = self.session.parsed(path)
+        skipped = found[1].skipped if found is not None else None
+        if not skipped:
+            self._skipped_noticed.discard(path)
+        elif path not in self._skipped_noticed:
+            self._skipped_noticed.add(path)
+            self.window_show_message(lsp.ShowMessageParams(
+                type=lsp.MessageType.Warning,
+                message=f"oscova: {os.path.basename(path)} is not checked: {skipped}. Diagnostics and editor "
+                        "features for it come back once it is under the limit."))
 
     def _invalidate(self, paths: Iterable[str]) -> None:
         for path in paths:
@@ -612,8 +688,10 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         if path is None:
             return
         ls._pending.pop(path, None)
+        ls._skipped_noticed.discard(path)
         affected = ls.session.apply_open(path, params.text_document.text, params.text_document.version)
         ls._invalidate(affected | {path})
+        ls.notice_skipped(path)
         ls.root_ready(path)
         ls.publish_pending(origin=path)
 
@@ -622,8 +700,12 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         path = convert.path_of(params.text_document.uri)
         if path is None:
             return
-        document = ls.workspace.get_text_document(params.text_document.uri)
-        ls.schedule(path, document.source, params.text_document.version)
+        large = ls.large.get(params.text_document.uri)
+        if large is None:
+            ls.schedule(path, ls.workspace.get_text_document(params.text_document.uri).source,
+                        params.text_document.version)
+        elif not ls.session.still_skipped(path, params.text_document.version):
+            ls.schedule(path, large.text(), params.text_document.version)  # it just grew past the limit
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
@@ -640,6 +722,7 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         if timer is not None:
             timer.cancel()
         ls._pending.pop(path, None)
+        ls._skipped_noticed.discard(path)
         ls._invalidate(ls.session.close(path) | {path})
         ls.publish_pending()
 
