@@ -18,9 +18,17 @@ _LAZY = {
     "AgentSession": "session", "InMemoryChatHistoryProvider": "session",
     "ChatClientAgent": "agent", "ChatClientAgentOptions": "agent", "AgentResponse": "agent",
     "AgentOrchestrator": "orchestrator", "AgentBuildRequest": "orchestrator", "BuildContext": "orchestrator",
+    "IAgentOrchestrator": "orchestrator", "IAgentRunScopeFactory": "orchestrator",
+    "build_minimal_agent": "orchestrator",
     "AgentTaskRun": "observer", "AgentTaskRunObserver": "observer", "AgentRunObserverAccessor": "observer",
     "AIFunction": "tools", "approval_channel": "tools",
     "ConfiguredHost": "host", "OpenAIChatClient": "chat_client", "ChatClientError": "chat_client",
+    "ToolPolicy": "governance", "ToolDeniedError": "governance",
+    # the seed's public providers ("Oscova's public providers include ..."), and the repository contract
+    "EnvironmentContextProvider": "providers", "AgentPersonalContextProvider": "providers",
+    "AgentToolProvider": "providers", "ToolSearchProvider": "providers", "AgentAsToolProvider": "providers",
+    "VisionToolProvider": "providers", "MemoryContextProvider": "providers",
+    "ISharedAgentPersonalContextRepository": "providers", "SharedAgentPersonalContextRepository": "providers",
 }
 
 __all__ = ["AgentDefinition", "HostConfig", "ProviderEntry", "definition_json_schema", *_LAZY]

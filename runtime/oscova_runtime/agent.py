@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,10 +79,18 @@ def validate_providers(providers: Sequence[Any], history: InMemoryChatHistoryPro
             owners[key] = type(provider).__name__
 
 
-class ChatClientAgent:
-    """An agent: options (id, name, providers, chat options) over a composed chat client."""
+RunScope = Callable[[], AbstractAsyncContextManager[Any]]
 
-    def __init__(self, chat_client: ChatClient, options: ChatClientAgentOptions) -> None:
+
+class ChatClientAgent:
+    """An agent: options (id, name, providers, chat options) over a composed chat client.
+
+    `run_scope`, when given, makes one scope per run; the whole run happens inside it.
+    """
+
+    def __init__(
+        self, chat_client: ChatClient, options: ChatClientAgentOptions, *, run_scope: RunScope | None = None,
+    ) -> None:
         self.chat_options = options.chat_options
         providers = list(options.ai_context_providers)
         history = options.chat_history_provider or InMemoryChatHistoryProvider()
@@ -93,6 +102,10 @@ class ChatClientAgent:
         self.description = options.description
         self.context_providers: tuple[AIContextProvider, ...] = tuple(providers)
         self.chat_history_provider = history
+        self.run_scope = run_scope
+
+    def _scope(self) -> AbstractAsyncContextManager[Any]:
+        return self.run_scope() if self.run_scope is not None else contextlib.nullcontext()
 
     def create_session(self) -> AgentSession:
         return AgentSession()
@@ -138,7 +151,10 @@ class ChatClientAgent:
     async def run(
         self, messages: RunInput = None, *, session: AgentSession | None = None, options: ChatOptions | None = None
     ) -> AgentResponse:
-        session = session or AgentSession()
+        async with self._scope():
+            return await self._run(messages, session or AgentSession(), options)
+
+    async def _run(self, messages: RunInput, session: AgentSession, options: ChatOptions | None) -> AgentResponse:
         request, request_options = await self._prepare(messages, session, options)
         try:
             response = await self.chat_client.get_response(request, request_options)
@@ -151,7 +167,14 @@ class ChatClientAgent:
     async def run_streaming(
         self, messages: RunInput = None, *, session: AgentSession | None = None, options: ChatOptions | None = None
     ) -> AsyncGenerator[ChatResponseUpdate, None]:
-        session = session or AgentSession()
+        async with self._scope(), contextlib.aclosing(
+                self._run_streaming(messages, session or AgentSession(), options)) as updates:
+            async for update in updates:
+                yield update
+
+    async def _run_streaming(
+        self, messages: RunInput, session: AgentSession, options: ChatOptions | None
+    ) -> AsyncGenerator[ChatResponseUpdate, None]:
         request, request_options = await self._prepare(messages, session, options)
         updates: list[ChatResponseUpdate] = []
         try:

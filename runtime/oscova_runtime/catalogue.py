@@ -25,6 +25,8 @@ RUN_PROVIDER_POSITION = 10
 class VariableSpec:
     name: str
     meaning: str
+    offered: bool = True
+    """False: bound, but the editor does not offer it in completion."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,9 @@ ENVIRONMENT_VARIABLES = (
 PERSONAL_VARIABLES = (
     VariableSpec("agent_name", "The agent's display name (`name`, default its id)."),
     VariableSpec("current_date", "Today's date in the user's time zone."),
-    VariableSpec("current_time", "The current time: changes every minute, which breaks prompt-cache prefixes."),
+    # "The agent editor intentionally does not offer current_time." (seed *Context Providers*)
+    VariableSpec("current_time", "The current time: changes every minute, which breaks prompt-cache prefixes.",
+                 offered=False),
     VariableSpec("user_name", "`[user] name`."),
     VariableSpec("user_username", "`[user] username`."),
     VariableSpec("user_email", "`[user] email`."),

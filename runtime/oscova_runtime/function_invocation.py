@@ -1,4 +1,16 @@
-"""The governed function-invocation client: the tool loop with the seed's limits, and the repeated-call guard."""
+"""The governed function-invocation client: the tool loop with the seed's limits, and the repeated-call guard.
+
+The guards, in the order a call meets them (the seed's step 7: one governed function-invocation client,
+then workspace validation, the builder customizations, the repeated-call guard):
+1. governance (`ToolPolicy`, in the loop): a refused call is not run; its result says why and the loop
+   ends after the round. It is not an error.
+2. workspace validation (function middleware): a path outside the grants raises `ToolCallRefusedError`,
+   a failed call like any other: the model sees the refusal, and it counts towards the consecutive-error
+   limit, so identical refused calls end the run with `ConsecutiveToolErrorsError` after three reports.
+3. the repeated-call guard (innermost middleware): counts identical calls that returned; a call that
+   raised is not counted (it has no result to reuse; the error limit governs it). So a tool failing the
+   same way every time reaches the consecutive-error limit and the failure reaches the caller.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .chat import ChatClient, DelegatingChatClient, FunctionMiddleware
+from .governance import ALLOW_ALL, ToolDeniedError, ToolPolicy
 from .messages import (
     ChatMessage,
     ChatOptions,
@@ -24,6 +37,7 @@ from .tools import AIFunction
 MAXIMUM_ITERATIONS_PER_REQUEST = 40
 MAXIMUM_CONSECUTIVE_ERRORS_PER_REQUEST = 3
 FUNCTION_FAILED = "Error: Function failed."
+NOT_RUN = "Not run: the tool loop ended before this call."
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +63,11 @@ class FunctionInvocationContext:
 
 class ConsecutiveToolErrorsError(RuntimeError):
     """More consecutive failing tool rounds than the limit allows; the last tool exception is the cause."""
+
+
+class ToolCallRefusedError(PermissionError):
+    """Raised by function middleware that refuses a call (workspace validation). It is a failed call, but
+    its message is written by the runtime, not the tool, so the model is shown it."""
 
 
 def serialize_result(result: Any) -> str:
@@ -77,16 +96,21 @@ class FunctionInvokingChatClient(DelegatingChatClient):
       the cause) — so with 3, three failing rounds are reported to the model and a fourth raises;
     - without detailed errors the model sees only `Error: Function failed.`; the exception stays on the
       `FunctionResultContent` for the application.
+    - `policy` is asked before each call: a refused call is not run, its result says why (with a
+      `ToolDeniedError` for the application) and the loop ends after that round.
+    Calls left in a round after the loop was told to end get a "not run" result, so every call the
+    model made has its result in the history.
     Cancellation propagates: a cancelled tool or model call ends the loop.
     """
 
     def __init__(
         self, inner: ChatClient, settings: FunctionInvocationSettings | None = None,
-        middleware: Sequence[FunctionMiddleware] = (),
+        middleware: Sequence[FunctionMiddleware] = (), policy: ToolPolicy = ALLOW_ALL,
     ) -> None:
         super().__init__(inner)
         self.settings = settings or FunctionInvocationSettings()
         self.middleware = list(middleware)
+        self.policy = policy
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         conversation = list(messages)
@@ -154,12 +178,21 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     ) -> _RoundResult:
         tools = {t.name: t for t in options.tools or () if isinstance(t, AIFunction)}
         outcome = _RoundResult(ChatMessage("tool", []))
+        results = outcome.message.contents
         for call in calls:
+            if outcome.terminate:
+                results.append(FunctionResultContent(call.call_id, NOT_RUN))
+                continue
             function = tools.get(call.name)
+            refusal = self.policy.refusal(call.name, function)
+            if refusal is not None:
+                results.append(FunctionResultContent(call.call_id, refusal, ToolDeniedError(refusal)))
+                outcome.terminate = True
+                continue
             if function is None:
                 error = LookupError(f"Requested function {call.name!r} not found")
                 outcome.errors.append(error)
-                outcome.message.contents.append(FunctionResultContent(
+                results.append(FunctionResultContent(
                     call.call_id, f'Error: Requested function "{call.name}" not found.', error))
                 continue
             context = FunctionInvocationContext(function, dict(call.arguments), call, iteration, state)
@@ -168,14 +201,14 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             except Exception as error:  # noqa: BLE001 - reported to the model without detail
                 outcome.errors.append(error)
                 text = FUNCTION_FAILED
-                if self.settings.include_detailed_errors:
+                if isinstance(error, ToolCallRefusedError):
+                    text = str(error)
+                elif self.settings.include_detailed_errors:
                     text = f"{FUNCTION_FAILED} Exception: {error}"
-                outcome.message.contents.append(FunctionResultContent(call.call_id, text, error))
+                results.append(FunctionResultContent(call.call_id, text, error))
             else:
-                outcome.message.contents.append(FunctionResultContent(call.call_id, serialize_result(result)))
-            if context.terminate:
-                outcome.terminate = True
-                break
+                results.append(FunctionResultContent(call.call_id, serialize_result(result)))
+            outcome.terminate = outcome.terminate or context.terminate
         return outcome
 
     async def _run_middleware(self, context: FunctionInvocationContext) -> Any:
@@ -197,8 +230,12 @@ REPEATED_CALL_STOPPED = (
 
 
 class RepeatedCallGuard:
-    """Function middleware: the `limit`-th identical call (same tool, same arguments) in one request is
-    not run; its result says why and the tool loop ends after that round."""
+    """Function middleware: after `limit - 1` identical calls (same tool, same arguments) returned in one
+    request, the next one is not run; its result says why and the tool loop ends after that round.
+
+    A call that raised is not counted: there is no earlier result to use, and the consecutive-error
+    limit already stops a tool that keeps failing.
+    """
 
     def __init__(self, limit: int = REPEATED_CALL_LIMIT) -> None:
         self.limit = limit
@@ -206,10 +243,12 @@ class RepeatedCallGuard:
     async def __call__(
         self, context: FunctionInvocationContext, call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]
     ) -> Any:
-        seen: dict[str, int] = context.request_state.setdefault("repeated_calls", {})
+        returned: dict[str, int] = context.request_state.setdefault("repeated_calls", {})
         key = context.function.name + "\0" + json.dumps(context.arguments, sort_keys=True, default=str)
-        seen[key] = seen.get(key, 0) + 1
-        if seen[key] >= self.limit:
+        count = returned.get(key, 0) + 1
+        if count >= self.limit:
             context.terminate = True
-            return REPEATED_CALL_STOPPED.format(count=seen[key])
-        return await call_next(context)
+            return REPEATED_CALL_STOPPED.format(count=count)
+        result = await call_next(context)
+        returned[key] = count
+        return result

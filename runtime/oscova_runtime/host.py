@@ -18,14 +18,16 @@ from .catalogue import PlannedProvider, plan_providers
 from .chat import ChatClient
 from .context import AIContext, AIContextProvider, InvokingContext
 from .definition import AgentDefinition
+from .governance import ToolPolicy
 from .host_config import HostConfig
-from .orchestrator import AgentBuildRequest, AgentOrchestrator, BuildContext
+from .orchestrator import AgentBuildRequest, AgentOrchestrator, BuildContext, IAgentOrchestrator
 from .providers import (
     AgentAsToolProvider,
     AgentPersonalContextProvider,
     AgentToolProvider,
     DeclaredTemplateProvider,
     EnvironmentContextProvider,
+    ISharedAgentPersonalContextRepository,
     LibraryContextProvider,
     MemoryContextProvider,
     MemoryStore,
@@ -71,24 +73,35 @@ def _zone(name: str | None) -> _dt.tzinfo | None:
 
 
 class ConfiguredHost:
-    """Builds agents of one workspace. Chat clients are host-managed: one per `[models.NAME]`."""
+    """Builds agents of one workspace. Chat clients are host-managed: one per `[models.NAME]`.
+
+    `orchestrator` and `personal_repository` may be any implementation of `IAgentOrchestrator` and
+    `ISharedAgentPersonalContextRepository`; by default an `AgentOrchestrator` and the file repository
+    under `.oscova/personal/<user id>`. `[host] deny_tools` and `allow_egress` form the tool policy,
+    read at call time.
+    """
 
     def __init__(
         self, root: str | os.PathLike[str], config: HostConfig | None = None,
         definitions: Sequence[AgentDefinition] = (), *, definition_paths: Mapping[str, str] | None = None,
-        orchestrator: AgentOrchestrator | None = None, chat_clients: Mapping[str, ChatClient] | None = None,
+        orchestrator: IAgentOrchestrator | None = None, chat_clients: Mapping[str, ChatClient] | None = None,
+        personal_repository: ISharedAgentPersonalContextRepository | None = None,
     ) -> None:
         self.root = os.path.realpath(os.fspath(root))
         self.config = config or HostConfig()
         self.definitions = list(definitions)
         self.definition_paths = dict(definition_paths or {})
-        self.orchestrator = orchestrator or AgentOrchestrator()
+        self.orchestrator: IAgentOrchestrator = orchestrator or AgentOrchestrator()
         self.renderer = TemplateRenderer(self.root)
         self._chat_clients: dict[str, ChatClient] = dict(chat_clients or {})
+        self._owned_clients: list[ChatClient] = []
+        """The clients this host created, which it closes; clients passed in belong to the caller."""
         self._tools_synced = False
         user_id = self.config.host.user_id
-        self.personal_repository = SharedAgentPersonalContextRepository(
+        self.personal_repository = personal_repository or SharedAgentPersonalContextRepository(
             os.path.join(self.root, ".oscova", "personal", user_id or "_anonymous"))
+        self.tool_policy = ToolPolicy(lambda: self.config.host.deny_tools, lambda: self.config.host.allow_egress,
+                                      lambda: self.orchestrator.tools)
 
     # -- catalogue, workspaces, clients ------------------------------------------------------------
 
@@ -97,7 +110,7 @@ class ConfiguredHost:
         tools: dict[str, AIFunction] = dict(builtin_tools(BuiltinToolContext(timezone=self.config.user.timezone)))
         for name, settings in self.config.tools.items():
             tools[name] = load_custom_tool(name, settings.callable, approval_required=settings.approval == "required",
-                                           description=settings.description)
+                                           description=settings.description, egress=settings.egress)
         return tools
 
     def ensure_tools(self) -> None:
@@ -133,6 +146,7 @@ class ConfiguredHost:
         client = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
                                   timeout=settings.timeout, model_name=name)
         self._chat_clients[name] = client
+        self._owned_clients.append(client)
         return client
 
     def instruction_template(self, definition: AgentDefinition) -> str | None:
@@ -191,9 +205,11 @@ class ConfiguredHost:
                 self.renderer, lambda: self.workspace_directories(definition),
                 template_path=config.environment.template)
         elif kind == "tools":
-            provider = AgentToolProvider(lambda: definition.tools, lambda: self.orchestrator.tools)
+            provider = AgentToolProvider(lambda: definition.tools, lambda: self.orchestrator.tools,
+                                         policy=self.tool_policy)
         elif kind == "tool_search":
-            provider = ToolSearchProvider(definition.tools, definition.pinned_tools, lambda: self.orchestrator.tools)
+            provider = ToolSearchProvider(definition.tools, definition.pinned_tools, lambda: self.orchestrator.tools,
+                                          policy=self.tool_policy)
         elif kind == "personal":
             provider = AgentPersonalContextProvider(
                 self.instruction_template(definition), self.personal_model_factory(definition), self.renderer)
@@ -233,7 +249,7 @@ class ConfiguredHost:
 
     async def aclose(self) -> None:
         """Closes the chat clients this host created."""
-        for client in self._chat_clients.values():
+        for client in self._owned_clients:
             close = getattr(client, "aclose", None)
             if close is not None:
                 await close()
@@ -255,7 +271,7 @@ class ConfiguredHost:
             available_agent_definitions=self.definitions,
             context_provider_factory=self.provider_factory,
             workspace_resolver=self.workspace_directories,
-            **overrides,
+            **{"tool_policy": self.tool_policy, **overrides},
         )
 
     async def get_agent(self, definition: AgentDefinition | str, **overrides: Any):  # type: ignore[no-untyped-def]

@@ -28,6 +28,12 @@ class HostSettings(_Section):
     todo: bool = Field(default=False, description="Todo support enabled in this host.")
     library: bool = Field(default=False, description="The read-only Library grant resolved.")
     exclude: list[str] = Field(default_factory=list, description="Folders never scanned.")
+    deny_tools: list[str] = Field(
+        default_factory=list,
+        description="Tools no agent of this host may use: never offered, and refused when the model calls one anyway.")
+    allow_egress: bool = Field(
+        default=True, description="false: tools marked `egress` (they send data off this machine) are never offered "
+                                  "and are refused at call time.")
 
 
 class UserSettings(_Section):
@@ -59,6 +65,7 @@ class ToolSettings(_Section):
     callable: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="`module:function`.")
     approval: Literal["never", "required"] = "never"
     description: str | None = None
+    egress: bool = Field(default=False, description="The tool sends data off this machine; `[host] allow_egress` governs it.")
 
 
 class CustomProviderSettings(_Section):

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .agent import ChatClientAgent, ChatClientAgentOptions
 from .chat import ChatClient, ChatClientBuilder
 from .context import AIContextProvider, InvalidOperationError
 from .definition import AgentDefinition
 from .function_invocation import FunctionInvocationSettings, FunctionInvokingChatClient, RepeatedCallGuard
+from .governance import ALLOW_ALL, ToolPolicy
 from .messages import ChatOptions
 from .reducer import SummarizingChatReducer
 from .session import ChatReducer, InMemoryChatHistoryProvider
@@ -39,7 +41,10 @@ ChatReducerFactoryFn = Callable[[AgentDefinition, ChatClient], MaybeAwaitable]
 
 
 class IAgentRunScopeFactory(Protocol):
-    def __call__(self, inner: ChatClient) -> ChatClient: ...
+    """The optional run scope (seed step 7): `create_scope` is called once per run of a built agent, and
+    the run (provider assembly, every model call and tool round, post-run hooks) happens inside it."""
+
+    def create_scope(self, definition: AgentDefinition) -> AbstractAsyncContextManager[Any]: ...
 
 
 @dataclass(slots=True)
@@ -58,7 +63,10 @@ class AgentBuildRequest:
     configure_agent_builder: Callable[[ChatClientBuilder, AgentDefinition], ChatClientBuilder | None] | None = None
     chat_options_resolver: Callable[[AgentDefinition], ChatOptions | None] | None = None
     run_scope_factory: IAgentRunScopeFactory | None = None
-    """The optional `IAgentRunScopeFactory`: wraps the client of every built agent, innermost of the runtime's layers."""
+    """The optional `IAgentRunScopeFactory`: every built agent enters one scope per run."""
+    tool_policy: ToolPolicy = ALLOW_ALL
+    """The host's tool policy, checked by the governed function-invocation loop before every call (a port
+    addition: the seed's host supplies it to that client)."""
 
     @property
     def requested_agent_cacheable(self) -> bool:
@@ -107,8 +115,32 @@ class AIAgentCollection:
         return list(self._agents)
 
 
-class AgentOrchestrator:
-    """Builds and caches agents; it does not run them (call `run` / `run_streaming` on the result)."""
+@runtime_checkable
+class IAgentOrchestrator(Protocol):
+    """The orchestrator's interface (seed: "The supported entry points are IAgentOrchestrator, its default
+    AgentOrchestrator, and AgentBuildRequest"). A host depends on this, so it can be given another."""
+
+    @property
+    def tools(self) -> Mapping[str, AIFunction]: ...
+
+    def sync_tools(self, tools: Mapping[str, AIFunction] | Sequence[AIFunction]) -> None: ...
+
+    def evict_agent(self, agent_id: str) -> bool: ...
+
+    def invalidate_all_agents(self) -> None: ...
+
+    def invalidate_all(self) -> None: ...
+
+    async def get_or_create_agent(self, request: AgentBuildRequest) -> ChatClientAgent: ...
+
+
+class AgentOrchestrator(IAgentOrchestrator):
+    """Builds and caches agents; it does not run them (call `run` / `run_streaming` on the result).
+
+    Eviction and invalidation drop references only; they close nothing (seed: "Cache eviction removes
+    references. It does not call Dispose on chat clients or context providers."). Resources belong to
+    whoever created them: `ConfiguredHost.aclose` closes the chat clients the host made.
+    """
 
     def __init__(self, settings: FunctionInvocationSettings | None = None) -> None:
         self.agents = AIAgentCollection()
@@ -239,15 +271,34 @@ class AgentOrchestrator:
         # 7. one governed function-invocation client, then the middleware in the seed's order.
         builder = ChatClientBuilder(chat_client)
         builder.use(lambda inner: FunctionInvokingChatClient(
-            inner, self.function_invocation_settings, builder.function_middleware))
+            inner, self.function_invocation_settings, builder.function_middleware, request.tool_policy))
         builder.use_function_middleware(WorkspaceValidation(lambda: request.workspace_resolver(definition)))
         if request.configure_agent_builder is not None:
             builder = request.configure_agent_builder(builder, definition) or builder
         if requested and request.configure_builder is not None:
             builder = request.configure_builder(builder) or builder
         builder.use_function_middleware(RepeatedCallGuard())
-        if request.run_scope_factory is not None:
-            builder.use(request.run_scope_factory)
+        scope_factory = request.run_scope_factory
+        run_scope = (lambda: scope_factory.create_scope(definition)) if scope_factory is not None else None
 
         # 8. the agent (construction validates provider state keys).
-        return ChatClientAgent(builder.build(), options)
+        return ChatClientAgent(builder.build(), options, run_scope=run_scope)
+
+
+async def build_minimal_agent(
+    orchestrator: IAgentOrchestrator, chat_client: ChatClient, definition: AgentDefinition,
+) -> ChatClientAgent:
+    """The seed's minimal helper: one definition with its standing instruction (rendered with an empty
+    model) and no tools or workspaces. A real host resolves a chat client, providers and workspaces per
+    definition."""
+    from .providers.personal import AgentPersonalContextProvider
+
+    request = AgentBuildRequest(
+        chat_client_factory=lambda _definition, _context: chat_client,
+        agent_definition=definition,
+        available_agent_definitions=[definition],
+        context_provider_factory=lambda current, _context: [
+            AgentPersonalContextProvider(current.instructions, lambda _invoking: {})],
+        workspace_resolver=lambda _definition: [],
+    )
+    return await orchestrator.get_or_create_agent(request)

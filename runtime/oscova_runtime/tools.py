@@ -29,6 +29,8 @@ class AIFunction:
     approval_required: bool = False
     path_parameters: tuple[str, ...] = ()
     """Arguments that name files or folders; workspace validation checks them against the grants."""
+    egress: bool = False
+    """The tool sends data off this machine (the network); a host policy may disallow such tools."""
 
     async def invoke(self, arguments: Mapping[str, Any]) -> Any:
         result = self.func(**dict(arguments))
@@ -91,7 +93,7 @@ def wrap_with_approval(function: AIFunction, handler: ApprovalHandler) -> AIFunc
         return await function.invoke(arguments)
 
     return AIFunction(function.name, function.description, function.parameters, gated, True,
-                      function.path_parameters)
+                      function.path_parameters, function.egress)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -173,13 +175,13 @@ def _schema_from_signature(func: ToolCallable) -> dict[str, Any]:
 
 def function_from_callable(
     func: ToolCallable, *, name: str | None = None, description: str | None = None,
-    approval_required: bool = False, path_parameters: Sequence[str] = (),
+    approval_required: bool = False, path_parameters: Sequence[str] = (), egress: bool = False,
 ) -> AIFunction:
     """An AIFunction whose schema comes from the signature and whose description comes from the docstring."""
     doc = inspect.getdoc(func) or "" if description is None else ""
     return AIFunction(
         name or func.__name__, description or doc.strip() or (name or func.__name__),
-        schema_from_signature(func), func, approval_required, tuple(path_parameters),
+        schema_from_signature(func), func, approval_required, tuple(path_parameters), egress,
     )
 
 
@@ -187,7 +189,9 @@ class ToolLoadError(Exception):
     """A `[tools.*]` callable could not be imported."""
 
 
-def load_custom_tool(name: str, spec: str, *, approval_required: bool, description: str | None = None) -> AIFunction:
+def load_custom_tool(
+    name: str, spec: str, *, approval_required: bool, description: str | None = None, egress: bool = False,
+) -> AIFunction:
     """Imports `module:function` for a `[tools.NAME]` entry (only a run does this, never the analyzer)."""
     module_name, _, attribute = spec.partition(":")
     try:
@@ -198,7 +202,8 @@ def load_custom_tool(name: str, spec: str, *, approval_required: bool, descripti
         raise ToolLoadError(f"The tool `{name}` could not be loaded from `{spec}`: {error}") from None
     if not callable(target):
         raise ToolLoadError(f"The tool `{name}` names `{spec}`, which is not callable")
-    return function_from_callable(target, name=name, description=description, approval_required=approval_required)
+    return function_from_callable(target, name=name, description=description, approval_required=approval_required,
+                                  egress=egress)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .function_invocation import FunctionInvocationContext
+from .function_invocation import FunctionInvocationContext, ToolCallRefusedError
 
 PATH_ARGUMENT_NAMES = frozenset({"path", "file", "file_path", "directory", "folder", "image_path"})
 
@@ -68,8 +68,8 @@ class WorkspaceValidation:
         for value in checked:
             try:
                 resolve_inside(value, allowed, must_exist=False)
-            except WorkspaceViolation as violation:
-                return str(violation)
+            except WorkspaceViolation as violation:  # a failed call: it counts towards the error limit
+                raise ToolCallRefusedError(str(violation)) from violation
         token = _current_workspaces.set(allowed)
         try:
             return await call_next(context)

@@ -103,11 +103,14 @@ async def test_non_streaming_appends_every_response_message_and_observes_no_requ
 async def test_a_cleared_accessor_observes_nothing(openai_client, fake_openai):
     """"assign the observer to an AgentRunObserverAccessor before execution, and clear the accessor afterward." """
     run = AgentTaskRun(live_messages=[])
-    accessor = AgentRunObserverAccessor()
+    accessor = AgentRunObserverAccessor(AgentTaskRunObserver(run))
     agent = await observed_agent(openai_client, accessor)
-    fake_openai.enqueue(Reply(text="x"))
-    await agent.run("q")
-    assert run.live_messages == []
+    fake_openai.enqueue(Reply(text="observed"), Reply(text="after clearing"))
+    await agent.run("q1")
+    assert [m.text for m in run.live_messages] == ["observed"]  # attached: the run is observed
+    accessor.observer = None
+    await agent.run("q2")
+    assert [m.text for m in run.live_messages] == ["observed"]  # cleared: nothing more
 
 
 async def test_a_synthetic_provider_user_message_is_not_the_captured_user_message(openai_client, fake_openai):

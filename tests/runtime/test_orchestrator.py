@@ -108,11 +108,15 @@ async def test_build_sequence_dependencies_depth_first_before_the_parent():
 async def test_only_visible_exposed_dependencies_are_built_and_missing_ones_omitted():
     """"Resolves referenced agents that are both present and marked IsExposedAsTool." """
     hidden = AgentDefinition(id="hidden")
-    top = AgentDefinition(id="top", agent_tools=["hidden", "absent"])
+    shown = AgentDefinition(id="shown", exposed_as_tool=True)
+    top = AgentDefinition(id="top", agent_tools=["hidden", "absent", "shown"])
     orchestrator, f = AgentOrchestrator(), Counting()
-    agent = await orchestrator.get_or_create_agent(f.request(top, available=[top, hidden]))
-    assert [a for _, a, _ in f.log if _ != "workspaces"] == ["top", "top"]
-    assert agent.context_providers[0].tools == ()
+    agent = await orchestrator.get_or_create_agent(f.request(top, available=[top, hidden, shown]))
+    assert [a for kind, a, _ in f.log if kind != "workspaces"] == ["shown", "shown", "top", "top"]
+    assert [t.name for t in agent.context_providers[0].tools] == ["shown"]
+    assert orchestrator.agents.ids() == ["shown", "top"]
+    alone = await AgentOrchestrator().get_or_create_agent(f.request(top, available=[top, hidden]))
+    assert alone.context_providers[0].tools == ()
 
 
 async def test_the_cycle_guard_stops_recursion():

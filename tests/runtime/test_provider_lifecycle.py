@@ -10,6 +10,7 @@ import asyncio
 import pytest
 from conftest import Reply
 from oscova_runtime.agent import ChatClientAgent, ChatClientAgentOptions
+from oscova_runtime.chat_client import ChatClientError
 from oscova_runtime.context import (
     AIContext,
     AIContextProvider,
@@ -185,9 +186,12 @@ async def test_store_is_skipped_on_failure(openai_client, fake_openai):
     """"On a failed invocation, it skips StoreAIContextAsync." """
     fake_openai.enqueue(Reply(status=400, error_message="bad"))
     first = First()
-    with pytest.raises(Exception):  # noqa: B017
+    with pytest.raises(ChatClientError, match="bad"):
         await agent_with(openai_client, first).run("hi")
-    assert first.stored == []
+    assert first.stored == [] and len(fake_openai.requests) == 1
+    fake_openai.enqueue(Reply(text="fine"))  # the same provider stores after a success
+    await agent_with(openai_client, first).run("again")
+    assert [m.text for m in first.stored[0].response_messages] == ["fine"]
 
 
 async def test_a_provider_exception_stops_the_chain_before_the_model(openai_client, fake_openai):

@@ -4,11 +4,11 @@ build cancellation, middleware composition and the summarizing reducer."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from conftest import Reply, ScriptedChatClient, ToolCall, make_request
 from oscova_runtime.catalogue import plan_providers
-from oscova_runtime.chat import DelegatingChatClient
 from oscova_runtime.context import InvokingContext
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.function_invocation import FunctionInvokingChatClient
@@ -25,6 +25,7 @@ from oscova_runtime.providers import (
     SkillsContextProvider,
     VisionToolProvider,
 )
+from oscova_runtime.providers.vision import AnalyzeImageTool
 from oscova_runtime.reducer import SUMMARY_PREFIX, SummarizingChatReducer
 from oscova_runtime.session import AgentSession
 from oscova_runtime.templates import TemplateRenderer
@@ -58,7 +59,10 @@ async def test_vision_creates_its_wrapper_for_each_invocation():
     invocation." """
     provider = VisionToolProvider(ScriptedChatClient(), lambda: [])
     one, two = (await provider.provide_ai_context(ctx())).tools, (await provider.provide_ai_context(ctx())).tools
-    assert [t.name for t in one] == ["analyze_image"] and one[0].func is not two[0].func
+    assert [t.name for t in one] == ["analyze_image"] and [t.name for t in two] == ["analyze_image"]
+    # the bound method's instance is the wrapper: a new AnalyzeImageTool for each invocation
+    assert isinstance(one[0].func.__self__, AnalyzeImageTool)
+    assert one[0].func.__self__ is not two[0].func.__self__
 
 
 async def test_missing_private_notes_contribute_nothing(tmp_path):
@@ -138,8 +142,9 @@ async def test_the_build_is_cancellable_and_nothing_is_cached():
 
 
 async def test_function_middleware_composition_order(openai_client, fake_openai):
-    """Step 7: workspace validation, every-agent builder customization, requested-agent builder customization,
-    the repeated-call guard, then the optional run scope."""
+    """Step 7: "Build one governed function-invocation client, then compose workspace validation, every-agent
+    builder customization, requested-agent builder customization, the repeated-call guard, and the optional
+    IAgentRunScopeFactory." The run scope wraps the run: entered once, around both tool rounds."""
     order: list[str] = []
 
     def recorder(label):
@@ -148,10 +153,14 @@ async def test_function_middleware_composition_order(openai_client, fake_openai)
             return await call_next(context)
         return middleware
 
-    class Scope(DelegatingChatClient):
-        async def get_response(self, messages, options):
-            order.append("scope")
-            return await super().get_response(messages, options)
+    class Scopes:
+        def create_scope(self, definition):
+            @contextlib.asynccontextmanager
+            async def scope():
+                order.append(f"enter {definition.id}")
+                yield
+                order.append(f"exit {definition.id}")
+            return scope()
 
     orchestrator = AgentOrchestrator()
     orchestrator.sync_tools([tool("t")])
@@ -159,11 +168,13 @@ async def test_function_middleware_composition_order(openai_client, fake_openai)
         AgentDefinition(id="mw"), openai_client, [AgentToolProvider(lambda: ["t"], lambda: orchestrator.tools)],
         configure_agent_builder=lambda b, d: b.use_function_middleware(recorder("agent-builder")),
         configure_builder=lambda b: b.use_function_middleware(recorder("builder")),
-        run_scope_factory=Scope)
+        run_scope_factory=Scopes())
     agent = await orchestrator.get_or_create_agent(request)
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("t", {}, "c1")]), Reply(text="ok"))
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("t", {}, "c1")]),
+                        Reply(tool_calls=[ToolCall("t", {}, "c2")]), Reply(text="ok"))
     await agent.run("go")
-    assert order == ["scope", "agent-builder", "builder", "scope"]
+    assert len(fake_openai.requests) == 3
+    assert order == ["enter mw", "agent-builder", "builder", "agent-builder", "builder", "exit mw"]
     assert isinstance(agent.chat_client, FunctionInvokingChatClient)  # the one governed client is outermost
     names = [getattr(m, "__name__", type(m).__name__) for m in agent.chat_client.middleware]
     assert names == ["WorkspaceValidation", "middleware", "middleware", "RepeatedCallGuard"]

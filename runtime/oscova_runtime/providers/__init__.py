@@ -5,7 +5,11 @@ from .custom import DeclaredTemplateProvider, load_custom_provider
 from .environment import EnvironmentContextProvider
 from .library import LibraryContextProvider
 from .memory import MemoryContextProvider, MemoryStore, estimate_tokens, memory_tools
-from .personal import AgentPersonalContextProvider, SharedAgentPersonalContextRepository
+from .personal import (
+    AgentPersonalContextProvider,
+    ISharedAgentPersonalContextRepository,
+    SharedAgentPersonalContextRepository,
+)
 from .private_notes import PrivateNotesContextProvider
 from .skills import SkillsContextProvider
 from .todo import TodoListContextProvider
@@ -14,7 +18,7 @@ from .vision import VisionToolProvider
 
 __all__ = [
     "AgentAsToolProvider", "AgentPersonalContextProvider", "AgentToolProvider", "DeclaredTemplateProvider",
-    "EnvironmentContextProvider", "LibraryContextProvider", "MemoryContextProvider", "MemoryStore",
+    "EnvironmentContextProvider", "ISharedAgentPersonalContextRepository", "LibraryContextProvider", "MemoryContextProvider", "MemoryStore",
     "PrivateNotesContextProvider", "SharedAgentPersonalContextRepository", "SkillsContextProvider",
     "TodoListContextProvider", "ToolSearchProvider", "VisionToolProvider", "estimate_tokens",
     "load_custom_provider", "memory_tools",

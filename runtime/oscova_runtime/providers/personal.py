@@ -7,7 +7,7 @@ import inspect
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import yaml
 
@@ -49,7 +49,20 @@ class PersonalContextTooLargeError(ValueError):
     pass
 
 
-class SharedAgentPersonalContextRepository:
+@runtime_checkable
+class ISharedAgentPersonalContextRepository(Protocol):
+    """Where a shared agent's personal context is kept (seed: "The ISharedAgentPersonalContextRepository
+    contract keeps this persistence independent from host storage policy"). The configured host reads
+    `user_context` through it; pass another to `ConfiguredHost(personal_repository=...)`."""
+
+    async def get(self, agent_id: str) -> str | None: ...
+
+    async def save(self, agent_id: str, content: str) -> None: ...
+
+    async def delete(self, agent_id: str) -> None: ...
+
+
+class SharedAgentPersonalContextRepository(ISharedAgentPersonalContextRepository):
     """File-backed personal context of shared agents: `<user root>/<slug>/context.md` with `agent_id`
     front matter. The host supplies the exact per-user root and the maximum UTF-8 size; authorization,
     root topology and cleanup stay with the host."""

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from ..context import AIContext, AIContextProvider, InvokingContext
+from ..governance import ALLOW_ALL, ToolPolicy
 from ..tools import (
     AIFunction,
     ApprovalHandler,
@@ -30,19 +31,22 @@ def _expose(
 class AgentToolProvider(AIContextProvider):
     """Resolves the allowed tool names on each invocation against the current catalogue.
 
-    Missing and denied names are omitted; approval-required tools are wrapped with the run's approval
-    channel, and suppressed when the run has none (unless `suppress_unavailable_approval` is False).
+    Missing names, names in `denied` and tools the `policy` refuses (its denied list, disallowed egress)
+    are omitted; approval-required tools are wrapped with the run's approval channel, and suppressed
+    when the run has none (unless `suppress_unavailable_approval` is False).
     """
 
     def __init__(
         self, allowed_names: Callable[[], Sequence[str]], catalogue: ToolCatalogueResolver, *,
         denied: Callable[[], Sequence[str]] = lambda: (),
+        policy: ToolPolicy = ALLOW_ALL,
         approval: Callable[[], ApprovalHandler | None] = current_approval_handler,
         suppress_unavailable_approval: bool = True,
     ) -> None:
         self.allowed_names = allowed_names
         self.catalogue = catalogue
         self.denied = denied
+        self.policy = policy
         self.approval = approval
         self.suppress_unavailable_approval = suppress_unavailable_approval
 
@@ -53,7 +57,7 @@ class AgentToolProvider(AIContextProvider):
         exposed: list[AIFunction] = []
         for name in self.allowed_names():
             function = tools.get(name)
-            if function is None or name in denied:
+            if function is None or name in denied or not self.policy.allows(function):
                 continue
             visible = _expose(function, approval, self.suppress_unavailable_approval)
             if visible is not None:
@@ -72,17 +76,20 @@ class ToolSearchProvider(AIContextProvider):
     """Contributes its instructions, `search_tools`, the pinned tools and the tools unlocked so far.
 
     The allowed and pinned name lists are constructor snapshots; resolution uses the current catalogue.
-    Unlocked tools belong to this (cached) provider instance.
+    Unlocked tools belong to this (cached) provider instance. Tools the `policy` refuses are neither
+    found nor offered (the port applies the tool-list provider's governance here too).
     """
 
     def __init__(
         self, allowed_names: Sequence[str], pinned_names: Sequence[str], catalogue: ToolCatalogueResolver, *,
+        policy: ToolPolicy = ALLOW_ALL,
         approval: Callable[[], ApprovalHandler | None] = current_approval_handler,
         suppress_unavailable_approval: bool = True,
     ) -> None:
         self.allowed_names = tuple(allowed_names)
         self.pinned_names = tuple(pinned_names)
         self.catalogue = catalogue
+        self.policy = policy
         self.approval = approval
         self.suppress_unavailable_approval = suppress_unavailable_approval
         self.unlocked: list[str] = []
@@ -95,7 +102,7 @@ class ToolSearchProvider(AIContextProvider):
         scored = []
         for name in self.allowed_names:
             function = tools.get(name)
-            if function is None:
+            if function is None or not self.policy.allows(function):
                 continue
             haystack = f"{name} {function.description}".lower()
             score = sum(haystack.count(w) for w in words)
@@ -116,7 +123,7 @@ class ToolSearchProvider(AIContextProvider):
         exposed: list[AIFunction] = [self.search_tool]
         for name in [*self.pinned_names, *(n for n in self.unlocked if n not in self.pinned_names)]:
             function = tools.get(name)
-            if function is None:
+            if function is None or not self.policy.allows(function):
                 continue
             visible = _expose(function, approval, self.suppress_unavailable_approval)
             if visible is not None:

@@ -37,6 +37,10 @@ _BOOL_KEYS = frozenset(name for name, f in AgentDefinition.model_fields.items()
                        if f.annotation is bool or name == "compaction")
 
 
+_NOT_OFFERED = frozenset((spec.type, var.name) for spec in PROVIDERS_BY_TYPE.values()
+                         for var in spec.variables if not var.offered)
+"""(renderer, variable) pairs bound but never offered, e.g. `current_time` in standing instructions."""
+
 LIMIT = 50
 """At most this many items are sent; past it the list is marked incomplete and narrowed as the user types."""
 
@@ -127,7 +131,10 @@ def _template(ws: Workspace, parsed: ParsedFile, lines: LineIndex, offset: int,
         items += [CompletionItem(tag, ItemKind.KEYWORD, "Jinja tag", replace=replace, sort_text=f"2{tag}")
                   for tag in _TAGS]
     bindings = bindings_for(ws, parsed)
-    for name, found in sorted(bindings.items()):
+    for name, all_found in sorted(bindings.items()):
+        found = [b for b in all_found if (b.renderer, name) not in _NOT_OFFERED]
+        if not found:
+            continue
         renderers = sorted({b.renderer for b in found})
         meaning = found[0].meaning
         uses = "; ".join(sorted({b.use_label for b in found}))
