@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
     parser.add_argument("--tcp", action="store_true", help="listen on a TCP port instead")
-    parser.add_argument("--host", default="127.0.0.1", help="TCP host (default 127.0.0.1)")
+    parser.add_argument("--host", default="127.0.0.1", help="TCP host, loopback only (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
     parser.add_argument("--clientProcessId", "--client-process-id", dest="client_pid", type=int, default=None,
                         help="exit when this process is gone")

@@ -1,74 +1,25 @@
 """Starting the server. Over stdio, `initialize` is answered before pygls and lsprotocol are imported
-(they take about half a second): the first message is read and answered here from `capabilities`, while a
-thread imports the server; the same bytes are then replayed into pygls, whose own answer is dropped."""
+(they take about half a second): the first message is read (by `transport`) and answered here from
+`capabilities`, while a thread imports the server; the message is then handed to the server, whose own answer
+is dropped, and the server's reader goes on from the bytes already read."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
+import socket
 import sys
 import threading
 from typing import Any, BinaryIO
 
 from .capabilities import initialize_result
+from .transport import Dropped, Framer, read_first
 
 
 def _import_server() -> None:
     from . import server  # noqa: F401  (imports pygls, lsprotocol and the engine)
-
-
-def _read_message(stream: BinaryIO) -> tuple[bytes, Any] | None:
-    """One framed JSON-RPC message: (its raw bytes, the decoded body), or None at end of input."""
-    raw = bytearray()
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            return None
-        raw += line
-        if line in (b"\r\n", b"\n"):
-            if length is not None:
-                break
-            continue
-        name, _, value = line.decode("ascii", "replace").partition(":")
-        if name.strip().lower() == "content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                return bytes(raw), None
-    body = stream.read(length)
-    raw += body
-    try:
-        return bytes(raw), json.loads(body)
-    except ValueError:
-        return bytes(raw), None
-
-
-class _Replay:
-    """A stdin that first yields bytes already read."""
-
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
-        self._head = head
-        self._stream = stream
-
-    def readline(self) -> bytes:
-        if self._head:
-            cut = self._head.find(b"\n")
-            cut = len(self._head) if cut == -1 else cut + 1
-            line, self._head = self._head[:cut], self._head[cut:]
-            if line.endswith(b"\n"):
-                return line
-            return line + self._stream.readline()
-        return self._stream.readline()
-
-    def read(self, n: int) -> bytes:
-        if self._head:
-            part, self._head = self._head[:n], self._head[n:]
-            if len(part) < n:
-                part += self._stream.read(n - len(part))
-            return part
-        return self._stream.read(n)
 
 
 def _write(stream: BinaryIO, payload: dict[str, Any]) -> None:
@@ -93,12 +44,14 @@ def serve_stdio(client_pid: int | None = None) -> int:
     sys.stdout = sys.stderr
     loader = threading.Thread(target=_import_server, name="oscova-import", daemon=True)
     loader.start()
-    first = _read_message(stdin)
+    framer = Framer()
+    first = read_first(stdin.fileno(), framer, _report)
     if first is None:
         return 0
-    raw, message = first
+    message = first.value
     answered = None
-    if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
+    if isinstance(message, dict) and message.get("jsonrpc") == "2.0" and message.get("method") == "initialize" \
+            and isinstance(message.get("id"), (int, str)):
         _write(stdout, {"jsonrpc": "2.0", "id": message["id"], "result": initialize_result(message.get("params"))})
         answered = message["id"]
     loader.join()
@@ -107,15 +60,35 @@ def serve_stdio(client_pid: int | None = None) -> int:
     server = create_server()
     server.client_pid = client_pid
     server.protocol.suppressed_response = answered  # type: ignore[attr-defined]
-    server.start_io(_Replay(raw, stdin), stdout)  # type: ignore[arg-type]
-    return 0
+    return server.serve_stdio(framer, first, stdin.fileno(), stdout)
+
+
+def _report(dropped: Dropped) -> None:
+    logging.getLogger(__name__).warning("bad message from the client: %s", dropped.reason)
+
+
+def loopback_only(host: str) -> str | None:
+    """Why `host` may not be listened on, or None: the server runs the workspace's agents and tools for
+    whoever connects, so only this machine may."""
+    try:
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return f"--host {host!r} does not resolve"
+    outside = sorted(a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback)
+    if outside:
+        return (f"--host {host!r} is not a loopback address ({', '.join(outside)}); the server listens on this "
+                "machine only (127.0.0.1, ::1 or localhost), since whoever connects can run the workspace's agents")
+    return None
 
 
 def serve_tcp(host: str, port: int, client_pid: int | None = None) -> int:
     _configure_logging()
+    refusal = loopback_only(host)
+    if refusal is not None:
+        print(f"oscova-lsp: {refusal}", file=sys.stderr)
+        return 2
     from .server import create_server
 
     server = create_server()
     server.client_pid = client_pid
-    server.start_tcp(host, port)
-    return 0
+    return server.serve_tcp(host, port)

@@ -17,24 +17,32 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
 from ..analysis.diagnostics import Diagnostic
-from ..analysis.files import DefinitionFile, ParsedFile
+from ..analysis.files import MAX_FILE_BYTES, DefinitionFile, ParsedFile
 from ..analysis.workspace import Workspace
 from ..ide import actions, completion, hints, hover, navigation, symbols
 from ..ide.model import RenameError
 from . import convert
 from .capabilities import COMMANDS, COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER, SERVER_NAME, WATCHED_GLOBS
 from .runs import Runs, code_lenses, command_handlers, workspace_trusted
-from .session import Session
+from .session import LargeText, Session
 from .settings import Settings
+from .transport import CHUNK as READ_CHUNK
+from .transport import Dropped, FdReader, Framer, FramingError, Message, pump
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +62,48 @@ class _BadRequest:
 class OscovaProtocol(LanguageServerProtocol):
     suppressed_response: Any = None
     """The id of an `initialize` that `launch` already answered: pygls's own answer is dropped."""
+    initialize_seen = False
+
+    def receive(self, item: Message | Dropped) -> None:
+        """One item off the wire (`transport.pump`): a dropped frame is logged (a body that is not JSON gets
+        JSON-RPC's parse error), anything but a JSON-RPC 2.0 object gets InvalidRequest."""
+        if isinstance(item, Dropped):
+            logger.warning("bad message from the client: %s", item.reason)
+            if item.not_json:
+                self._send_error(None, -32700, f"Parse error: {item.reason}")
+            return
+        value = item.value
+        if not isinstance(value, dict) or value.get("jsonrpc") != "2.0" or \
+                not isinstance(value.get("method", ""), str):
+            logger.warning("bad message from the client: not a JSON-RPC 2.0 message; dropped it")
+            msg_id = value.get("id") if isinstance(value, dict) else None
+            self._send_error(msg_id if isinstance(msg_id, (int, str)) else None, -32600,
+                             "Invalid Request: not a JSON-RPC 2.0 message")
+            return
+        try:
+            message = self.structure_message(value)
+        except Exception as error:  # a notification or response whose params do not deserialize
+            logger.warning("bad message from the client: %s; dropped it", error or type(error).__name__)
+            return
+        try:
+            self.handle_message(message)
+        except Exception:
+            logger.exception("handling %s failed", value.get("method") or "a response")
+
+    def _send_error(self, msg_id: int | str | None, code: int, text: str) -> None:
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text}})
+
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None,
+                         kwargs: Any = None) -> None:
+        # pygls 2.1.1 files the Future of every notification handler (and of every handler a generator
+        # handler delegates to) in `_request_futures` under a fresh uuid and never removes it: about 2 KB
+        # per notification. Each handler's entry goes when it is done (docs/upstream/pygls-request-futures.md).
+        def done(future: Any) -> None:
+            if self._request_futures.get(msg_id) is future:
+                del self._request_futures[msg_id]
+            callback(future)
+
+        super()._execute_handler(msg_id, handler, done, args, kwargs)
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         if self.suppressed_response is not None and msg_id == self.suppressed_response:
@@ -74,6 +124,19 @@ class OscovaProtocol(LanguageServerProtocol):
             error = JsonRpcInvalidParams(f"invalid params for {message.method}")
             self._send_response(message.id, error=error.to_response_error())
             return
+        method = getattr(message, "method", None)
+        if method is not None and hasattr(message, "id"):  # a request: the lifecycle the spec sets
+            refusal: JsonRpcException | None = None
+            if self._shutdown and method != lsp.EXIT:
+                refusal = JsonRpcInvalidRequest(f"{method} after shutdown: the server only accepts exit now")
+            elif method == lsp.INITIALIZE and self.initialize_seen:
+                refusal = JsonRpcInvalidRequest("the server is already initialized (initialize is sent once)")
+            elif method != lsp.INITIALIZE and not self.initialize_seen:
+                refusal = JsonRpcServerNotInitialized(f"{method} before initialize")
+            if refusal is not None:
+                self._send_response(message.id, error=refusal.to_response_error())
+                return
+            self.initialize_seen = True
         super().handle_message(message)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
@@ -101,6 +164,67 @@ class OscovaProtocol(LanguageServerProtocol):
             logger.exception("%s failed", params.command)
             raise JsonRpcInternalError(f"{params.command} failed: {type(error).__name__}: {error}") from None
         return result
+
+    # Open documents too large to analyse live in `LargeText`, not in pygls's workspace, whose documents
+    # re-join and re-split the whole text on every incremental edit.
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> Any:  # type: ignore[override]
+        document = params.text_document
+        large = cast(OscovaServer, self._server).large
+        if len(document.text) > MAX_FILE_BYTES:
+            large[document.uri] = LargeText(document.text, document.language_id)
+            self.workspace.remove_text_document(document.uri)
+        else:
+            large.pop(document.uri, None)
+            self.workspace.put_text_document(document)
+        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield user_handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> Any:  # type: ignore[override]
+        uri = params.text_document.uri
+        large = cast(OscovaServer, self._server).large
+        text = large.get(uri)
+        if text is None:
+            for change in params.content_changes:
+                self.workspace.update_text_document(params.text_document, change)
+            document = self.workspace.get_text_document(uri)
+            if len(document.source) > MAX_FILE_BYTES:  # grew too large: its text moves (once)
+                large[uri] = LargeText(document.source, document.language_id or "")
+                self.workspace.remove_text_document(uri)
+        else:
+            for change in params.content_changes:
+                if isinstance(change, lsp.TextDocumentContentChangePartial):
+                    text.replace((change.range.start.line, change.range.start.character),
+                                 (change.range.end.line, change.range.end.character), change.text)
+                else:
+                    text.replace(None, None, change.text)
+            if len(text) <= MAX_FILE_BYTES:  # small enough again: back to pygls's document
+                del large[uri]
+                self.workspace.put_text_document(lsp.TextDocumentItem(
+                    uri=uri, language_id=text.language_id, version=params.text_document.version, text=text.text()))
+        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams) -> Any:  # type: ignore[override]
+        cast(OscovaServer, self._server).large.pop(params.text_document.uri, None)
+        self.workspace.remove_text_document(params.text_document.uri)
+        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield user_handler, (params,), None
+
+    @lsp_method(lsp.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Any:  # type: ignore[override]
+        # pygls's own, over a copy: cancelling a handler now removes its entry (`_execute_handler`).
+        if (user_handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams):  # type: ignore[override]
@@ -131,6 +255,83 @@ class OscovaServer(LanguageServer):
         self.checked = asyncio.Event()
         self.check_seconds: float | None = None
         self.runs = Runs(self)
+        self.large: dict[str, LargeText] = {}
+        """Open documents over the analysis limit, by URI (see `OscovaProtocol`)."""
+        self._skipped_noticed: set[str] = set()
+
+    # ------------------------------------------------------------------------------------ the wire
+
+    def serve_stdio(self, framer: Framer, first: Message | None, fd: int, out: BinaryIO) -> int:
+        """Serves over a pipe until `exit` (its code) or the end of input (0); `framer` may hold bytes
+        already read, and `first` the message they began with."""
+        from pygls.io_ import StdoutWriter
+
+        protocol = cast(OscovaProtocol, self.protocol)
+        protocol.set_writer(StdoutWriter(out))
+
+        async def main() -> None:
+            if first is not None:
+                protocol.receive(first)
+            await pump(framer, FdReader(fd, asyncio.get_running_loop()).read, protocol.receive)
+
+        return self._run(main())
+
+    def serve_tcp(self, host: str, port: int) -> int:
+        """Serves one client over TCP: a second connection is closed at once (it would take over the writer),
+        and so is a connection whose bytes are not LSP framing (a web page's `fetch` to localhost)."""
+        protocol = cast(OscovaProtocol, self.protocol)
+
+        async def main() -> None:
+            finished = asyncio.Event()
+            owner: object | None = None  # the connection that spoke LSP first: the client, for good
+
+            async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                nonlocal owner
+                peer = writer.get_extra_info("peername")
+                if owner is not None:
+                    logger.warning("refused a connection from %s: the server already has a client", peer)
+                    writer.close()
+                    return
+                me = object()
+
+                def receive(item: Message | Dropped) -> None:
+                    nonlocal owner
+                    if owner is None:
+                        owner = me
+                        protocol.set_writer(writer)  # type: ignore[arg-type]
+                    elif owner is not me:
+                        raise FramingError("the server already has a client")
+                    protocol.receive(item)
+
+                try:
+                    await pump(Framer(strict=True), lambda: reader.read(READ_CHUNK), receive)
+                except FramingError as error:
+                    logger.warning("closed the connection from %s: %s", peer, error)
+                finally:
+                    writer.close()
+                    if owner is me:  # the client is gone: so is the server
+                        finished.set()
+
+            listener = await asyncio.start_server(connection, host, port)
+            logger.info("listening on %s:%s", host, port)
+            async with listener:
+                await finished.wait()
+
+        return self._run(main())
+
+    def _run(self, main: Any) -> int:
+        code: Any = 0
+        try:
+            asyncio.run(main)
+        except SystemExit as exit_:  # `exit`: 0 after `shutdown`, 1 otherwise
+            code = exit_.code
+        except BrokenPipeError:
+            logger.error("the client closed the connection; exiting")
+        except KeyboardInterrupt:
+            code = 130
+        finally:
+            self.shutdown()
+        return code if isinstance(code, int) else 1
 
     # ------------------------------------------------------------------------------------ utilities
 
@@ -176,6 +377,20 @@ class OscovaServer(LanguageServer):
             return
         affected = self.session.apply_open(path, pending[0], pending[1])
         self._invalidate(affected | {path})
+        self.notice_skipped(path)
+
+    def notice_skipped(self, path: str) -> None:
+        """The notice SPEC §9 promises, once per open document, when the analysis skips it (too large)."""
+        found = self.session.parsed(path)
+        skipped = found[1].skipped if found is not None else None
+        if not skipped:
+            self._skipped_noticed.discard(path)
+        elif path not in self._skipped_noticed:
+            self._skipped_noticed.add(path)
+            self.window_show_message(lsp.ShowMessageParams(
+                type=lsp.MessageType.Warning,
+                message=f"oscova: {os.path.basename(path)} is not checked: {skipped}. Diagnostics and editor "
+                        "features for it come back once it is under the limit."))
 
     def _invalidate(self, paths: Iterable[str]) -> None:
         for path in paths:
@@ -473,8 +688,10 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         if path is None:
             return
         ls._pending.pop(path, None)
+        ls._skipped_noticed.discard(path)
         affected = ls.session.apply_open(path, params.text_document.text, params.text_document.version)
         ls._invalidate(affected | {path})
+        ls.notice_skipped(path)
         ls.root_ready(path)
         ls.publish_pending(origin=path)
 
@@ -483,8 +700,12 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         path = convert.path_of(params.text_document.uri)
         if path is None:
             return
-        document = ls.workspace.get_text_document(params.text_document.uri)
-        ls.schedule(path, document.source, params.text_document.version)
+        large = ls.large.get(params.text_document.uri)
+        if large is None:
+            ls.schedule(path, ls.workspace.get_text_document(params.text_document.uri).source,
+                        params.text_document.version)
+        elif not ls.session.still_skipped(path, params.text_document.version):
+            ls.schedule(path, large.text(), params.text_document.version)  # it just grew past the limit
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
@@ -501,6 +722,7 @@ def create_server() -> OscovaServer:  # noqa: C901 - one registration point for 
         if timer is not None:
             timer.cancel()
         ls._pending.pop(path, None)
+        ls._skipped_noticed.discard(path)
         ls._invalidate(ls.session.close(path) | {path})
         ls.publish_pending()
 
