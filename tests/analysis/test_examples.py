@@ -53,8 +53,6 @@ agents/calls.agent.yaml:3:15: OSC020
 agents/calls.agent.yaml:3:22: OSC021
 agents/duplicate-a.agent.yaml:1:5: OSC005
 agents/duplicate-b.agent.yaml:1:5: OSC005
-agents/grants.agent.yaml:3:14: OSC043
-agents/grants.agent.yaml:3:14: OSC044
 agents/loop-a.agent.yaml:4:15: OSC022
 agents/loop-b.agent.yaml:4:15: OSC022
 agents/providers.agent.yaml:5:5: OSC010
@@ -70,6 +68,8 @@ agents/tools.agent.yaml:2:8: OSC041
 agents/tools.agent.yaml:3:20: OSC040
 agents/tools.agent.yaml:4:20: OSC030
 agents/tools.agent.yaml:4:31: OSC031
+agents/workspace-grants.agent.yaml:3:14: OSC043
+agents/workspace-grants.agent.yaml:3:14: OSC044
 lint-only/oscova.toml:1:1: OSC042
 oscova.toml:3:13: OSC002
 oscova.toml:8:1: OSC003
