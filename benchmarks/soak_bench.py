@@ -25,14 +25,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.fake_openai import FakeOpenAI, Reply  # noqa: E402
+from tests.support.lsp_frames import frame, read_frame  # noqa: E402
 from tests.support.run_workspace import host_toml, write_workspace  # noqa: E402
 
 KEY_VARIABLE = "OSCOVA_SOAK_KEY"
-
-
-def frame(payload: Any) -> bytes:
-    body = json.dumps(payload).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 class Server:
@@ -50,15 +46,7 @@ class Server:
     def _read(self) -> None:
         stream = self.proc.stdout
         assert stream is not None
-        while True:
-            header = b""
-            while not header.endswith(b"\r\n\r\n"):
-                byte = stream.read(1)
-                if not byte:
-                    return
-                header += byte
-            length = int(header.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            message = json.loads(stream.read(length))
+        while (message := read_frame(stream)) is not None:
             if "method" in message and "id" in message:
                 self.send(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
             elif "method" not in message:

@@ -23,15 +23,11 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from ..support.lsp_frames import frame, read_frame
 from .conftest import SERVER_COMMAND
 
 ANSWER_SECONDS = 15
 """Generous: the machine is shared. A deaf server never answers at all."""
-
-
-def frame(payload: Any) -> bytes:
-    body = json.dumps(payload).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 class RawServer:
@@ -50,15 +46,8 @@ class RawServer:
     def _read_stdout(self) -> None:
         stream = self.proc.stdout
         assert stream is not None
-        while True:
-            header = b""
-            while not header.endswith(b"\r\n\r\n"):
-                byte = stream.read(1)
-                if not byte:
-                    return
-                header += byte
-            length = int(header.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            self.messages.put(json.loads(stream.read(length)))
+        while (message := read_frame(stream)) is not None:
+            self.messages.put(message)
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
