@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from ..chat import ChatClient
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..messages import ChatMessage, ChatOptions, DataContent, TextContent
+from ..paths import FileRefused, read_head
 from ..tools import AIFunction, function_from_callable
 from ..workspace import resolve_inside
 
@@ -29,12 +30,11 @@ class AnalyzeImageTool:
         if not media_type.startswith("image/"):
             return f"{path} is not an image."
 
-        def _read() -> bytes:
-            with open(target, "rb") as handle:
-                return handle.read(MAX_IMAGE_BYTES + 1)
-
-        data = await asyncio.to_thread(_read)
-        if len(data) > MAX_IMAGE_BYTES:
+        try:  # a regular file only (a FIFO or device is refused, not waited on), read no further than the limit
+            data, more = await asyncio.to_thread(read_head, target, limit=MAX_IMAGE_BYTES)
+        except FileRefused as refused:
+            return f"{path} was not read: {refused}"
+        if more:
             return f"{path} is larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MB."
         message = ChatMessage("user", [TextContent(question), DataContent(data, media_type)])
         response = await self.chat_client.get_response([message], ChatOptions())
