@@ -691,6 +691,13 @@ class Checker:
                                     "(paths in the host configuration resolve against the workspace root)"))
         out += self._grants(parsed.path, doc, (*prefix, "environment", "workspace_directories"),
                             config.environment.workspace_directories)
+        memory_root = config.memory.root
+        if not self.ws.inside(os.path.normpath(os.path.join(self.ws.root, memory_root))):
+            key = (*prefix, "memory", "root")
+            rng = doc.value_range(key) or doc.best_range(key) or self._first_line(parsed.lines)
+            out.append(self._simple(parsed.path, rng, "OSC040",
+                                    f"`[memory] root` `{memory_root}` leads outside the workspace root: memory is "
+                                    "never read or written there"))
         return out
 
 
