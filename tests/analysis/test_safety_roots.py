@@ -40,3 +40,19 @@ def test_a_memory_root_inside_the_workspace_is_fine(tmp_path: Path) -> None:
     result = check(".", cwd=root)
     assert_no_traceback(result)
     assert "OSC040" not in result.stdout and result.returncode == 0, result.stdout
+
+
+def test_a_host_configuration_linked_from_outside_is_not_read_even_for_its_excludes(tmp_path: Path) -> None:
+    """Its `[host] exclude` would hide the workspace's own definitions from the check."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "oscova.toml").write_text(HOST + '\n[host]\nexclude = ["agents"]\n')
+    root = tmp_path / "ws"
+    (root / "agents").mkdir(parents=True)
+    os.symlink(outside / "oscova.toml", root / "oscova.toml")
+    (root / "agents/a.agent.yaml").write_text("id: a\ninstructions: hi\ntoolz: []\n")
+    result = check(".", cwd=root)
+    assert_no_traceback(result)
+    [host] = [line for line in result.stdout.splitlines() if "oscova.toml:" in line]
+    assert "OSC001" in host and "symlink that leads outside the workspace root" in host
+    assert any("a.agent.yaml:" in line and "OSC003" in line for line in result.stdout.splitlines()), result.stdout
