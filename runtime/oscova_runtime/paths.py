@@ -127,8 +127,8 @@ def write_text(path: str, text: str, *, root: str | None = None, append: bool = 
         flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o666)
     except OSError as error:
-        if error.errno == errno.ENXIO:  # a FIFO nobody reads: opening it to write does not wait, it fails
-            raise FileRefused(_not_regular(stat.S_IFIFO, "written") or "") from None
+        if error.errno == errno.ENXIO:  # a FIFO nobody reads (or a socket): opening it to write fails, not waits
+            raise FileRefused(_not_regular(_mode(path), "written") or "it is not a regular file") from None
         raise FileRefused(f"the file cannot be written: {error.strerror or error}") from None
     why = _not_regular(os.fstat(fd).st_mode, "written")
     if why:
@@ -138,6 +138,13 @@ def write_text(path: str, text: str, *, root: str | None = None, append: bool = 
         if not append:
             handle.truncate(0)
         handle.write(text)
+
+
+def _mode(path: str) -> int:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
 
 
 def refusal_note(name: str, refused: FileRefused) -> str:

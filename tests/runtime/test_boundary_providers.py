@@ -8,10 +8,13 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from oscova_runtime.context import InvokingContext
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host import ConfiguredHost, HostConfigurationError
@@ -214,3 +217,71 @@ def test_write_file_refuses_a_fifo_in_a_granted_folder_without_waiting(root: Pat
         run(write_file.invoke({"path": "pipe.txt", "content": "x"}))
     assert run(write_file.invoke({"path": "sub/ok.txt", "content": "fine"})) == "Wrote 4 characters to sub/ok.txt."
     assert (root / "sub/ok.txt").read_text() == "fine"
+
+
+# ------------------------------------------------------------------- any mix of file kinds (property-based)
+
+KINDS = ["regular", "fifo", "dev-zero", "dev-stdin", "link-out", "link-in", "dangling", "directory", "socket"]
+
+
+def make(path: Path, kind: str, outside: Path) -> None:
+    """A file of `kind` at `path` (its folder made); a regular one holds the word `needle`."""
+    import socket
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() or path.is_symlink():
+        return
+    if kind == "regular":
+        path.write_text("- a needle\n")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as server:
+            server.bind(str(path))
+    elif kind == "link-in":
+        (path.parent / f"real-{path.name}").write_text("- a needle\n")
+        os.symlink(path.parent / f"real-{path.name}", path)
+    else:
+        target = {"dev-zero": "/dev/zero", "dev-stdin": "/dev/stdin", "link-out": str(outside / "secret.md"),
+                  "dangling": str(path.parent / "nowhere")}[kind]
+        os.symlink(target, path)
+
+
+@settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["MEMORY.md", "daily/2026-11-30.md", "daily/2026-11-29.md", "lib/a.md",
+                                           "lib/sub/b.md", "notes/u/a.md", "skills/s/SKILL.md"]),
+                          st.sampled_from(KINDS)), min_size=1, max_size=7))
+def test_any_mix_of_file_kinds_is_read_or_skipped_never_waited_on(files: list[tuple[str, str]]) -> None:
+    """Whatever the memory, Library, notes and skills folders hold, every provider and tool answers, in
+    bounded time, without an exception and without the outside file's text."""
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        outside = base / "outside"
+        outside.mkdir()
+        (outside / "secret.md").write_text(f"{SECRET} needle\n")
+        root = base / "ws"
+        store = MemoryStore(str(root / "memory"), "u", "a", today=lambda: DAY, boundary=str(root))
+        for name, kind in files:
+            make((Path(store.folder) / name) if not name.startswith(("lib", "notes", "skills")) else root / name,
+                 kind, outside)
+        tools = {f.name: f for f in memory_tools(store)}
+        library = LibraryContextProvider(str(root / "lib"), boundary=str(root))
+        skills = SkillsContextProvider(str(root / "skills"), ["s"], boundary=str(root))
+        notes = PrivateNotesContextProvider(str(root / "notes"), "u", "a", boundary=str(root))
+
+        async def everything() -> list[str]:
+            memory = MemoryContextProvider(store, list(tools.values()), TemplateRenderer(root))
+            return [
+                (await memory.provide_ai_context(ctx())).instructions or "",
+                await tools["memory_search"].invoke({"query": "needle"}),
+                await library.library_search("needle"),
+                await library.library_read("a.md"),
+                (await skills.provide_ai_context(ctx())).instructions or "",
+                await skills.load_skill("s"),
+                (await notes.provide_ai_context(ctx())).instructions or "",
+            ]
+
+        texts = run(everything())
+        assert all(SECRET not in text for text in texts)
