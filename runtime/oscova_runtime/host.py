@@ -9,7 +9,6 @@ order and with its state keys. File locations, relative to the workspace root:
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -41,7 +40,7 @@ from .providers import (
     memory_tools,
 )
 from .templates import TemplateError, TemplateRenderer
-from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool
+from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool, user_now
 from .workspace import granted_directories
 
 
@@ -64,17 +63,6 @@ class InactiveProvider(AIContextProvider):
 
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         return AIContext()
-
-
-def _zone(name: str | None) -> _dt.tzinfo | None:
-    if not name:
-        return None
-    try:
-        from zoneinfo import ZoneInfo
-
-        return ZoneInfo(name)
-    except Exception:  # noqa: BLE001
-        return None
 
 
 class ConfiguredHost:
@@ -174,7 +162,7 @@ class ConfiguredHost:
         config = self.config
 
         async def model(context: InvokingContext) -> dict[str, Any]:
-            now = _dt.datetime.now(_zone(config.user.timezone))
+            now = user_now(config.user.timezone)
             user_context = ""
             if definition.shared and config.host.user_id:
                 user_context = await self.personal_repository.get(definition.id) or ""
