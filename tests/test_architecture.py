@@ -25,7 +25,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "oscova_runtime": (),
     "oscova_lsp.analysis": ("oscova_runtime",),
     "oscova_lsp.ide": ("oscova_lsp.analysis", "oscova_runtime"),
-    "oscova_lsp.reporting": ("oscova_lsp.analysis",),
+    "oscova_lsp.reporting": ("oscova_lsp.analysis", "oscova_runtime"),
     "oscova_lsp.runs": ("oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
 }
 
