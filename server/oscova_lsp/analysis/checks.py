@@ -25,7 +25,6 @@ from oscova_runtime.catalogue import (
 )
 from oscova_runtime.definition import AgentDefinition, ProviderEntry
 from oscova_runtime.host_config import HostConfig
-from oscova_runtime.paths import OUTSIDE_ROOT
 from oscova_runtime.workspace import grant_outside, grant_too_wide
 
 from .diagnostics import Diagnostic, Fix, Related, TextEdit
@@ -40,7 +39,7 @@ from .files import (
     variable_ranges,
 )
 from .jinja_source import TemplateFacts, VariableUse
-from .rules import RULES
+from .rules import ROOT_BASE, RULES, template_missing, template_outside_root
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument
 from .workspace import LISTED_USES, TemplateUse, Workspace
@@ -116,9 +115,8 @@ class Checker:
             if not self.ws.inside(target):
                 out.append(self._outside_root(path, rng, definition.instructions_file))
             elif not os.path.isfile(target) and target not in self.ws.files:
-                out.append(self._simple(path, rng, "OSC040",
-                                        f"template `{definition.instructions_file}` does not exist "
-                                        f"(`instructions_file` is relative to {self._rel(path)})"))
+                out.append(self._simple(path, rng, "OSC040", template_missing(
+                    definition.instructions_file, f"the definition file {self._rel(path)}")))
         out += self._grants(path, doc, ("workspaces",), definition.workspaces)
         model = self._model(parsed, definition, doc, host)
         if model is not None:
@@ -620,7 +618,7 @@ class Checker:
 
     def _outside_root(self, path: str, rng: Range, value: str) -> Diagnostic:
         """A template path that resolves outside the root (absolute, `..`, a symlink leaving): never read."""
-        return self._simple(path, rng, "OSC040", f"template `{value}` is {OUTSIDE_ROOT}")
+        return self._simple(path, rng, "OSC040", template_outside_root(value))
 
     def _grants(self, path: str, doc: YamlDocument | TomlDocument, key: Path, folders: list[str]) -> list[Diagnostic]:
         """OSC043 for a grant leaving the root without `[host] allow_outside_workspaces`; OSC044 for `/` or
@@ -653,8 +651,7 @@ class Checker:
                 continue
             if target in self.ws.files or os.path.isfile(target):
                 continue
-            out.append(self._simple(parsed.path, rng, "OSC040",
-                                    f"template `{ref.path}` does not exist (paths resolve against the workspace root)"))
+            out.append(self._simple(parsed.path, rng, "OSC040", template_missing(ref.path, ROOT_BASE)))
         return out
 
     # ----------------------------------------------------------------------------------------- host
@@ -687,8 +684,7 @@ class Checker:
                 continue
             if target in self.ws.files or os.path.isfile(target):
                 continue
-            out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist "
-                                    "(paths in the host configuration resolve against the workspace root)"))
+            out.append(self._simple(parsed.path, rng, "OSC040", template_missing(value, ROOT_BASE)))
         out += self._grants(parsed.path, doc, (*prefix, "environment", "workspace_directories"),
                             config.environment.workspace_directories)
         return out
