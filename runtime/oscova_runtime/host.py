@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .catalogue import PlannedProvider, plan_providers
 from .chat import ChatClient
@@ -216,8 +216,8 @@ class ConfiguredHost:
         elif kind == "skills":
             provider = SkillsContextProvider(os.path.join(self.root, "skills"), definition.skills)
         elif kind == "memory":
-            assert user_id
-            store = MemoryStore(os.path.join(self.root, config.memory.root), user_id, definition.id)
+            # the plan marks memory inactive without `[host] user_id` (catalogue._inactive_reason)
+            store = MemoryStore(os.path.join(self.root, config.memory.root), cast(str, user_id), definition.id)
             prompt = self.renderer.read_source(config.memory.system_prompt) if config.memory.system_prompt else None
             provider = MemoryContextProvider(store, memory_tools(store), self.renderer, system_prompt=prompt,
                                              token_budget=config.memory.token_budget)

@@ -80,8 +80,9 @@ class approval_channel:  # noqa: N801 - used as a context manager
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._token is not None
-        _approval_handler.reset(self._token)
+        token, self._token = self._token, None
+        if token is not None:  # None only when exited without being entered
+            _approval_handler.reset(token)
 
 
 APPROVAL_DENIED = "The user denied this call."

@@ -122,13 +122,12 @@ class Checker:
         if model is not None:
             out.append(model)
         inline = parsed.inline if "instructions" not in parsed.borrowed else None
-        for error in inline.facts.syntax_errors if inline is not None else []:
-            assert inline is not None
-            start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
-            rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else (
-                doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
-            out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
         if inline is not None:
+            for error in inline.facts.syntax_errors:
+                start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
+                rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else (
+                    doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
+                out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
             use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
             out += self._template_checks(parsed, [use])
         return out
@@ -221,23 +220,23 @@ class Checker:
     def _state_key_problem(self, parsed: DefinitionFile, doc: YamlDocument, provider: PlannedProvider,
                            key: str, code: str, first: PlannedProvider | None,
                            taken: frozenset[str]) -> Diagnostic:
-        path = parsed.path
-        assert parsed.definition is not None
-        if provider.entry_index is None:  # a default provider colliding can only be the chat-history key
+        path, definition = parsed.path, parsed.definition
+        # A default provider colliding can only be the chat-history key (and a plan implies a definition).
+        if provider.entry_index is None or definition is None:
             rng = doc.key_range(("id",)) or doc.best_range(())
             return self._simple(path, rng, code, f"`{provider.type}` has the state key `{key}`")
         file_index = self._file_index(parsed, provider.entry_index)
-        entry = parsed.definition.context_providers[provider.entry_index]
+        entry = definition.context_providers[provider.entry_index]
         key_path: Path = ("context_providers", file_index, "state_key")
         explicit = doc.value_range(key_path) if isinstance(entry, ProviderEntry) and entry.state_key else None
         rng = explicit or self._entry_range(doc, file_index)
         new_key = _unique_state_key(provider, taken)
-        fix = Fix(f"Set `state_key: {new_key}`", self._state_key_edits(parsed, doc, file_index, entry, new_key))
-        if code == "OSC012":
+        edits = self._state_key_edits(parsed, doc, file_index, entry, new_key)
+        fix = Fix(f"Set `state_key: {new_key}`", edits) if edits else None
+        if first is None:  # OSC012: the key of the chat-history provider; OSC011 names the first owner
             message = (f"`{provider.type}` uses the state key `{key}`, which belongs to the chat-history provider "
                        "that every agent has: the agent fails when it is built")
             return self._simple(path, rng, code, message, fix=fix)
-        assert first is not None
         related = (Related(path, self._provider_origin_range(parsed, doc, first),
                            f"`{first.type}` ({first.class_name}) already has the state key `{key}`"),)
         where = (f"`{first.type}` of the default order" if first.origin == "default"
@@ -261,14 +260,16 @@ class Checker:
         path = parsed.path
         item_path: Path = ("context_providers", index)
         item = doc.span(item_path)
-        assert item is not None
+        if item is None:  # no span to edit: the diagnostic goes without a quick fix
+            return ()
         if isinstance(entry, str):
             return (TextEdit(path, item.value, f"{{type: {entry}, state_key: {new_key}}}"),)
         existing = doc.value_range((*item_path, "state_key"))
         if existing is not None:
             return (TextEdit(path, existing, new_key),)
         type_span = doc.span((*item_path, "type"))
-        assert type_span is not None
+        if type_span is None:
+            return ()
         if item.style == "[":
             return (TextEdit(path, Range(type_span.value.end, type_span.value.end), f", state_key: {new_key}"),)
         indent = type_span.key.start.character if type_span.key else type_span.value.start.character
@@ -378,17 +379,19 @@ class Checker:
                     related = (Related(path, doc.value_range(("agent_tools", definition.agent_tools.index(name)))
                                        or rng, "agent tool"),)
                 if why:
-                    fix = Fix(f"Remove the duplicate `{name}`", (TextEdit(path, self._list_item_delete(doc, key, index), ""),))
+                    delete = self._list_item_delete(doc, key, index)
+                    fix = Fix(f"Remove the duplicate `{name}`", (TextEdit(path, delete, ""),)) if delete else None
                     out.append(self._simple(path, rng, "OSC030",
                                             f"{why}: the tool merge does not deduplicate, so the model sees it twice",
                                             fix=fix, related=related))
                 seen.setdefault(name, rng)
         return out
 
-    def _list_item_delete(self, doc: YamlDocument, key: str, index: int) -> Range:
+    def _list_item_delete(self, doc: YamlDocument, key: str, index: int) -> Range | None:
         span = doc.span((key, index))
         parent = doc.span((key,))
-        assert span is not None
+        if span is None:  # no span to delete: the diagnostic goes without a quick fix
+            return None
         if parent is not None and parent.style == "[":
             text = doc.text
             end = span.end_offset
