@@ -35,6 +35,12 @@ ALLOWED_ASSERTS = {
     "server/oscova_lsp/lsp/runs.py", "server/oscova_lsp/ide/navigation.py", "server/oscova_lsp/analysis/checks.py",
 }
 
+INSIDE_HELPERS = {
+    "runtime/oscova_runtime/paths.py",  # is_inside itself
+    # Being moved onto is_inside by issue 10's analysis host (branch issue-10host); remove once it is merged.
+    "server/oscova_lsp/lsp/session.py", "server/oscova_lsp/analysis/engine.py",
+}
+
 ALLOWED_CYCLES: set[frozenset[str]] = {
     # Being broken by issue 10's analysis host (branch issue-10host): `lsp/runs.py` names the server type and
     # `lsp/server.py` registers the run commands. Remove this entry once that branch is merged.
@@ -178,6 +184,32 @@ def test_production_code_uses_no_assert() -> None:
         if (relative := path.relative_to(REPO).as_posix()) not in ALLOWED_ASSERTS
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Assert)
+    ]
+    assert offenders == []
+
+
+def _hand_written_inside(node: ast.AST) -> bool:
+    """`x.startswith(folder + os.sep)` or `relpath(...).startswith("..")`: an "is this inside that folder" test."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith"):
+        return False
+    for arg in node.args:
+        for part in ast.walk(arg):
+            if isinstance(part, ast.Attribute) and part.attr == "sep" and isinstance(part.value, ast.Name) \
+                    and part.value.id == "os":
+                return True
+            if isinstance(part, ast.Constant) and part.value == "..":
+                return True
+    return False
+
+
+def test_one_is_inside_helper() -> None:
+    # `oscova_runtime.paths.is_inside` is the only one (`real=False` for paths compared as written).
+    offenders = [
+        f"{relative}:{node.lineno}"
+        for path in MODULES.values()
+        if (relative := path.relative_to(REPO).as_posix()) not in INSIDE_HELPERS
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if _hand_written_inside(node)
     ]
     assert offenders == []
 
