@@ -207,7 +207,8 @@ def test_a_refused_personal_context_shows_the_reason_where_the_context_would_be(
 def test_vision_refuses_a_fifo_image_without_waiting(root: Path) -> None:
     os.mkfifo(root / "photo.png")
     tool = AnalyzeImageTool(None, lambda: [str(root)])  # type: ignore[arg-type] - refused before any call
-    assert run(tool.analyze_image("photo.png")) == f"photo.png was not read: {FIFO}"
+    with pytest.raises(FileRefused, match=FIFO):
+        run(tool.analyze_image("photo.png"))
 
 
 def test_write_file_refuses_a_fifo_in_a_granted_folder_without_waiting(root: Path) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from ..chat import ChatClient
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..messages import ChatMessage, ChatOptions, DataContent, TextContent
-from ..paths import FileRefused, read_head
+from ..paths import read_head
 from ..tools import AIFunction, function_from_callable
 from ..workspace import resolve_inside
 
@@ -30,10 +30,9 @@ class AnalyzeImageTool:
         if not media_type.startswith("image/"):
             return f"{path} is not an image."
 
-        try:  # a regular file only (a FIFO or device is refused, not waited on), read no further than the limit
-            data, more = await asyncio.to_thread(read_head, target, limit=MAX_IMAGE_BYTES)
-        except FileRefused as refused:
-            return f"{path} was not read: {refused}"
+        # A regular file only (a FIFO or device is refused with FileRefused, as `read_file` does), read no further
+        # than the limit.
+        data, more = await asyncio.to_thread(read_head, target, limit=MAX_IMAGE_BYTES)
         if more:
             return f"{path} is larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MB."
         message = ChatMessage("user", [TextContent(question), DataContent(data, media_type)])
