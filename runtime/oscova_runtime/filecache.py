@@ -9,26 +9,33 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .paths import MAX_TEXT_BYTES, FileRefused, open_regular
+from .paths import MAX_TEXT_BYTES, FileRefused, check_inside, open_regular
 
 _cache: dict[tuple[str, str], tuple[int, int, Any]] = {}
 
 
-def read_text(path: str, parse: Callable[[str], Any] | None = None, *, limit: int | None = None) -> Any:
-    """The file's text (or `parse(text)`), or None when it is missing or unreadable."""
+def read_text(path: str, parse: Callable[[str], Any] | None = None, *, limit: int | None = None,
+              root: str | None = None) -> Any:
+    """The file's text (at most `limit` characters; or `parse(text)`), None when it is missing, or FileRefused:
+    outside `root` (after symlinks), not a regular file (a FIFO or device is refused, not waited on), not UTF-8."""
+    check_inside(path, root)
     try:
         info = os.stat(path)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        raise FileRefused(f"the file cannot be read: {error.strerror or error}") from None
     key = (path, getattr(parse, "__qualname__", ""))
     hit = _cache.get(key)
     if hit is not None and hit[0] == info.st_mtime_ns and hit[1] == info.st_size:
         return hit[2]
-    try:  # a regular file only (a FIFO or device is refused, not waited on), and never more than the limit
+    try:
         with os.fdopen(open_regular(path), encoding="utf-8") as handle:
             text = handle.read(limit if limit is not None else MAX_TEXT_BYTES)
-    except (OSError, UnicodeDecodeError, FileRefused):
-        return None
+    except UnicodeDecodeError as error:
+        raise FileRefused(f"the file is not valid UTF-8 (byte {error.start})") from None
+    except OSError as error:
+        raise FileRefused(f"the file cannot be read: {error.strerror or error}") from None
     value = parse(text) if parse is not None else text
     if len(_cache) > 4096:
         _cache.clear()

@@ -20,6 +20,7 @@ from .definition import AgentDefinition
 from .governance import ToolPolicy
 from .host_config import HostConfig
 from .orchestrator import AgentBuildRequest, AgentOrchestrator, BuildContext, IAgentOrchestrator
+from .paths import FileRefused, is_inside, refusal_note
 from .providers import (
     AgentAsToolProvider,
     AgentPersonalContextProvider,
@@ -94,7 +95,7 @@ class ConfiguredHost:
         self._tools_synced = False
         user_id = self.config.host.user_id
         self.personal_repository = personal_repository or SharedAgentPersonalContextRepository(
-            os.path.join(self.root, ".oscova", "personal", user_id or "_anonymous"))
+            os.path.join(self.root, ".oscova", "personal", user_id or "_anonymous"), boundary=self.root)
         self.tool_policy = ToolPolicy(lambda: self.config.host.deny_tools, lambda: self.config.host.allow_egress,
                                       lambda: self.orchestrator.tools)
 
@@ -165,7 +166,10 @@ class ConfiguredHost:
             now = user_now(config.user.timezone)
             user_context = ""
             if definition.shared and config.host.user_id:
-                user_context = await self.personal_repository.get(definition.id) or ""
+                try:
+                    user_context = await self.personal_repository.get(definition.id) or ""
+                except FileRefused as refused:  # the reason stands where the context would be
+                    user_context = refusal_note("context.md", refused)
             return {
                 **config.variables,
                 "agent_name": definition.display_name,
@@ -181,6 +185,16 @@ class ConfiguredHost:
         return model
 
     # -- providers ---------------------------------------------------------------------------------
+
+    def storage_folder(self, relative: str, what: str) -> str:
+        """The folder a provider reads (and memory writes), relative to the root; HostConfigurationError when it
+        leads outside the root (an absolute path, `..`, a symlink): nothing outside is read or written."""
+        path = os.path.normpath(os.path.join(self.root, relative))
+        if not is_inside(path, self.root):
+            raise HostConfigurationError(
+                f"The {what} folder `{relative}` leads outside the workspace root: {what} files are read and "
+                "written only inside it")
+        return path
 
     def _provider(self, planned: PlannedProvider, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
         config = self.config
@@ -210,19 +224,22 @@ class ConfiguredHost:
             provider = AgentPersonalContextProvider(
                 self.instruction_template(definition), self.personal_model_factory(definition), self.renderer)
         elif kind == "private_notes":
-            provider = PrivateNotesContextProvider(os.path.join(self.root, ".oscova", "notes"), user_id, definition.id)
+            provider = PrivateNotesContextProvider(self.storage_folder(".oscova/notes", "notes"), user_id,
+                                                   definition.id, boundary=self.root)
         elif kind == "agent_tools":
             provider = AgentAsToolProvider(definition.agent_tools, ctx.dependencies)
         elif kind == "skills":
-            provider = SkillsContextProvider(os.path.join(self.root, "skills"), definition.skills)
+            provider = SkillsContextProvider(self.storage_folder("skills", "skills"), definition.skills,
+                                             boundary=self.root)
         elif kind == "memory":
             # the plan marks memory inactive without `[host] user_id` (catalogue._inactive_reason)
-            store = MemoryStore(os.path.join(self.root, config.memory.root), cast(str, user_id), definition.id)
+            store = MemoryStore(self.storage_folder(config.memory.root, "memory"), cast(str, user_id), definition.id,
+                                boundary=self.root)
             prompt = self.renderer.read_source(config.memory.system_prompt) if config.memory.system_prompt else None
             provider = MemoryContextProvider(store, memory_tools(store), self.renderer, system_prompt=prompt,
                                              token_budget=config.memory.token_budget)
         elif kind == "library":
-            provider = LibraryContextProvider(os.path.join(self.root, "library"))
+            provider = LibraryContextProvider(self.storage_folder("library", "library"), boundary=self.root)
         elif kind == "todo":
             provider = TodoListContextProvider()
         elif kind == "vision":

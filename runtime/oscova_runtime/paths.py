@@ -5,12 +5,16 @@ features, preview and runs.
   `real=False`, the paths as written).
 - `read_bytes` / `read_text`: only regular files inside the root, at most `limit` bytes read (a symlink to
   `/dev/zero`, `/dev/stdin` or a FIFO is refused before it can hang a reader or fill its memory).
+- `read_head`: the first `limit` bytes of such a file (a document or tool read that may be cut short).
+- `write_text`: writes or appends to a regular file inside the root, never through a link leading out, and
+  never waits on a FIFO.
 - `decode_text`: UTF-8 with or without a byte-order mark, UTF-16 and UTF-32 with one.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import stat
 
@@ -47,11 +51,11 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat
           (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
 
 
-def _not_regular(mode: int) -> str | None:
+def _not_regular(mode: int, done: str = "read") -> str | None:
     if stat.S_ISREG(mode):
         return None
     kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-    return f"it is {kind}, not a regular file, and was not read"
+    return f"it is {kind}, not a regular file, and was not {done}"
 
 
 def too_large(size: int, limit: int, unit: str = "bytes") -> str:
@@ -76,30 +80,82 @@ def open_regular(path: str) -> int:
     return fd
 
 
-def read_bytes(path: str, *, root: str | None = None, limit: int = MAX_TEXT_BYTES) -> bytes:
-    """The file's bytes, or FileRefused: outside `root` (after symlinks), not a regular file, or larger than
-    `limit` (found while reading: at most `limit + 1` bytes are read)."""
+def check_inside(path: str, root: str | None) -> None:
+    """FileRefused when `path` (after symlinks) leaves `root` (None: no boundary)."""
     if root is not None and not is_inside(path, root):
         raise FileRefused(f"it is {OUTSIDE_ROOT}" if not os.path.islink(path)
                           else f"it is a symlink that leads {OUTSIDE_ROOT}")
+
+
+def _read_upto(path: str, root: str | None, count: int) -> tuple[bytes, int]:
+    """At most `count` bytes of the regular file at `path` inside `root`, and its size as `fstat` saw it."""
+    check_inside(path, root)
     fd = open_regular(path)
     try:
         chunks: list[bytes] = []
         total = 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+        while total < count:
+            chunk = os.read(fd, min(1 << 20, count - total))
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
-        if total > limit:
-            size = max(total, os.fstat(fd).st_size)
-            raise FileRefused(too_large(size, limit))
-        return b"".join(chunks)
+        return b"".join(chunks), os.fstat(fd).st_size
     except OSError as error:
         raise FileRefused(f"the file cannot be read: {error.strerror or error}") from None
     finally:
         os.close(fd)
+
+
+def read_bytes(path: str, *, root: str | None = None, limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The file's bytes, or FileRefused: outside `root` (after symlinks), not a regular file, or larger than
+    `limit` (found while reading: at most `limit + 1` bytes are read)."""
+    data, size = _read_upto(path, root, limit + 1)
+    if len(data) > limit:
+        raise FileRefused(too_large(max(len(data), size), limit))
+    return data
+
+
+def read_head(path: str, *, root: str | None = None, limit: int) -> tuple[bytes, bool]:
+    """The first `limit` bytes of the file and whether more follow, or FileRefused as `read_bytes` (never the size)."""
+    data, _ = _read_upto(path, root, limit + 1)
+    return data[:limit], len(data) > limit
+
+
+def write_text(path: str, text: str, *, root: str | None = None, append: bool = False) -> None:
+    """Writes (or appends) UTF-8 text to the regular file at `path`, creating it and its folders, or FileRefused:
+    the file or a folder on its way leads outside `root` (checked before any folder is made), or it is a FIFO,
+    a device or a socket (opened without waiting, and refused before anything is written)."""
+    check_inside(path, root)
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        check_inside(path, root)  # a folder swapped for a link while it was made
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o666)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a FIFO nobody reads (or a socket): opening it to write fails, not waits
+            raise FileRefused(_not_regular(_mode(path), "written") or "it is not a regular file") from None
+        raise FileRefused(f"the file cannot be written: {error.strerror or error}") from None
+    why = _not_regular(os.fstat(fd).st_mode, "written")
+    if why:
+        os.close(fd)
+        raise FileRefused(why)
+    with os.fdopen(fd, "a" if append else "w", encoding="utf-8") as handle:
+        if not append:
+            handle.truncate(0)
+        handle.write(text)
+
+
+def _mode(path: str) -> int:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
+
+
+def refusal_note(name: str, refused: FileRefused) -> str:
+    """What stands where a refused file's text would have gone (a prompt, a preview): `[NAME: the reason]`."""
+    return f"[{name}: {refused}]"
 
 
 _BOMS = (  # UTF-32 first: its little-endian mark begins with UTF-16's

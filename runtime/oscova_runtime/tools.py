@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .paths import open_regular
+from .paths import read_head, write_text
 from .workspace import current_workspaces, resolve_inside
 
 ToolCallable = Callable[..., Any]
@@ -251,10 +251,8 @@ def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
         target = resolve_inside(path, workspaces())
 
         def _read() -> str:
-            with os.fdopen(open_regular(target), "rb") as handle:  # a FIFO or device is refused, not waited on
-                data = handle.read(MAX_READ_BYTES + 1)
-            text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
-            return text + ("\n[truncated]" if len(data) > MAX_READ_BYTES else "")
+            data, more = read_head(target, limit=MAX_READ_BYTES)  # a FIFO or device is refused, not waited on
+            return data.decode("utf-8", errors="replace") + ("\n[truncated]" if more else "")
 
         return await asyncio.to_thread(_read)
 
@@ -273,9 +271,7 @@ def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
         target = resolve_inside(path, workspaces(), must_exist=False)
 
         def _write() -> str:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8") as handle:
-                handle.write(content)
+            write_text(target, content)  # `target` is a real path inside a grant; a FIFO there is refused
             return f"Wrote {len(content)} characters to {path}."
 
         return await asyncio.to_thread(_write)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -42,7 +43,7 @@ BOMS = [b"", codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.B
 ENCODINGS = {b"": "utf-8", codecs.BOM_UTF8: "utf-8", codecs.BOM_UTF16_LE: "utf-16-le",
              codecs.BOM_UTF16_BE: "utf-16-be", codecs.BOM_UTF32_LE: "utf-32-le", codecs.BOM_UTF32_BE: "utf-32-be"}
 KINDS = ["regular", "empty", "symlink-in", "symlink-out", "fifo", "dev-zero", "dev-stdin", "dev-null",
-         "dangling", "directory"]
+         "dangling", "directory", "socket"]
 NAMES = ["agents/x.agent.yaml", "templates/x.j2", "oscova.toml", "pyproject.toml", "x.agent.yml"]
 
 
@@ -70,6 +71,9 @@ def place(root: Path, outside: Path, name: str, kind: str, bom: bytes, index: in
         os.symlink(root / "nowhere", target)
     elif kind == "directory":
         target.mkdir()
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(target))
     else:
         os.symlink({"dev-zero": "/dev/zero", "dev-stdin": "/dev/stdin", "dev-null": "/dev/null"}[kind], target)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,8 @@ from oscova_runtime.host import ConfiguredHost, HostConfigurationError
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.templates import TemplateError, TemplateRenderer
 from oscova_runtime.workspace import WorkspaceViolation, resolve_inside
+
+from tests.support.blocking import within
 
 SECRET = "outside-secret-b41c"
 
@@ -57,26 +57,6 @@ def test_host_templates_and_instruction_files_outside_the_root_are_refused(layou
     with pytest.raises(HostConfigurationError, match="outside the workspace root") as refused:
         host.instruction_template(definition)
     assert SECRET not in str(refused.value)
-
-
-def within(seconds: float, work: Callable[[], object]) -> object:
-    """`work()`'s result or exception, in a daemon thread: a reader blocked on a FIFO fails the test instead
-    of hanging it (generous bound: a blocked reader never returns at all)."""
-    outcome: list[object] = []
-
-    def run() -> None:
-        try:
-            outcome.append(work())
-        except BaseException as error:  # noqa: BLE001 - handed back to the test
-            outcome.append(error)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert outcome, f"still blocked after {seconds} s"
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return outcome[0]
 
 
 def test_a_fifo_template_is_refused_without_waiting(layout: tuple[Path, Path]) -> None:

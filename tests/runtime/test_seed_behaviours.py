@@ -124,33 +124,41 @@ async def test_an_invoked_core_override_receives_the_error_and_the_unfiltered_me
 # -- cancellation --------------------------------------------------------------------------------
 
 
-async def test_a_cancelled_run_stops_during_the_personal_context_file_read(tmp_path, fake_openai):
+async def test_a_cancelled_run_stops_during_the_personal_context_read(tmp_path, fake_openai):
     """"Honor the supplied cancellation token in file, database, HTTP, and other asynchronous work." and "A
     provider exception or cancellation stops the pre-run pipeline. Later providers and the model are not
-    invoked." — the run is cancelled while the file repository is blocked reading `context.md` (a FIFO no one
-    writes to)."""
+    invoked." — the run is cancelled while the personal-context repository is waiting on its store (a
+    repository whose store never answers; the file repository never waits: a FIFO there is refused)."""
+
+    class Waiting:
+        def __init__(self) -> None:
+            self.entered = asyncio.Event()
+            self.cancelled = False
+
+        async def get(self, agent_id: str) -> str | None:
+            self.entered.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
+            return None
+
+        async def save(self, agent_id: str, content: str) -> None: ...
+
+        async def delete(self, agent_id: str) -> None: ...
+
     definition = AgentDefinition(id="shared", shared=True, instructions="{{ user_context }}")
-    host = ConfiguredHost(tmp_path, config(fake_openai, host={"user_id": "alice"}), [definition])
-    path = host.personal_repository.path_for("shared")
-    os.makedirs(os.path.dirname(path))
-    os.mkfifo(path)
+    repository = Waiting()
+    host = ConfiguredHost(tmp_path, config(fake_openai, host={"user_id": "alice"}), [definition],
+                          personal_repository=repository)
     agent = await host.get_agent("shared")
     task = asyncio.create_task(agent.run("hi"))
-    writer = None
-    for _ in range(1000):  # until the reader has the FIFO open (bounded: 10 s)
-        try:
-            writer = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-            break
-        except OSError:
-            await asyncio.sleep(0.01)
-    assert writer is not None, "the repository never opened the file"
-    try:
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert fake_openai.requests == []
-    finally:
-        os.close(writer)  # end of file: the reading thread finishes
+    await asyncio.wait_for(repository.entered.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert repository.cancelled and fake_openai.requests == []
     await host.aclose()
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..filecache import read_text
+from ..paths import FileRefused, is_inside, refusal_note, write_text
 from ..templates import TemplateRenderer
 from ..tools import AIFunction, function_from_callable
 from .personal import slugify
@@ -53,9 +54,14 @@ def _take_tail(text: str, tokens: int) -> str:
 
 
 class MemoryStore:
+    """The memory files of one user and agent. `boundary`: the folder every read and write stays inside, after
+    symlinks (the configured host passes the workspace root; default: `root`). A file there that is a FIFO, a
+    device or a link leading out is skipped with the reason in its place, never waited on or written through."""
+
     def __init__(self, root: str, user_id: str, agent_id: str,
-                 today: Callable[[], _dt.date] = _dt.date.today) -> None:
+                 today: Callable[[], _dt.date] = _dt.date.today, *, boundary: str | None = None) -> None:
         self.folder = os.path.join(root, slugify(user_id), slugify(agent_id))
+        self.boundary = boundary if boundary is not None else root
         self.today = today
 
     @property
@@ -65,10 +71,16 @@ class MemoryStore:
     def day_path(self, day: _dt.date) -> str:
         return os.path.join(self.folder, "daily", f"{day.isoformat()}.md")
 
-    @staticmethod
-    def _read(path: str) -> str:
-        text = read_text(path)
+    def read(self, path: str) -> str:
+        """The file's text, stripped; "" when missing; FileRefused when it is not read."""
+        text = read_text(path, root=self.boundary)
         return text.strip() if text else ""
+
+    def _read(self, path: str) -> str:
+        try:
+            return self.read(path)
+        except FileRefused as refused:
+            return refusal_note(os.path.basename(path), refused)
 
     def read_all(self) -> tuple[str, str, str]:
         today = self.today()
@@ -77,18 +89,16 @@ class MemoryStore:
 
     def append(self, content: str, long_term: bool) -> str:
         path = self.long_term_path if long_term else self.day_path(self.today())
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         line = content.strip().replace("\n", " ")
         if not long_term:
             line = f"{_dt.datetime.now().strftime('%H:%M')} {line}"
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"- {line}\n")
+        write_text(path, f"- {line}\n", root=self.boundary, append=True)
         return path
 
     def files(self) -> list[str]:
-        found = [self.long_term_path] if os.path.exists(self.long_term_path) else []
+        found = [self.long_term_path] if os.path.lexists(self.long_term_path) else []
         daily = os.path.join(self.folder, "daily")
-        if os.path.isdir(daily):
+        if os.path.isdir(daily) and is_inside(daily, self.boundary):
             found += [os.path.join(daily, n) for n in sorted(os.listdir(daily), reverse=True)]
         return found
 
@@ -125,12 +135,18 @@ def memory_tools(store: MemoryStore) -> list[AIFunction]:
 
         def _search() -> str:
             hits = []
+            skipped = []
             for path in store.files():
                 label = os.path.basename(path)
-                for line in MemoryStore._read(path).splitlines():
+                try:
+                    text = store.read(path)
+                except FileRefused as refused:
+                    skipped.append(f"{label} was skipped: {refused}")
+                    continue
+                for line in text.splitlines():
                     if words and all(w in line.lower() for w in words):
                         hits.append(f"{label}: {line.strip()}")
-            return "\n".join(hits[:30]) or "No matching memories."
+            return "\n".join([*hits[:30], *skipped]) or "No matching memories."
 
         return await asyncio.to_thread(_search)
 

@@ -13,6 +13,7 @@ import yaml
 
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..front_matter import split_front_matter
+from ..paths import check_inside, read_text, write_text
 from ..templates import TemplateRenderer
 
 ModelFactory = Callable[[InvokingContext], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
@@ -67,19 +68,20 @@ class SharedAgentPersonalContextRepository(ISharedAgentPersonalContextRepository
     front matter. The host supplies the exact per-user root and the maximum UTF-8 size; authorization,
     root topology and cleanup stay with the host."""
 
-    def __init__(self, user_root: str, max_bytes: int = 16 * 1024) -> None:
+    def __init__(self, user_root: str, max_bytes: int = 16 * 1024, *, boundary: str | None = None) -> None:
         self.user_root = user_root
         self.max_bytes = max_bytes
+        self.boundary = boundary if boundary is not None else user_root
+        """Reads and writes stay inside it after symlinks (the configured host passes the workspace root)."""
 
     def path_for(self, agent_id: str) -> str:
         return os.path.join(self.user_root, slugify(agent_id), "context.md")
 
     def _read(self, agent_id: str) -> str | None:
-        try:
-            with open(self.path_for(agent_id), encoding="utf-8") as handle:
-                text = handle.read()
-        except (FileNotFoundError, NotADirectoryError):
+        path = self.path_for(agent_id)
+        if not os.path.lexists(path):
             return None
+        text = read_text(path, root=self.boundary)  # a FIFO, a device or a link leading out: FileRefused
         meta, text = split_front_matter(text)
         if meta.get("agent_id") not in (None, agent_id):
             return None  # another agent's file under a colliding slug
@@ -90,13 +92,11 @@ class SharedAgentPersonalContextRepository(ISharedAgentPersonalContextRepository
         if len(content.encode("utf-8")) > self.max_bytes:
             raise PersonalContextTooLargeError(
                 f"The personal context is over {self.max_bytes} bytes; shorten it")
-        path = self.path_for(agent_id)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         front = yaml.safe_dump({"agent_id": agent_id}, sort_keys=False)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(f"---\n{front}---\n{content}\n")
+        write_text(self.path_for(agent_id), f"---\n{front}---\n{content}\n", root=self.boundary)
 
     async def get(self, agent_id: str) -> str | None:
+        """The context, None when there is none; FileRefused when the file is not read (the reason says why)."""
         return await asyncio.to_thread(self._read, agent_id)
 
     async def save(self, agent_id: str, content: str) -> None:
@@ -104,5 +104,6 @@ class SharedAgentPersonalContextRepository(ISharedAgentPersonalContextRepository
 
     async def delete(self, agent_id: str) -> None:
         path = self.path_for(agent_id)
-        if os.path.exists(path):
+        check_inside(os.path.dirname(path), self.boundary)  # never removes a file through a link leading out
+        if os.path.lexists(path):
             await asyncio.to_thread(os.remove, path)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import mimetypes
-import os
 from collections.abc import Callable, Sequence
 
 from ..chat import ChatClient
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..messages import ChatMessage, ChatOptions, DataContent, TextContent
-from ..paths import open_regular
+from ..paths import read_head
 from ..tools import AIFunction, function_from_callable
 from ..workspace import resolve_inside
 
@@ -31,12 +30,10 @@ class AnalyzeImageTool:
         if not media_type.startswith("image/"):
             return f"{path} is not an image."
 
-        def _read() -> bytes:
-            with os.fdopen(open_regular(target), "rb") as handle:  # a FIFO or device is refused, not waited on
-                return handle.read(MAX_IMAGE_BYTES + 1)
-
-        data = await asyncio.to_thread(_read)
-        if len(data) > MAX_IMAGE_BYTES:
+        # A regular file only (a FIFO or device is refused with FileRefused, as `read_file` does), read no further
+        # than the limit.
+        data, more = await asyncio.to_thread(read_head, target, limit=MAX_IMAGE_BYTES)
+        if more:
             return f"{path} is larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MB."
         message = ChatMessage("user", [TextContent(question), DataContent(data, media_type)])
         response = await self.chat_client.get_response([message], ChatOptions())

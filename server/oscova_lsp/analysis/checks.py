@@ -39,7 +39,7 @@ from .files import (
     variable_ranges,
 )
 from .jinja_source import TemplateFacts, VariableUse
-from .rules import ROOT_BASE, RULES, template_missing, template_outside_root
+from .rules import ROOT_BASE, RULES, memory_root_outside, template_missing, template_outside_root
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument
 from .workspace import LISTED_USES, TemplateUse, Workspace
@@ -690,6 +690,11 @@ class Checker:
             out.append(self._simple(parsed.path, rng, "OSC040", template_missing(value, ROOT_BASE)))
         out += self._grants(parsed.path, doc, (*prefix, "environment", "workspace_directories"),
                             config.environment.workspace_directories)
+        memory_root = config.memory.root
+        if not self.ws.inside(os.path.normpath(os.path.join(self.ws.root, memory_root))):
+            key = (*prefix, "memory", "root")
+            rng = doc.value_range(key) or doc.best_range(key) or self._first_line(parsed.lines)
+            out.append(self._simple(parsed.path, rng, "OSC040", memory_root_outside(memory_root)))
         return out
 
 

@@ -108,7 +108,8 @@ tool and an agent tool of one name reach the model twice.""",
 `extends` in a template names a file that does not exist, or one outside the workspace root (an absolute
 path, `..`, or a symlink leading out). `instructions_file` is relative to the definition file that names
 it; template paths in `oscova.toml` and in templates resolve against the workspace root. Files outside the
-root are never read: not by the checker, not by preview, not by runs.
+root are never read: not by the checker, not by preview, not by runs. `[memory] root` is held to the same
+boundary: memory outside the workspace root is never read or written.
 
 Templates that include each other, directly or through others, are reported here too: once for each
 group of templates that reach each other, on the reference of the group's first template (by path) into
@@ -185,6 +186,11 @@ def template_missing(value: str, base: str) -> str:
 def template_outside_root(value: str) -> str:
     """OSC040 for a template path that leads outside the root (absolute, `..`, a symlink): never read."""
     return f"template `{value}` is {OUTSIDE_ROOT}"
+
+
+def memory_root_outside(value: str) -> str:
+    """OSC040 for a `[memory] root` that leads outside the root: memory is never read or written there."""
+    return f"`[memory] root` `{value}` leads outside the workspace root: memory is never read or written there"
 
 
 def rule(code: str) -> Rule:

@@ -37,7 +37,7 @@ def host_config_path(folder: str) -> str | None:
         return candidate
     pyproject = os.path.join(folder, "pyproject.toml")
     if os.path.isfile(pyproject):
-        text, _ = read_text(pyproject)  # through the read limits: a FIFO or device here is not read
+        text, _ = read_text(pyproject, folder)  # through the read limits: a FIFO, a device or a link out is not read
         if text is not None and "[tool.oscova" in text:
             return pyproject
     return None
@@ -61,7 +61,7 @@ def excluded_dirs(root: str, host_path: str | None) -> set[str]:
     """The `[host] exclude` folders of the workspace at `root`, as absolute paths."""
     if host_path is None:
         return set()
-    parsed = parse_file(host_path, *read_text(host_path))
+    parsed = parse_file(host_path, *read_text(host_path, root))  # a link leading out is not read: no excludes
     if not isinstance(parsed, HostFile) or parsed.config is None:
         return set()
     return {os.path.normpath(os.path.join(root, p)) for p in parsed.config.host.exclude}

@@ -30,6 +30,15 @@ class Target:
 
 
 def target_at(ws: Workspace, parsed: ParsedFile, pos: Position) -> Target | None:
+    """What is at `pos`; never a template outside the workspace root (OSC040 says why): nothing offers it,
+    links to it or reads it."""
+    found = _target_at(ws, parsed, pos)
+    if found is not None and found.kind == "template" and not ws.inside(found.value):
+        return None
+    return found
+
+
+def _target_at(ws: Workspace, parsed: ParsedFile, pos: Position) -> Target | None:
     for occ in variable_occurrences(parsed):
         if occ.range.contains(pos):
             return Target("variable", occ.name, occ.range)

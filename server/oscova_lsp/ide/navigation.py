@@ -48,7 +48,8 @@ def definition(ws: Workspace, parsed: ParsedFile, pos: Position) -> list[Locatio
 
 
 def _exists(ws: Workspace, path: str) -> bool:
-    return path in ws.files or os.path.isfile(path)
+    """A template to offer or link: inside the workspace root (after symlinks) and there."""
+    return ws.inside(path) and (path in ws.files or os.path.isfile(path))
 
 
 def references(ws: Workspace, parsed: ParsedFile, pos: Position, include_declaration: bool = True) -> list[Location]:
