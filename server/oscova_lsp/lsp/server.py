@@ -385,7 +385,8 @@ class OscovaServer(LanguageServer):
         if event.is_set():
             return
         try:
-            await asyncio.wait_for(event.wait(), READY_TIMEOUT)
+            async with asyncio.timeout(READY_TIMEOUT):
+                await event.wait()
         except TimeoutError:
             logger.warning("%s is still being read after %.0f s; answering from the part read so far",
                            self.host.root_of(path), READY_TIMEOUT)
@@ -393,60 +394,66 @@ class OscovaServer(LanguageServer):
     # ------------------------------------------------------------------------------ workspace check
 
     async def check_workspace(self) -> None:
-        """The initial scan: every root under the editor's folders, the roots of open documents first."""
+        """The initial scan: every root under the editor's folders, the roots of open documents first (a root
+        an open document asked for may be loading already: the scan's progress waits for it too)."""
         started = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        roots = await loop.run_in_executor(None, self.host.discover_roots)
-        opened = {self.host.root_of(path) for path in self.host.snapshot().documents}
-        fresh = sorted((root for root in roots if root not in self._root_events), key=lambda r: r not in opened)
-        for root in fresh:
-            self.host.ensure_root(root)
-            self._root_events[root] = asyncio.Event()
-        await self._load_roots(fresh, progress=True)
-        for root in roots:
-            await self._root_events[root].wait()
+        token = await self._begin_progress("Checking agents and templates")
+        files = 0
+        try:
+            roots = await asyncio.get_running_loop().run_in_executor(None, self.host.discover_roots)
+            opened = {self.host.root_of(path) for path in self.host.snapshot().documents}
+            fresh = sorted((root for root in roots if root not in self._root_events), key=lambda r: r not in opened)
+            for root in fresh:
+                self.host.ensure_root(root)
+                self._root_events[root] = asyncio.Event()
+            await self._load_roots(fresh, token)
+            for root in roots:
+                await self._root_events[root].wait()
+            snapshot = self.host.snapshot()
+            files = sum(len(snapshot.analyses[root].workspace.files) for root in roots if root in snapshot.analyses)
+            del snapshot
+        finally:
+            if token:
+                self._progress(token, lsp.WorkDoneProgressEnd(message=f"{files} files checked"))
+                self.work_done_progress.tokens.pop(token, None)
         self.check_seconds = time.perf_counter() - started
         self.checked.set()
 
-    async def _load_roots(self, roots: list[str], progress: bool = False) -> None:
-        token = await self._begin_progress("Checking agents and templates") if progress else None
+    async def _load_roots(self, roots: list[str], token: str | None = None) -> None:
+        """Reads each root in a worker thread, installs it (requests waiting for it go on at once), then
+        publishes its diagnostics."""
         loop = asyncio.get_running_loop()
         installed: set[str] = set()
-        try:
-            for root in roots:
-                if token:
-                    self._progress(token, lsp.WorkDoneProgressReport(message=f"reading {os.path.basename(root)}"))
-                try:
-                    analysis = await loop.run_in_executor(None, self.host.load, root)
-                except Exception:  # keep serving what the editor opened rather than waiting forever
-                    logger.exception("loading %s failed", root)
-                    self.window_log_message(lsp.LogMessageParams(
-                        type=lsp.MessageType.Error, message=f"oscova: could not read the workspace {root}"))
-                    files = self.host.mark_loaded(root)
-                    notices: list[str] = []
-                else:
-                    files = self.host.install(root, analysis)
-                    notices = analysis.workspace.notices
-                self.publisher.forget(files)
-                self._root_events.setdefault(root, asyncio.Event()).set()
-                installed |= files
-                for notice in notices:
-                    self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=notice))
-            # The parsed workspace lives as long as the server: keep the cyclic collector from walking it
-            # again and again (full collections of a 2,000-file workspace cost 100 ms and more).
-            gc.collect()
-            gc.freeze()
-
-            def report(done: int, total: int) -> None:
-                if token is not None:
-                    self._progress(token, lsp.WorkDoneProgressReport(
-                        message=f"{done}/{total} files", percentage=min(100, int(100 * done / max(total, 1)))))
-
-            await self.publisher.installed(installed, report)
-        finally:
+        for root in roots:
             if token:
-                self._progress(token, lsp.WorkDoneProgressEnd(message=f"{len(installed)} files checked"))
-                self.work_done_progress.tokens.pop(token, None)
+                self._progress(token, lsp.WorkDoneProgressReport(message=f"reading {os.path.basename(root)}"))
+            try:
+                analysis = await loop.run_in_executor(None, self.host.load, root)
+            except Exception:  # keep serving what the editor opened rather than waiting forever
+                logger.exception("loading %s failed", root)
+                self.window_log_message(lsp.LogMessageParams(
+                    type=lsp.MessageType.Error, message=f"oscova: could not read the workspace {root}"))
+                files = self.host.mark_loaded(root)
+                notices: list[str] = []
+            else:
+                files = self.host.install(root, analysis)
+                notices = analysis.workspace.notices
+            self.publisher.forget(files)
+            self._root_events.setdefault(root, asyncio.Event()).set()
+            installed |= files
+            for notice in notices:
+                self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=notice))
+
+        def report(done: int, total: int) -> None:
+            if token is not None:
+                self._progress(token, lsp.WorkDoneProgressReport(
+                    message=f"{done}/{total} files", percentage=min(100, int(100 * done / max(total, 1)))))
+
+        await self.publisher.installed(installed, report)
+        # The parsed workspace lives as long as the server: keep the cyclic collector from walking it
+        # again and again (full collections of a 2,000-file workspace cost 100 ms and more).
+        gc.collect()
+        gc.freeze()
 
     async def _begin_progress(self, title: str) -> str | None:
         if not self.caps("window", "work_done_progress"):
