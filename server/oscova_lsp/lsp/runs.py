@@ -113,6 +113,13 @@ def _string(args: dict[str, Any], key: str, command: str, *, required: bool = Fa
     return value
 
 
+def _required(args: dict[str, Any], key: str, command: str) -> str:
+    value = _string(args, key, command, required=True)
+    if value is None:  # `_string` raises for a missing required key; this keeps the type checker informed
+        raise JsonRpcInvalidParams(f"{command} needs `{key}` (a string)")
+    return value
+
+
 # ------------------------------------------------------------------------------------------ code lenses
 
 
@@ -150,7 +157,8 @@ def agents_of(workspace: Workspace) -> list[dict[str, Any]]:
     out = []
     for agent_id, parsed in sorted(found.items()):
         definition = parsed.definition
-        assert definition is not None
+        if definition is None:  # (`found` holds validated definitions only)
+            continue
         out.append({"id": agent_id, "name": definition.display_name, "uri": convert.uri(parsed.path),
                     "exposedAsTool": definition.exposed_as_tool, "exampleInput": definition.example_input})
     return out
@@ -243,10 +251,9 @@ class Runs:
     async def run_agent(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
         command = params.command
         args = command_argument(params)
-        agent_id = _string(args, "agentId", command, required=True)
-        text = _string(args, "input", command, required=True)
+        agent_id = _required(args, "agentId", command)
+        text = _required(args, "input", command)
         session_id = _string(args, "sessionId", command)
-        assert agent_id is not None and text is not None
         if not self.trusted:
             raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runAgent runs agents (and the "
                                        "workspace's tool and provider code) only in a trusted workspace")
@@ -294,9 +301,8 @@ class Runs:
     async def preview_prompt(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
         command = params.command
         args = command_argument(params)
-        agent_id = _string(args, "agentId", command, required=True)
+        agent_id = _required(args, "agentId", command)
         text = _string(args, "input", command)
-        assert agent_id is not None
         service = await self.service(self.root_for(_string(args, "uri", command), command))
         from ..runs import RunError
 
@@ -470,7 +476,8 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
         "oscova.invalidateAll": runs.invalidate_all,
         "oscova.listAgents": runs.list_agents,
     }
-    assert tuple(handlers) == COMMANDS
+    if tuple(handlers) != COMMANDS:  # the advertised commands (capabilities.py) and these must agree
+        raise RuntimeError(f"command handlers {tuple(handlers)} differ from the advertised {COMMANDS}")
     return handlers
 
 
