@@ -32,20 +32,14 @@ LAYERS: dict[str, tuple[str, ...]] = {
 ALLOWED_ASSERTS = {
     # Files other branches rewrite at the same time (issue 10: 10host, 10bindings; issue 15: 15gaps); remove
     # each entry once its branch is merged and the file has no `assert` left.
-    "server/oscova_lsp/lsp/runs.py", "server/oscova_lsp/ide/navigation.py", "server/oscova_lsp/analysis/checks.py",
+    "server/oscova_lsp/ide/navigation.py", "server/oscova_lsp/analysis/checks.py",
 }
 
 INSIDE_HELPERS = {
     "runtime/oscova_runtime/paths.py",  # is_inside itself
-    # Being moved onto is_inside by issue 10's analysis host (branch issue-10host); remove once it is merged.
-    "server/oscova_lsp/lsp/session.py", "server/oscova_lsp/analysis/engine.py",
 }
 
-ALLOWED_CYCLES: set[frozenset[str]] = {
-    # Being broken by issue 10's analysis host (branch issue-10host): `lsp/runs.py` names the server type and
-    # `lsp/server.py` registers the run commands. Remove this entry once that branch is merged.
-    frozenset({"oscova_lsp.lsp.runs", "oscova_lsp.lsp.server"}),
-}
+ALLOWED_CYCLES: set[frozenset[str]] = set()
 
 
 def _modules() -> dict[str, Path]:
@@ -126,12 +120,12 @@ def test_the_runtime_loads_neither_the_language_server_nor_openai() -> None:
 def test_the_command_line_and_the_server_start_load_no_openai() -> None:
     # `check` runs the whole engine over the example workspace; `create_server` registers every feature.
     loaded = _loaded_after_importing(
-        ["oscova_lsp.cli", "oscova_lsp.lsp.launch", "oscova_lsp.lsp.server"],
+        ["oscova_lsp.cli", "oscova_lsp.lsp.launch", "oscova_lsp.lsp.handlers"],
         then="import contextlib, io\n"
              "from oscova_lsp.cli import main\n"
              "with contextlib.redirect_stdout(io.StringIO()):\n"
              "    assert main(['check', 'examples']) == 0\n"
-             "from oscova_lsp.lsp.server import create_server\n"
+             "from oscova_lsp.lsp.handlers import create_server\n"
              "create_server()",
     )
     assert "pygls" in loaded  # the server was really built

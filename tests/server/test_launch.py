@@ -122,7 +122,7 @@ def test_fast_initialize_advertises_what_pygls_would():
     registered features would have made pygls say."""
     from lsprotocol import types as lsp
     from oscova_lsp.lsp.capabilities import server_capabilities
-    from oscova_lsp.lsp.server import create_server
+    from oscova_lsp.lsp.handlers import create_server
     from pygls.capabilities import ServerCapabilitiesBuilder
     from pytest_lsp import client_capabilities
 

@@ -10,6 +10,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from oscova_runtime.paths import is_inside
+
 from .checks import Checker, LintOptions, apply_lint
 from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
@@ -33,6 +35,14 @@ class Analysis:
     @property
     def root(self) -> str:
         return self.workspace.root
+
+    def fork(self) -> Analysis:
+        """A copy that later updates of either leave the other unchanged (`AnalysisHost` snapshots)."""
+        copy = Analysis.__new__(Analysis)
+        copy.workspace = self.workspace.fork()
+        copy.checker = Checker(copy.workspace)
+        copy.lint = self.lint
+        return copy
 
     def load(self, *, jobs: int | None = None, mp_context: Any = None) -> None:
         """Reads and parses the whole workspace; large ones parse their templates in worker processes.
@@ -65,10 +75,17 @@ class Analysis:
 
     def all_diagnostics(self, under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
         prefixes = [os.path.abspath(p) for p in under] if under else None
+        # By the file's folder: a file that is a symlink leading out of the root is still "under" the folder
+        # it lies in (and reported as such); one answer per folder.
+        folder_inside: dict[str, bool] = {}
         out: dict[str, list[Diagnostic]] = {}
         for path in sorted(self.workspace.files):
-            if prefixes and not any(path == p or path.startswith(p.rstrip(os.sep) + os.sep) for p in prefixes):
-                continue
+            if prefixes and path not in prefixes:
+                folder = os.path.dirname(path)
+                if folder not in folder_inside:
+                    folder_inside[folder] = any(is_inside(folder, p) for p in prefixes)
+                if not folder_inside[folder]:
+                    continue
             out[path] = self.diagnostics(path)
         return out
 

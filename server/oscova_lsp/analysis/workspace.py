@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
+from copy import copy as _shallow_copy
 from dataclasses import dataclass
 
 from oscova_runtime.host_config import HostConfig
@@ -153,6 +154,22 @@ class Workspace:
         self.last_good: dict[str, DefinitionFile | HostFile | TemplateFile] = {}
         """Each file's last version without a syntax error: it stands in for what a definition or the host
         configuration, while broken, does not say; a template's tells which lines are being edited."""
+
+    def fork(self) -> Workspace:
+        """A copy sharing the parsed files (never changed once added) but not the indexes, so that updating
+        one leaves the other as it was."""
+        copy = _shallow_copy(self)  # attributes not listed here are shared: set once, never updated
+        copy.files = dict(self.files)
+        copy.defs_by_id = defaultdict(set, {k: set(v) for k, v in self.defs_by_id.items()})
+        copy.agent_tool_referrers = defaultdict(set, {k: set(v) for k, v in self.agent_tool_referrers.items()})
+        copy.template_referrers = defaultdict(set, {k: set(v) for k, v in self.template_referrers.items()})
+        copy.references_of = dict(self.references_of)  # each value is replaced, never changed in place
+        copy.notices = list(self.notices)
+        copy._uses_memo = dict(self._uses_memo)
+        copy._cycles = dict(self._cycles)
+        copy._reference_context = dict(self._reference_context)
+        copy.last_good = dict(self.last_good)
+        return copy
 
     # ----------------------------------------------------------------------------------------- load
 
@@ -352,6 +369,14 @@ class Workspace:
                 for target in parsed.definition.agent_tools:
                     out |= self.defs_by_id.get(target, set())
         return out
+
+    def template_closure(self, starts: Iterable[str]) -> set[str]:
+        """`starts` and every template they include, directly or not."""
+        return self._template_closure(starts)
+
+    def reverse_agent_closure(self, agent_id: str) -> set[str]:
+        """Definitions that reach `agent_id` through `agent_tools`."""
+        return self._reverse_agent_closure(agent_id)
 
     def _template_closure(self, starts: Iterable[str]) -> set[str]:
         seen: set[str] = set()

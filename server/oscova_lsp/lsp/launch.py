@@ -19,7 +19,7 @@ from .transport import Dropped, Framer, read_first
 
 
 def _import_server() -> None:
-    from . import server  # noqa: F401  (imports pygls, lsprotocol and the engine)
+    from . import handlers  # noqa: F401  (imports the server, pygls, lsprotocol and the engine)
 
 
 def _write(stream: BinaryIO, payload: dict[str, Any]) -> None:
@@ -55,7 +55,7 @@ def serve_stdio(client_pid: int | None = None) -> int:
         _write(stdout, {"jsonrpc": "2.0", "id": message["id"], "result": initialize_result(message.get("params"))})
         answered = message["id"]
     loader.join()
-    from .server import create_server
+    from .handlers import create_server
 
     server = create_server()
     server.client_pid = client_pid
@@ -87,7 +87,7 @@ def serve_tcp(host: str, port: int, client_pid: int | None = None) -> int:
     if refusal is not None:
         print(f"oscova-lsp: {refusal}", file=sys.stderr)
         return 2
-    from .server import create_server
+    from .handlers import create_server
 
     server = create_server()
     server.client_pid = client_pid

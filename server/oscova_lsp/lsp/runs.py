@@ -21,21 +21,20 @@ import os
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types as lsp
 from oscova_runtime.paths import is_inside
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..analysis.files import DefinitionFile
+from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
 from . import convert
 from .capabilities import COMMANDS
 
 if TYPE_CHECKING:
     from ..runs import RunHandle, RunService
-    from .server import OscovaServer
-    from .session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +67,26 @@ class _RunRequest:
     tools: dict[str, str] = field(default_factory=dict)
 
 
+class RunsServer(Protocol):
+    """What the runs need of the language server (`server.OscovaServer`), without importing it."""
+
+    host: AnalysisHost
+    checked: asyncio.Event
+
+    @property
+    def protocol(self) -> Any: ...
+    @property
+    def work_done_progress(self) -> Any: ...
+
+    def root_ready(self, path: str) -> asyncio.Event: ...
+    def apply_pending_edits(self) -> None: ...
+    async def ready(self, path: str) -> None: ...
+    def caps(self, *path: str) -> Any: ...
+    def spawn(self, coro: Any) -> asyncio.Task[Any]: ...
+    def window_log_message(self, params: lsp.LogMessageParams) -> None: ...
+    def window_show_message_request_async(self, params: lsp.ShowMessageRequestParams) -> Any: ...
+
+
 # ------------------------------------------------------------------------------------------- arguments
 
 
@@ -91,6 +110,13 @@ def _string(args: dict[str, Any], key: str, command: str, *, required: bool = Fa
     if not isinstance(value, str) or (required and key != "input" and not value.strip()):
         raise JsonRpcInvalidParams(f"{command}: `{key}` must be a non-empty string" if key != "input"
                                    else f"{command}: `input` must be a string")
+    return value
+
+
+def _required(args: dict[str, Any], key: str, command: str) -> str:
+    value = _string(args, key, command, required=True)
+    if value is None:  # `_string` raises for a missing required key; this keeps the type checker informed
+        raise JsonRpcInvalidParams(f"{command} needs `{key}` (a string)")
     return value
 
 
@@ -131,7 +157,8 @@ def agents_of(workspace: Workspace) -> list[dict[str, Any]]:
     out = []
     for agent_id, parsed in sorted(found.items()):
         definition = parsed.definition
-        assert definition is not None
+        if definition is None:  # (`found` holds validated definitions only)
+            continue
         out.append({"id": agent_id, "name": definition.display_name, "uri": convert.uri(parsed.path),
                     "exposedAsTool": definition.exposed_as_tool, "exampleInput": definition.example_input})
     return out
@@ -143,7 +170,7 @@ def agents_of(workspace: Workspace) -> list[dict[str, Any]]:
 class Runs:
     """The run services of the server's workspace roots and the runs in flight."""
 
-    def __init__(self, server: OscovaServer) -> None:
+    def __init__(self, server: RunsServer) -> None:
         self.server = server
         self.trusted = True
         self.services: dict[str, RunService] = {}
@@ -158,18 +185,20 @@ class Runs:
 
     def root_for(self, document_uri: str | None, command: str) -> str:
         """The workspace root a command's `uri` (a file or a folder) names; the first folder's without one."""
-        session = self.server.session
+        host = self.server.host
         if document_uri is not None:
             path = convert.path_of(document_uri)
             if path is None:
                 raise JsonRpcInvalidParams(f"{command}: `uri` must be a file: URI, not {document_uri!r}")
-            return session.root_of(os.path.join(path, "_") if os.path.isdir(path) else path)
-        if not session.folders:
+            return host.root_of(os.path.join(path, "_") if os.path.isdir(path) else path)
+        if not host.folders:
             raise JsonRpcInvalidParams(f"{command}: the editor opened no workspace folder; pass `uri`")
-        return session.root_of(os.path.join(session.folders[0], "_"))
+        return host.root_of(os.path.join(host.folders[0], "_"))
 
     async def service(self, root: str) -> RunService:
-        """The root's run service, its workspace read from disk in a worker thread (never on the loop)."""
+        """The root's run service, over the server's analysis host once the root is read; it applies the
+        editor's debounced edits before each read (a run compares what the editor shows with the saved files)."""
+        await self.server.ready(os.path.join(root, "_"))
         while root in self._loading:
             await asyncio.shield(self._loading[root])
         found = self.services.get(root)
@@ -178,11 +207,13 @@ class Runs:
             return found
         from ..runs import RunService
 
-        service = self.services[root] = RunService(root, trusted=self.trusted, stream_share=STREAM_SHARE)
+        service = self.services[root] = RunService(root, host=self.server.host, trusted=self.trusted,
+                                                   stream_share=STREAM_SHARE,
+                                                   settle=self.server.apply_pending_edits)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
         try:
-            await loop.run_in_executor(None, _prepare, service, self.server.session)
+            await loop.run_in_executor(None, _prepare)
         except Exception as error:
             self.services.pop(root, None)
             logger.exception("reading the workspace %s for a run failed", root)
@@ -220,10 +251,9 @@ class Runs:
     async def run_agent(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
         command = params.command
         args = command_argument(params)
-        agent_id = _string(args, "agentId", command, required=True)
-        text = _string(args, "input", command, required=True)
+        agent_id = _required(args, "agentId", command)
+        text = _required(args, "input", command)
         session_id = _string(args, "sessionId", command)
-        assert agent_id is not None and text is not None
         if not self.trusted:
             raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runAgent runs agents (and the "
                                        "workspace's tool and provider code) only in a trusted workspace")
@@ -271,9 +301,8 @@ class Runs:
     async def preview_prompt(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
         command = params.command
         args = command_argument(params)
-        agent_id = _string(args, "agentId", command, required=True)
+        agent_id = _required(args, "agentId", command)
         text = _string(args, "input", command)
-        assert agent_id is not None
         service = await self.service(self.root_for(_string(args, "uri", command), command))
         from ..runs import RunError
 
@@ -315,15 +344,17 @@ class Runs:
         server = self.server
         if document_uri is not None:
             root = self.root_for(document_uri, params.command)
-            await server.root_ready(os.path.join(root, "_")).wait()
+            await server.ready(os.path.join(root, "_"))
             roots = [root]
         else:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(server.checked.wait(), 30)
-            roots = sorted(server.session.analyses)
+            roots = sorted(server.host.snapshot().analyses)
+        server.apply_pending_edits()
+        snapshot = server.host.snapshot()
         out: list[dict[str, Any]] = []
         for root in roots:
-            analysis = server.session.analyses.get(root)
+            analysis = snapshot.analyses.get(root)
             if analysis is not None:
                 out.extend(agents_of(analysis.workspace))
         return out
@@ -445,7 +476,8 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
         "oscova.invalidateAll": runs.invalidate_all,
         "oscova.listAgents": runs.list_agents,
     }
-    assert tuple(handlers) == COMMANDS
+    if tuple(handlers) != COMMANDS:  # the advertised commands (capabilities.py) and these must agree
+        raise RuntimeError(f"command handlers {tuple(handlers)} differ from the advertised {COMMANDS}")
     return handlers
 
 
@@ -459,10 +491,8 @@ def workspace_trusted(options: Any) -> bool:
     return True
 
 
-def _prepare(service: RunService, session: Session) -> None:
-    """Off the event loop: reads the workspace as the server does (a large one in worker processes of its fork
-    server) and imports the model client (half a second of imports that would otherwise stall diagnostics
-    and completion on the first run)."""
-    service.adopt(session.load(service.root))
+def _prepare() -> None:
+    """Off the event loop: imports the model client (half a second of imports that would otherwise stall
+    diagnostics and completion on the first run). The workspace comes from the server's host."""
     with contextlib.suppress(ImportError):
         import openai  # noqa: F401

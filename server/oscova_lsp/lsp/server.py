@@ -1,22 +1,20 @@
-"""The pygls server: document sync, background check, debounced diagnostics (pushed or pulled), settings,
-watched files, and the editing features of `oscova_lsp.ide` behind LSP handlers.
+"""The pygls server: the wire (stdio, TCP), the lifecycle rules, readiness, the initial scan and settings.
 
-All state lives on the event loop's thread; only the initial load of a workspace root runs in a worker
-thread, on an `Analysis` of its own that is swapped in when complete.
+The workspace state lives in an `AnalysisHost`, changed on the event loop's thread only; the initial read of a
+workspace root runs in a worker thread on an `Analysis` of its own that the host installs when complete.
+Requests wait (bounded) for the root they ask about (`OscovaServer.ready`). The handlers are registered in
+`handlers.py`, diagnostics go out through `publisher.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
-import hashlib
 import inspect
 import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable
 from typing import Any, BinaryIO, cast
 
 from lsprotocol import types as lsp
@@ -31,23 +29,20 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
-from ..analysis.diagnostics import Diagnostic
-from ..analysis.files import MAX_FILE_BYTES, DefinitionFile, ParsedFile
-from ..analysis.workspace import Workspace
-from ..ide import actions, completion, hints, hover, navigation, symbols
-from ..ide.model import RenameError
-from . import convert
-from .capabilities import COMMANDS, COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER, SERVER_NAME, WATCHED_GLOBS
-from .runs import Runs, code_lenses, command_handlers, workspace_trusted
-from .session import LargeText, Session
+from ..analysis.files import MAX_FILE_BYTES
+from ..analysis.host import AnalysisHost
+from .capabilities import COMMANDS, SERVER_NAME, WATCHED_GLOBS
+from .large_text import LargeText
+from .publisher import DiagnosticsPublisher
+from .runs import Runs
 from .settings import Settings
 from .transport import CHUNK as READ_CHUNK
 from .transport import Dropped, FdReader, Framer, FramingError, Message, pump
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 100
-"""Files checked between two yields to the event loop in a whole-workspace check."""
+READY_TIMEOUT = 10.0
+"""Seconds a request waits for the root it asks about to be read before answering from what is read."""
 
 
 class _BadRequest:
@@ -236,28 +231,26 @@ class OscovaProtocol(LanguageServerProtocol):
 
 
 class OscovaServer(LanguageServer):
+    """The protocol side of the server: the wire, the lifecycle, readiness and the initial scan. The workspace
+    state lives in `host` (an `AnalysisHost`); diagnostics go out through `publisher`; the handlers that
+    answer requests are registered in `handlers.create_server`."""
+
     def __init__(self) -> None:
         super().__init__(SERVER_NAME, __version__, protocol_cls=OscovaProtocol,
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
-        self.session = Session([])
+        self.host = AnalysisHost()
         self.settings = Settings()
-        self.pull = False
         self.client_pid: int | None = None
-        self._initial_options: Any = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._pending: dict[str, tuple[str, int | None]] = {}
-        self._to_publish: set[str] = set()
-        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
-        self._cache: dict[str, list[Diagnostic]] = {}
-        self._root_events: dict[str, asyncio.Event] = {}
-        self._change: asyncio.Future[None] | None = None
+        self.initial_options: Any = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._root_events: dict[str, asyncio.Event] = {}
+        self.publisher = DiagnosticsPublisher(self, lambda: self.host, self.spawn, self.caps)
         self.checked = asyncio.Event()
+        """Set once the initial scan of every root has ended."""
         self.check_seconds: float | None = None
         self.runs = Runs(self)
         self.large: dict[str, LargeText] = {}
         """Open documents over the analysis limit, by URI (see `OscovaProtocol`)."""
-        self._skipped_noticed: set[str] = set()
 
     # ------------------------------------------------------------------------------------ the wire
 
@@ -346,6 +339,10 @@ class OscovaServer(LanguageServer):
         if not task.cancelled() and task.exception() is not None:
             logger.error("background task failed", exc_info=task.exception())
 
+    def cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
     def caps(self, *path: str) -> Any:
         current: Any = self.client_capabilities
         for part in path:
@@ -354,208 +351,109 @@ class OscovaServer(LanguageServer):
                 return None
         return current
 
-    def version_of(self, path: str) -> int | None:
-        return self.session.analysed_version.get(path) if path in self.session.open else None
+    def reset_host(self, folders: list[str], lint: Any) -> None:
+        """A host over the editor's folders (at `initialize`, before any document or root)."""
+        self.host = AnalysisHost(folders, lint)
+        self._root_events.clear()
 
-    # ------------------------------------------------------------------------------------- analysis
-
-    def lookup(self, document_uri: str) -> tuple[Workspace, ParsedFile, str] | None:
-        """The parsed file of a document, with pending edits applied first; None for unknown documents."""
-        path = convert.path_of(document_uri)
-        if path is None:
-            return None
-        self.flush(path)
-        found = self.session.parsed(path)
-        if found is None:
-            return None
-        analysis, parsed = found
-        return analysis.workspace, parsed, path
-
-    def flush(self, path: str) -> None:
-        pending = self._pending.pop(path, None)
-        if pending is None:
-            return
-        affected = self.session.apply_open(path, pending[0], pending[1])
-        self._invalidate(affected | {path})
-        self.notice_skipped(path)
-
-    def notice_skipped(self, path: str) -> None:
-        """The notice SPEC §9 promises, once per open document, when the analysis skips it (too large)."""
-        found = self.session.parsed(path)
-        skipped = found[1].skipped if found is not None else None
-        if not skipped:
-            self._skipped_noticed.discard(path)
-        elif path not in self._skipped_noticed:
-            self._skipped_noticed.add(path)
-            self.window_show_message(lsp.ShowMessageParams(
-                type=lsp.MessageType.Warning,
-                message=f"oscova: {os.path.basename(path)} is not checked: {skipped}. Diagnostics and editor "
-                        "features for it come back once it is under the limit."))
-
-    def _invalidate(self, paths: Iterable[str]) -> None:
-        for path in paths:
-            self._cache.pop(path, None)
-            self._to_publish.add(path)
-        if self._change is not None and not self._change.done():
-            self._change.set_result(None)
-        self._change = None
-
-    def diagnostics(self, path: str) -> list[Diagnostic]:
-        found = self._cache.get(path)
-        if found is None:
-            try:
-                found = self.session.diagnostics(path)
-            except Exception:  # a bug in one check must not take the file's other diagnostics down
-                logger.exception("checking %s failed", path)
-                found = []
-            self._cache[path] = found
-        return found
+    # ------------------------------------------------------------------------------------- readiness
 
     def root_ready(self, path: str) -> asyncio.Event:
-        root = self.session.root_of(path)
+        """Set once the root holding `path` is read; reading it starts here when nothing started it yet."""
+        root = self.host.root_of(path)
         event = self._root_events.get(root)
         if event is None:
             event = self._root_events[root] = asyncio.Event()
-            if root in self.session.loaded:
+            if self.host.is_loaded(root):
                 event.set()
             else:
-                self.session.analysis_for(path)
+                self.host.ensure_root(root)
                 self.spawn(self._load_roots([root]))
         return event
 
-    # ------------------------------------------------------------------------------ publish or pull
+    def apply_pending_edits(self) -> None:
+        """Every debounced edit applied to the host now; their diagnostics follow on their timers."""
+        self.publisher.flush_all()
 
-    def schedule(self, path: str, text: str, version: int | None) -> None:
-        self._pending[path] = (text, version)
-        timer = self._timers.pop(path, None)
-        if timer is not None:
-            timer.cancel()
-        self._timers[path] = asyncio.get_running_loop().call_later(self.settings.debounce, self._fire, path)
+    def is_ready(self, path: str) -> bool:
+        return self.root_ready(path).is_set()
 
-    def _fire(self, path: str) -> None:
-        self._timers.pop(path, None)
+    async def ready(self, path: str) -> None:
+        """Waits until the root holding `path` is read, at most `READY_TIMEOUT` seconds: a request is answered
+        from a state that holds everything it depends on (after the bound, from what is read, with a log line)."""
+        event = self.root_ready(path)
+        if event.is_set():
+            return
         try:
-            self.flush(path)
-            self.publish_pending(origin=path)
-        except Exception:
-            logger.exception("re-checking after a change to %s failed", path)
-        for waiter in self._waiters.pop(path, []):
-            if not waiter.done():
-                waiter.set_result(None)
-
-    async def settled(self, path: str) -> None:
-        """Waits for the debounce of a document's pending edits (pull diagnostics honour it too)."""
-        while path in self._timers:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.setdefault(path, []).append(waiter)
-            await waiter
-        self.flush(path)
-
-    def publish_pending(self, origin: str | None = None) -> None:
-        """Pushes the diagnostics of every file a change affected; a pull client is asked to pull again
-        when files other than the edited one changed."""
-        paths, self._to_publish = self._to_publish, set()
-        if self.pull:
-            self._refresh_pull(paths - {origin} if origin else paths)
-            return
-        ready = [p for p in paths if self.session.root_of(p) in self.session.loaded]
-        if len(ready) <= CHUNK:
-            for path in sorted(ready):
-                self.publish(path)
-        else:
-            self.spawn(self.publish_all(ready))
-
-    def publish(self, path: str) -> None:
-        items = [convert.diagnostic(d, self._related_support()) for d in self.diagnostics(path)]
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=convert.uri(path), diagnostics=items, version=self.version_of(path)))
-
-    async def publish_all(self, paths: Iterable[str], token: str | None = None, start: int = 0,
-                          total: int | None = None) -> None:
-        paths = sorted(paths)
-        total = total or len(paths)
-        for index in range(0, len(paths), CHUNK):
-            for path in paths[index:index + CHUNK]:
-                self.publish(path)
-            if token is not None:
-                done = start + min(index + CHUNK, len(paths))
-                self._progress(token, lsp.WorkDoneProgressReport(
-                    message=f"{done}/{total} files", percentage=min(100, int(100 * done / max(total, 1)))))
-            await asyncio.sleep(0)
-
-    def _related_support(self) -> bool:
-        value = self.caps("text_document", "publish_diagnostics", "related_information")
-        return True if value is None else bool(value)
-
-    def _refresh_pull(self, paths: set[str]) -> None:
-        if not paths:
-            return
-        if self.caps("workspace", "diagnostics", "refresh_support"):
-            self.workspace_diagnostic_refresh(None)
-
-    def result_id(self, path: str, items: list[Diagnostic]) -> str:
-        digest = hashlib.blake2b(digest_size=8)
-        digest.update(path.encode())
-        for d in items:
-            digest.update(repr((d.range, d.code, d.message, int(d.severity))).encode())
-        return digest.hexdigest()
-
-    async def wait_for_change(self) -> None:
-        if self._change is None:
-            self._change = asyncio.get_running_loop().create_future()
-        await asyncio.wait([self._change])
+            async with asyncio.timeout(READY_TIMEOUT):
+                await event.wait()
+        except TimeoutError:
+            logger.warning("%s is still being read after %.0f s; answering from the part read so far",
+                           self.host.root_of(path), READY_TIMEOUT)
 
     # ------------------------------------------------------------------------------ workspace check
 
     async def check_workspace(self) -> None:
+        """The initial scan: every root under the editor's folders, the roots of open documents first (a root
+        an open document asked for may be loading already: the scan's progress waits for it too)."""
         started = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        roots = await loop.run_in_executor(None, self.session.discover_roots)
-        fresh = [root for root in roots if root not in self._root_events]
-        for root in fresh:
-            self.session.ensure_root(root)
-            self._root_events[root] = asyncio.Event()
-        await self._load_roots(fresh, progress=True)
-        for root in roots:
-            await self._root_events[root].wait()
+        token = await self._begin_progress("Checking agents and templates")
+        files = 0
+        try:
+            roots = await asyncio.get_running_loop().run_in_executor(None, self.host.discover_roots)
+            opened = {self.host.root_of(path) for path in self.host.snapshot().documents}
+            fresh = sorted((root for root in roots if root not in self._root_events), key=lambda r: r not in opened)
+            for root in fresh:
+                self.host.ensure_root(root)
+                self._root_events[root] = asyncio.Event()
+            await self._load_roots(fresh, token)
+            for root in roots:
+                await self._root_events[root].wait()
+            snapshot = self.host.snapshot()
+            files = sum(len(snapshot.analyses[root].workspace.files) for root in roots if root in snapshot.analyses)
+            del snapshot
+        finally:
+            if token:
+                self._progress(token, lsp.WorkDoneProgressEnd(message=f"{files} files checked"))
+                self.work_done_progress.tokens.pop(token, None)
         self.check_seconds = time.perf_counter() - started
         self.checked.set()
 
-    async def _load_roots(self, roots: list[str], progress: bool = False) -> None:
-        token = await self._begin_progress("Checking agents and templates") if progress else None
+    async def _load_roots(self, roots: list[str], token: str | None = None) -> None:
+        """Reads each root in a worker thread, installs it (requests waiting for it go on at once), then
+        publishes its diagnostics."""
         loop = asyncio.get_running_loop()
-        installed: list[str] = []
-        try:
-            for root in roots:
-                if token:
-                    self._progress(token, lsp.WorkDoneProgressReport(message=f"reading {os.path.basename(root)}"))
-                try:
-                    analysis = await loop.run_in_executor(None, self.session.load, root)
-                except Exception:  # keep serving what the editor opened rather than waiting forever
-                    logger.exception("loading %s failed", root)
-                    self.window_log_message(lsp.LogMessageParams(
-                        type=lsp.MessageType.Error, message=f"oscova: could not read the workspace {root}"))
-                    analysis = self.session.ensure_root(root)
-                files = self.session.install(root, analysis)
-                self._cache = {p: d for p, d in self._cache.items() if p not in files}
-                self._root_events.setdefault(root, asyncio.Event()).set()
-                installed.extend(files)
-                for notice in analysis.workspace.notices:
-                    self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=notice))
-            # The parsed workspace lives as long as the server: keep the cyclic collector from walking it
-            # again and again (full collections of a 2,000-file workspace cost 100 ms and more).
-            gc.collect()
-            gc.freeze()
-            if self.pull:
-                self._invalidate(installed)
-                self._to_publish.clear()
-                self._refresh_pull(set(installed))
-            else:
-                await self.publish_all(installed, token)
-        finally:
+        installed: set[str] = set()
+        for root in roots:
             if token:
-                self._progress(token, lsp.WorkDoneProgressEnd(message=f"{len(installed)} files checked"))
-                self.work_done_progress.tokens.pop(token, None)
+                self._progress(token, lsp.WorkDoneProgressReport(message=f"reading {os.path.basename(root)}"))
+            try:
+                analysis = await loop.run_in_executor(None, self.host.load, root)
+            except Exception:  # keep serving what the editor opened rather than waiting forever
+                logger.exception("loading %s failed", root)
+                self.window_log_message(lsp.LogMessageParams(
+                    type=lsp.MessageType.Error, message=f"oscova: could not read the workspace {root}"))
+                files = self.host.mark_loaded(root)
+                notices: list[str] = []
+            else:
+                files = self.host.install(root, analysis)
+                notices = analysis.workspace.notices
+            self.publisher.forget(files)
+            self._root_events.setdefault(root, asyncio.Event()).set()
+            installed |= files
+            for notice in notices:
+                self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=notice))
+
+        def report(done: int, total: int) -> None:
+            if token is not None:
+                self._progress(token, lsp.WorkDoneProgressReport(
+                    message=f"{done}/{total} files", percentage=min(100, int(100 * done / max(total, 1)))))
+
+        await self.publisher.installed(installed, report)
+        # The parsed workspace lives as long as the server: keep the cyclic collector from walking it
+        # again and again (full collections of a 2,000-file workspace cost 100 ms and more).
+        gc.collect()
+        gc.freeze()
 
     async def _begin_progress(self, title: str) -> str | None:
         if not self.caps("window", "work_done_progress"):
@@ -578,16 +476,6 @@ class OscovaServer(LanguageServer):
         except Exception:
             logger.debug("progress %s dropped", token)
 
-    async def recheck_everything(self) -> None:
-        paths = self.session.all_files()
-        self._cache.clear()
-        self._invalidate(paths)
-        self._to_publish.clear()
-        if self.pull:
-            self._refresh_pull(set(paths))
-        else:
-            await self.publish_all(p for p in paths if self.session.root_of(p) in self.session.loaded)
-
     # ------------------------------------------------------------------------------------- settings
 
     async def load_settings(self, pushed: Any = None) -> None:
@@ -601,15 +489,16 @@ class OscovaServer(LanguageServer):
                 logger.info("workspace/configuration failed; keeping the current settings")
                 return
         if value is None:
-            value = self._initial_options
+            value = self.initial_options
         settings = Settings.parse(value)
         if settings == self.settings:
             return
         lint_changed = settings.lint_options() != self.settings.lint_options()
         self.settings = settings
-        self.session.set_lint(settings.lint_options())
+        self.publisher.debounce = settings.debounce
+        self.host.set_lint(settings.lint_options())
         if lint_changed:
-            await self.recheck_everything()
+            await self.publisher.recheck_everything()
 
     async def register_watchers(self) -> None:
         if not self.caps("workspace", "did_change_watched_files", "dynamic_registration"):
@@ -634,324 +523,3 @@ class OscovaServer(LanguageServer):
                 os._exit(0)
             except PermissionError:
                 pass
-
-
-def _document_formats(server: OscovaServer, *path: str) -> list[lsp.MarkupKind] | None:
-    value = server.caps(*path)
-    return list(value) if value else None
-
-
-def create_server() -> OscovaServer:  # noqa: C901 - one registration point for every feature
-    server = OscovaServer()
-
-    # -------------------------------------------------------------------------------- lifecycle
-
-    @server.feature(lsp.INITIALIZE)
-    def initialize(ls: OscovaServer, params: lsp.InitializeParams) -> None:
-        folders = [convert.path_of(f.uri) for f in params.workspace_folders or []]
-        if not folders and params.root_uri:
-            folders = [convert.path_of(params.root_uri)]
-        elif not folders and params.root_path:
-            folders = [params.root_path]
-        ls.session = Session([f for f in folders if f])
-        ls.pull = params.capabilities.text_document is not None and \
-            params.capabilities.text_document.diagnostic is not None
-        ls._initial_options = params.initialization_options
-        ls.settings = Settings.parse(params.initialization_options)
-        ls.session.set_lint(ls.settings.lint_options())
-        ls.client_pid = ls.client_pid or params.process_id
-        ls.runs.trusted = workspace_trusted(params.initialization_options)
-
-    @server.feature(lsp.INITIALIZED)
-    async def initialized(ls: OscovaServer, params: lsp.InitializedParams) -> None:
-        if ls.client_pid:
-            ls.spawn(ls.watch_client(ls.client_pid))
-        ls.spawn(ls.register_watchers())
-        await ls.load_settings()
-        ls.spawn(ls.check_workspace())
-
-    @server.feature(lsp.SHUTDOWN)
-    def shutdown(ls: OscovaServer, params: Any) -> None:
-        # Synchronous, so the answer precedes an `exit` sent right behind the request.
-        for timer in ls._timers.values():
-            timer.cancel()
-        ls._timers.clear()
-        for task in list(ls._tasks):
-            task.cancel()
-        ls.runs.shutdown()
-
-    # ---------------------------------------------------------------------------- documents
-
-    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: OscovaServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        path = convert.path_of(params.text_document.uri)
-        if path is None:
-            return
-        ls._pending.pop(path, None)
-        ls._skipped_noticed.discard(path)
-        affected = ls.session.apply_open(path, params.text_document.text, params.text_document.version)
-        ls._invalidate(affected | {path})
-        ls.notice_skipped(path)
-        ls.root_ready(path)
-        ls.publish_pending(origin=path)
-
-    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: OscovaServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        path = convert.path_of(params.text_document.uri)
-        if path is None:
-            return
-        large = ls.large.get(params.text_document.uri)
-        if large is None:
-            ls.schedule(path, ls.workspace.get_text_document(params.text_document.uri).source,
-                        params.text_document.version)
-        elif not ls.session.still_skipped(path, params.text_document.version):
-            ls.schedule(path, large.text(), params.text_document.version)  # it just grew past the limit
-
-    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        path = convert.path_of(params.text_document.uri)
-        if path is not None:
-            ls.runs.file_saved(path)
-
-    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: OscovaServer, params: lsp.DidCloseTextDocumentParams) -> None:
-        path = convert.path_of(params.text_document.uri)
-        if path is None:
-            return
-        timer = ls._timers.pop(path, None)
-        if timer is not None:
-            timer.cancel()
-        ls._pending.pop(path, None)
-        ls._skipped_noticed.discard(path)
-        ls._invalidate(ls.session.close(path) | {path})
-        ls.publish_pending()
-
-    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def did_change_watched_files(ls: OscovaServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-        affected: set[str] = set()
-        for change in params.changes:
-            path = convert.path_of(change.uri)
-            if path is None:
-                continue
-            affected |= ls.session.disk_changed(path, change.type == lsp.FileChangeType.Deleted)
-            ls.runs.file_saved(path)
-        if affected:
-            ls._invalidate(affected)
-            ls.publish_pending()
-
-    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: OscovaServer, params: lsp.DidChangeConfigurationParams) -> None:
-        settings = params.settings
-        pushed = settings.get("oscova") if isinstance(settings, dict) and isinstance(settings.get("oscova"), dict) \
-            else None
-        await ls.load_settings(pushed)
-
-    @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def did_change_folders(ls: OscovaServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
-        for folder in params.event.added:
-            path = convert.path_of(folder.uri)
-            if path and path not in ls.session.folders:
-                ls.session.folders.append(path)
-                ls.session.forget_root_cache()
-                ls.spawn(ls._load_roots([ls.session.root_of(os.path.join(path, "x"))]))
-
-    # ---------------------------------------------------------------------------- diagnostics
-
-    @server.feature(lsp.TEXT_DOCUMENT_DIAGNOSTIC, lsp.DiagnosticOptions(
-        identifier=DIAGNOSTIC_IDENTIFIER, inter_file_dependencies=True, workspace_diagnostics=True))
-    async def document_diagnostic(ls: OscovaServer, params: lsp.DocumentDiagnosticParams) -> Any:
-        path = convert.path_of(params.text_document.uri)
-        if path is None or not ls.session.is_tracked(path):
-            return lsp.RelatedFullDocumentDiagnosticReport(items=[])
-        await ls.root_ready(path).wait()
-        await ls.settled(path)
-        found = ls.diagnostics(path)
-        result_id = ls.result_id(path, found)
-        if params.previous_result_id == result_id:
-            return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-        return lsp.RelatedFullDocumentDiagnosticReport(
-            items=[convert.diagnostic(d) for d in found], result_id=result_id)
-
-    @server.feature(lsp.WORKSPACE_DIAGNOSTIC)
-    async def workspace_diagnostic(ls: OscovaServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
-        """Every file not open in the editor; held until something changes when nothing has."""
-        await ls.checked.wait()
-        previous = {p.uri: p.value for p in params.previous_result_ids}
-        while True:
-            items: list[Any] = []
-            changed = False
-            for path in ls.session.all_files():
-                if path in ls.session.open:
-                    continue
-                found = ls.diagnostics(path)
-                result_id = ls.result_id(path, found)
-                document = convert.uri(path)
-                if previous.get(document) == result_id:
-                    items.append(lsp.WorkspaceUnchangedDocumentDiagnosticReport(
-                        uri=document, result_id=result_id, version=None))
-                else:
-                    changed = True
-                    items.append(lsp.WorkspaceFullDocumentDiagnosticReport(
-                        uri=document, items=[convert.diagnostic(d) for d in found], result_id=result_id,
-                        version=None))
-            if changed or not previous:
-                return lsp.WorkspaceDiagnosticReport(items=items)
-            await ls.wait_for_change()
-
-    # ------------------------------------------------------------------------------ features
-
-    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=COMPLETION_TRIGGERS,
-                                                                        resolve_provider=False))
-    def on_completion(ls: OscovaServer, params: lsp.CompletionParams) -> lsp.CompletionList | None:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, _ = found
-        result = completion.complete(ws, parsed, convert.to_position(params.position))
-        formats = _document_formats(ls, "text_document", "completion", "completion_item", "documentation_format")
-        return lsp.CompletionList(is_incomplete=result.incomplete,
-                                  items=[convert.completion_item(i, formats) for i in result.items])
-
-    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-    def on_hover(ls: OscovaServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, path = found
-        result = hover.hover(ws, parsed, convert.to_position(params.position), ls.diagnostics(path))
-        if result is None:
-            return None
-        formats = _document_formats(ls, "text_document", "hover", "content_format")
-        return lsp.Hover(contents=convert.markup(result.markdown, formats),
-                         range=convert.range_(result.range) if result.range else None)
-
-    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
-    def on_definition(ls: OscovaServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, _ = found
-        return [convert.location(loc) for loc in navigation.definition(ws, parsed, convert.to_position(params.position))]
-
-    @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
-    def on_references(ls: OscovaServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, _ = found
-        include = params.context.include_declaration if params.context else True
-        return [convert.location(loc) for loc in
-                navigation.references(ws, parsed, convert.to_position(params.position), include)]
-
-    @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
-    def on_prepare_rename(ls: OscovaServer, params: lsp.PrepareRenameParams) -> Any:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, _ = found
-        target = navigation.prepare_rename(ws, parsed, convert.to_position(params.position))
-        if target is None:
-            return None
-        return lsp.PrepareRenamePlaceholder(range=convert.range_(target.range), placeholder=target.value)
-
-    @server.feature(lsp.TEXT_DOCUMENT_RENAME)
-    def on_rename(ls: OscovaServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, _ = found
-        try:
-            edits = navigation.rename(ws, parsed, convert.to_position(params.position), params.new_name)
-        except RenameError as exc:
-            raise JsonRpcInvalidParams(str(exc)) from None
-        return _workspace_edit(ls, edits)
-
-    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
-    def on_code_action(ls: OscovaServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
-        if params.context.only and not any(str(k).startswith("quickfix") for k in params.context.only):
-            return None
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        _, _, path = found
-        engine = ls.diagnostics(path)
-        sent = [(str(d.code), convert.to_range(d.range)) for d in params.context.diagnostics
-                if d.source == "oscova" and d.code is not None]
-        result = actions.code_actions(engine, convert.to_range(params.range), sent or None)
-        client_diags = {(str(d.code), convert.to_range(d.range)): d for d in params.context.diagnostics}
-        out = []
-        for action in result:
-            diag = client_diags.get((action.diagnostic_code, action.diagnostic_range))
-            out.append(lsp.CodeAction(title=action.title, kind=lsp.CodeActionKind.QuickFix,
-                                      diagnostics=[diag] if diag else None, is_preferred=action.preferred,
-                                      edit=_workspace_edit(ls, action.edits)))
-        return out
-
-    @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))
-    def on_code_lens(ls: OscovaServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens] | None:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        _, parsed, _ = found
-        if not isinstance(parsed, DefinitionFile):
-            return []
-        return code_lenses(parsed, params.text_document.uri, trusted=ls.runs.trusted)
-
-    @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT, lsp.InlayHintOptions(resolve_provider=False))
-    def on_inlay_hint(ls: OscovaServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint] | None:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, _ = found
-        return [lsp.InlayHint(position=convert.position(h.position), label=h.label, kind=lsp.InlayHintKind.Type,
-                              tooltip=h.tooltip)
-                for h in hints.inlay_hints(ws, parsed, convert.to_range(params.range))]
-
-    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def on_document_symbol(ls: OscovaServer, params: lsp.DocumentSymbolParams) -> Any:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, path = found
-        result = symbols.document_symbols(ws, parsed)
-        if ls.caps("text_document", "document_symbol", "hierarchical_document_symbol_support"):
-            return [convert.symbol(s) for s in result]
-        return convert.flat_symbols(result, path)
-
-    @server.feature(lsp.WORKSPACE_SYMBOL)
-    def on_workspace_symbol(ls: OscovaServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
-        out = []
-        for analysis in ls.session.analyses.values():
-            for sym in symbols.workspace_symbols(analysis.workspace, params.query):
-                out.append(lsp.SymbolInformation(name=sym.name, kind=convert.SYMBOL_KIND[sym.kind],
-                                                 location=convert.location(sym.location),
-                                                 container_name=sym.container))
-        return out
-
-    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_LINK, lsp.DocumentLinkOptions(resolve_provider=False))
-    def on_document_link(ls: OscovaServer, params: lsp.DocumentLinkParams) -> list[lsp.DocumentLink] | None:
-        found = ls.lookup(params.text_document.uri)
-        if found is None:
-            return None
-        ws, parsed, _ = found
-        tooltips = bool(ls.caps("text_document", "document_link", "tooltip_support"))
-        return [lsp.DocumentLink(range=convert.range_(link.range), target=convert.uri(link.target),
-                                 tooltip=link.tooltip if tooltips else None)
-                for link in navigation.document_links(ws, parsed)]
-
-    # ---------------------------------------------------------------------------------- runs
-
-    for name, handler in command_handlers(server.runs).items():
-        server.command(name)(functools.partial(handler))  # (pygls tags the callable; a bound method refuses)
-
-    @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
-    def on_progress_cancel(ls: OscovaServer, params: lsp.WorkDoneProgressCancelParams) -> None:
-        ls.runs.cancel_progress(params.token)
-
-    return server
-
-
-def _workspace_edit(ls: OscovaServer, edits: Iterable[Any]) -> lsp.WorkspaceEdit:
-    document_changes = bool(ls.caps("workspace", "workspace_edit", "document_changes"))
-    versions = {path: ls.version_of(path) for path in ls.session.open}
-    return convert.workspace_edit(edits, versions, document_changes)

@@ -49,6 +49,7 @@ from oscova_runtime.tools import APPROVAL_DENIED, ApprovalRequest, approval_chan
 from ..analysis.diagnostics import Severity
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
+from ..analysis.host import AnalysisHost, Snapshot
 from .errors import RunError, describe_failure, unanswered_calls_message
 from .events import (
     Redactor,
@@ -230,24 +231,29 @@ class _Run:
 class RunService:
     """Runs and previews the agents of one workspace root.
 
-    The workspace (definitions, host configuration) is read through the analysis engine: pass the
-    language server's `analysis` to share it (its owner keeps it current), or let the service load
-    its own from disk (`reload`, `file_saved`). One `ConfiguredHost` and one `AgentOrchestrator`
-    serve every run, so built dependencies stay cached across runs; the requested agent of a run is
-    built with the task-run observer (`configure_builder`), which bypasses the cache as the seed says.
+    The workspace (definitions, host configuration) is read from snapshots of an `AnalysisHost`: pass the
+    language server's `host` to share its state (one parse per root; its owner keeps it current), or let the
+    service read the root from disk into a host of its own (`reload`, `file_saved`). A run reads saved files
+    (SPEC): it is refused when its definition, a template it renders or the host configuration is open in
+    the editor with unsaved changes. One `ConfiguredHost` and one `AgentOrchestrator` serve every run, so
+    built dependencies stay cached across runs; the requested agent of a run is built with the task-run
+    observer (`configure_builder`), which bypasses the cache as the seed says.
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], *, analysis: Analysis | None = None, runs_dir: str | None = None,
+        self, root: str | os.PathLike[str], *, host: AnalysisHost | None = None, runs_dir: str | None = None,
         function_invocation: FunctionInvocationSettings | None = None, trusted: bool = True,
-        stream_share: float | None = None,
+        stream_share: float | None = None, settle: Callable[[], None] | None = None,
     ) -> None:
         self.root = os.path.realpath(os.fspath(root))
+        self._settle = settle
+        """Called before each read of the host's state: the language server applies its debounced edits."""
+        self._source_root = os.path.abspath(os.fspath(root))
+        """The root as the analysis host names it (not resolved: the host indexes files by their given path)."""
         self.trusted = trusted
         """False (an untrusted workspace): previews leave the workspace's tool and provider code unimported."""
-        self._analysis = analysis
-        self._owns_analysis = analysis is None
-        self._loaded = analysis is not None
+        self._files = host or AnalysisHost([self._source_root])
+        self._owns_files = host is None
         self.runs_dir = runs_dir or os.path.join(self.root, RUNS_DIRECTORY)
         self.orchestrator = AgentOrchestrator(function_invocation)
         self._pacer = _Pacer(stream_share) if stream_share is not None else None
@@ -262,29 +268,30 @@ class RunService:
 
     @property
     def analysis(self) -> Analysis:
-        if self._analysis is None:
-            self._analysis = Analysis(self.root)
-        if not self._loaded:
-            self._analysis.load()
-            self._loaded = True
-        return self._analysis
+        """The root's analysis in a fresh snapshot of the host (a host of its own reads the root first)."""
+        return self._analysis_in(self.snapshot())
 
-    def adopt(self, analysis: Analysis) -> None:
-        """Takes a freshly loaded analysis of the root as its own, kept current like one it loaded itself
-        (the language server loads it with its fork server: forking the server's threads can deadlock)."""
-        self._analysis = analysis
-        self._owns_analysis = self._loaded = True
+    def snapshot(self) -> Snapshot:
+        if self._settle is not None:
+            self._settle()
+        if self._owns_files and not self._files.is_loaded(self._files.root_of(os.path.join(self._source_root, "_"))):
+            root = self._files.root_of(os.path.join(self._source_root, "_"))
+            self._files.ensure_root(root)
+            self._files.install(root, self._files.load(root))
+        return self._files.snapshot()
+
+    def _analysis_in(self, snapshot: Snapshot) -> Analysis:
+        return snapshot.analysis(os.path.join(self._source_root, "_")) or Analysis(self._source_root)
 
     def reload(self) -> None:
-        """Reads the workspace again from disk (own analysis only) and drops every cached agent."""
-        if self._owns_analysis:
-            self._analysis = None
-            self._loaded = False
+        """Reads the workspace again from disk (a host of its own only) and drops every cached agent."""
+        if self._owns_files:
+            self._files = AnalysisHost([self._source_root])
         self.invalidate_all()
 
-    def _definition_files(self) -> dict[str, DefinitionFile]:
+    def _definition_files(self, analysis: Analysis | None = None) -> dict[str, DefinitionFile]:
         found: dict[str, DefinitionFile] = {}
-        for parsed in sorted(self.analysis.workspace.definitions(), key=lambda f: f.path):
+        for parsed in sorted((analysis or self.analysis).workspace.definitions(), key=lambda f: f.path):
             agent_id = parsed.definition.id if parsed.definition is not None else parsed.raw_id
             if agent_id and agent_id not in found:
                 found[agent_id] = parsed
@@ -302,16 +309,23 @@ class RunService:
         return agents
 
     def _definition(self, agent_id: str) -> AgentDefinition:
-        files = self._definition_files()
+        snapshot = self.snapshot()
+        analysis = self._analysis_in(snapshot)
+        files = self._definition_files(analysis)
         parsed = files.get(agent_id)
         if parsed is None:
             known = ", ".join(sorted(i for i, f in files.items() if f.definition is not None)) or "none"
             raise RunError(f"No agent definition has the id {agent_id!r} (known agents: {known})")
-        analysis = self.analysis
         checked = [parsed.path]
         host_file = analysis.workspace.host_file
         if host_file is not None:
             checked.append(host_file.path)
+        unsaved = snapshot.unsaved(self._sources_of(analysis, parsed))
+        if unsaved:
+            names = ", ".join(os.path.relpath(p, self._source_root) for p in unsaved)
+            raise RunError(f"{names} {'has' if len(unsaved) == 1 else 'have'} unsaved changes; save "
+                           f"{'it' if len(unsaved) == 1 else 'them'} to run what the editor shows (a run reads "
+                           "the saved files)")
         errors = [d for path in checked for d in analysis.diagnostics(path) if d.severity is Severity.ERROR
                   and d.code not in NOT_BLOCKING]
         if errors or parsed.definition is None:
@@ -322,11 +336,22 @@ class RunService:
                            f" (`oscova-lsp check` lists them)" + "".join(f"\n  {line}" for line in lines))
         return parsed.definition
 
+    @staticmethod
+    def _sources_of(analysis: Analysis, parsed: DefinitionFile) -> set[str]:
+        """The files a run of `parsed` reads: the definition, the templates it renders (its instructions file,
+        what its inline instructions and those templates include) and the host configuration."""
+        workspace = analysis.workspace
+        out = {parsed.path} | workspace.template_closure(workspace.references_of.get(parsed.path, ()))
+        if workspace.host_file is not None:
+            out.add(workspace.host_file.path)
+        return out
+
     def _current_host(self) -> ConfiguredHost:
         """The configured host over the current definitions; a changed host configuration replaces it and
         drops every cached agent and chat client."""
-        config = self.analysis.workspace.host
-        files = self._definition_files()
+        analysis = self.analysis
+        config = analysis.workspace.host
+        files = self._definition_files(analysis)
         definitions = [f.definition for f in files.values() if f.definition is not None]
         paths = {agent_id: f.path for agent_id, f in files.items() if f.definition is not None}
         if self._host is None or config != self._host_config or self._host.trusted != self.trusted:
@@ -386,7 +411,7 @@ class RunService:
         self._forget_workspace_modules()
 
     def file_saved(self, path: str) -> list[str]:
-        """A file was saved (or deleted): re-reads it (own analysis only) and evicts the cached agents it
+        """A file was saved (or deleted): re-reads it (a host of its own only) and evicts the cached agents it
         affects, including the agents that reach them through `agent_tools`. Returns the evicted ids."""
         path = os.path.abspath(path)
         if not is_inside(path, self.root):
@@ -395,15 +420,16 @@ class RunService:
             self.invalidate_all()
             return ["*"]
         kind = file_kind(path)
-        if kind is None or not self._loaded:
+        root = self._files.root_of(path)
+        if kind is None or not self._files.is_loaded(root):
             return []
-        workspace = self.analysis.workspace
         affected: set[str] = set()
-        before = workspace.files.get(path)
+        before = self.analysis.workspace.files.get(path)
         if isinstance(before, DefinitionFile) and before.raw_id:
             affected.add(before.raw_id)
-        if self._owns_analysis:
-            workspace.update_from_disk(path)
+        if self._owns_files:
+            self._files.disk_changed(path, deleted=not os.path.lexists(path))
+        workspace = self.analysis.workspace
         after = workspace.files.get(path)
         if kind is FileKind.HOST:
             self.invalidate_all()
@@ -420,7 +446,7 @@ class RunService:
                 if isinstance(parsed, DefinitionFile) and parsed.raw_id:
                     affected.add(parsed.raw_id)
         for agent_id in list(affected):
-            for referrer in workspace._reverse_agent_closure(agent_id):
+            for referrer in workspace.reverse_agent_closure(agent_id):
                 parsed = workspace.files.get(referrer)
                 if isinstance(parsed, DefinitionFile) and parsed.raw_id:
                     affected.add(parsed.raw_id)
@@ -489,12 +515,17 @@ class RunService:
         path = transcript_path(self.runs_dir, agent_id, run_id)
         writer = TranscriptWriter(path)
         handle = RunHandle(run_id, agent_id, session_id, writer.path)
-        config = self._analysis.workspace.host if self._analysis is not None and self._loaded else None
+        config = self._loaded_config()
         run = _Run(handle, on_event, Redactor.for_config(config) if config else Redactor(), writer)
         handle.task = asyncio.get_running_loop().create_task(self._execute(run, input, approve),
                                                              name=f"oscova-run-{run_id}")
         self._runs[run_id] = handle
         return handle
+
+    def _loaded_config(self) -> HostConfig | None:
+        """The host configuration when the root is read already (for redaction before the run reads it)."""
+        root = self._files.root_of(os.path.join(self._source_root, "_"))
+        return self._analysis_in(self._files.snapshot()).workspace.host if self._files.is_loaded(root) else None
 
     async def run(self, agent_id: str, input: str, **options: Any) -> dict[str, Any]:
         """Starts a run and waits for its result."""

@@ -1,0 +1,333 @@
+"""The analysis host: the one owner of the workspace state, after rust-analyzer's `AnalysisHost`.
+
+It holds the editor's folders, one `Analysis` per workspace root, and the open documents (an open buffer
+takes precedence over the file on disk). Changes go in through its methods (`open`, `change`, `close`,
+`disk_changed`, `add_folder`, `set_lint`, `install`), each returning the files whose diagnostics may
+change; readers take a `Snapshot`, which later changes never alter: the per-root analysis a live snapshot
+holds is copied before it is changed (copy on write), so a snapshot taken before an edit keeps answering
+the state before it. Diagnostics, every editor feature, the run service and the CLI read snapshots.
+
+Loading a root (`load`) runs off the caller's thread on a fresh `Analysis` that shares nothing; `install`
+swaps it in with the open documents and the disk changes seen meanwhile applied on top. A snapshot says
+which roots are loaded: until its root is, a file's cross-file answers are partial (`Snapshot.is_loaded`).
+
+No pygls or lsprotocol here: the language server (`oscova_lsp.lsp`) drives the host over the protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from oscova_runtime.paths import is_inside
+
+from .checks import LintOptions
+from .diagnostics import Diagnostic
+from .engine import Analysis
+from .files import TOO_LARGE, ParsedFile, file_kind
+from .workspace import NEVER_SCANNED, find_root, read_text, workspace_roots
+
+logger = logging.getLogger(__name__)
+
+SCAN_DELAY_ENV = "OSCOVA_LSP_TEST_SCAN_DELAY"
+"""Test only: seconds `AnalysisHost.load` sleeps before reading a root, so tests can send requests while the
+initial scan surely still runs (tests/server/test_startup_race.py). Unset in real use."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenDocument:
+    """An open buffer: its text and the editor's version of it."""
+
+    text: str
+    version: int | None
+
+
+class _Roots:
+    """Which workspace root holds a path: the nearest `oscova.toml` (or `[tool.oscova]` pyproject) above it,
+    else the innermost editor folder holding it, else its own folder. Lookups are cached per folder."""
+
+    def __init__(self, folders: Iterable[str]) -> None:
+        self.folders: tuple[str, ...] = tuple(os.path.abspath(f) for f in folders)
+        self._cache: dict[str, str | None] = {}
+
+    def root_of(self, path: str) -> str:
+        directory = os.path.dirname(path)
+        if directory not in self._cache:
+            self._cache[directory] = find_root(directory)
+        found = self._cache[directory]
+        if found is not None:
+            return found
+        inside = [f for f in self.folders if is_inside(os.path.dirname(path), f)]
+        return max(inside, key=len) if inside else directory
+
+
+class Snapshot:
+    """The workspace state at one moment: later changes to the host do not alter it."""
+
+    def __init__(self, analyses: dict[str, Analysis], loaded: frozenset[str], documents: dict[str, OpenDocument],
+                 roots: _Roots) -> None:
+        self._analyses = analyses
+        self._documents = documents
+        self._roots = roots
+        self.loaded = loaded
+        """The roots read completely (the others hold only their open documents so far)."""
+
+    @property
+    def analyses(self) -> Mapping[str, Analysis]:
+        """One analysis per workspace root, by root."""
+        return MappingProxyType(self._analyses)
+
+    @property
+    def documents(self) -> Mapping[str, OpenDocument]:
+        """The open documents, by path."""
+        return MappingProxyType(self._documents)
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        return self._roots.folders
+
+    def root_of(self, path: str) -> str:
+        return self._roots.root_of(path)
+
+    def is_loaded(self, path: str) -> bool:
+        """Whether the root holding `path` was read completely."""
+        return self.root_of(path) in self.loaded
+
+    def analysis(self, path: str) -> Analysis | None:
+        """The analysis of the root holding `path`."""
+        return self._analyses.get(self.root_of(path))
+
+    def parsed(self, path: str) -> tuple[Analysis, ParsedFile] | None:
+        if file_kind(path) is None:
+            return None
+        analysis = self.analysis(path)
+        parsed = analysis.workspace.files.get(path) if analysis is not None else None
+        return (analysis, parsed) if analysis is not None and parsed is not None else None
+
+    def diagnostics(self, path: str) -> list[Diagnostic]:
+        found = self.parsed(path)
+        return found[0].diagnostics(path) if found is not None else []
+
+    def all_files(self) -> list[str]:
+        return sorted(p for a in self._analyses.values() for p in a.workspace.files)
+
+    def version(self, path: str) -> int | None:
+        """The editor's version of an open document (None when it is not open)."""
+        document = self._documents.get(path)
+        return document.version if document is not None else None
+
+    def unsaved(self, paths: Iterable[str]) -> list[str]:
+        """The paths open in the editor with text that differs from the file on disk, sorted."""
+        out = []
+        for path in sorted(set(paths)):
+            document = self._documents.get(path)
+            if document is not None and read_text(path)[0] != document.text:
+                out.append(path)
+        return out
+
+
+class AnalysisHost:
+    """Owns the documents and the analyses of every workspace root; hands out `Snapshot`s."""
+
+    def __init__(self, folders: Iterable[str] = (), lint: LintOptions | None = None) -> None:
+        self._roots = _Roots(folders)
+        self._lint = lint
+        self._analyses: dict[str, Analysis] = {}
+        self._loaded: set[str] = set()
+        self._documents: dict[str, OpenDocument] = {}
+        self._disk_changes_while_loading: dict[str, set[str]] = {}
+        self._snapshots: weakref.WeakSet[Snapshot] = weakref.WeakSet()
+
+    # ------------------------------------------------------------------------------------------ reading
+
+    def snapshot(self) -> Snapshot:
+        """The current state, unaltered by later changes."""
+        snapshot = Snapshot(dict(self._analyses), frozenset(self._loaded), dict(self._documents), self._roots)
+        self._snapshots.add(snapshot)
+        return snapshot
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        return self._roots.folders
+
+    @property
+    def lint(self) -> LintOptions | None:
+        return self._lint
+
+    def root_of(self, path: str) -> str:
+        return self._roots.root_of(path)
+
+    def is_loaded(self, root: str) -> bool:
+        return root in self._loaded
+
+    def is_open(self, path: str) -> bool:
+        return path in self._documents
+
+    def version(self, path: str) -> int | None:
+        document = self._documents.get(path)
+        return document.version if document is not None else None
+
+    @staticmethod
+    def is_tracked(path: str) -> bool:
+        """A definition, template or host configuration (the files the analysis reads)."""
+        return file_kind(path) is not None
+
+    # -------------------------------------------------------------------------------------------- roots
+
+    def discover_roots(self) -> list[str]:
+        """Every workspace root under the editor's folders: each folder's own root plus nested folders
+        holding their own `oscova.toml` (the same discovery as `oscova-lsp check FOLDER`)."""
+        roots: list[str] = []
+        for folder in self._roots.folders:
+            roots += [root for root in workspace_roots(folder) if root not in roots]
+        return roots
+
+    def add_folder(self, folder: str) -> str | None:
+        """An editor folder added; returns the root it brings in (None when the host had the folder)."""
+        folder = os.path.abspath(folder)
+        if folder in self._roots.folders:
+            return None
+        self._roots = _Roots((*self._roots.folders, folder))
+        root = self._roots.root_of(os.path.join(folder, "_"))
+        self._ensure(root)
+        return root
+
+    def ensure_root(self, root: str) -> None:
+        """Makes `root` known (empty until `install`): its open documents are analysed meanwhile."""
+        self._ensure(root)
+
+    def load(self, root: str) -> Analysis:
+        """A freshly read analysis of `root`: call it in a worker thread (it shares nothing with the host).
+
+        A large workspace parses its templates in worker processes (`Analysis.load`), started by a fork
+        server: forking a process whose threads hold locks can deadlock the children. `OSCOVA_LSP_JOBS=N`
+        sets the number of processes (1: parse in this thread).
+        """
+        delay = os.environ.get(SCAN_DELAY_ENV)
+        if delay:
+            time.sleep(float(delay))
+        analysis = Analysis(root, self._lint)
+        try:
+            workers = int(os.environ.get("OSCOVA_LSP_JOBS", str(os.cpu_count() or 1)))
+        except ValueError:
+            workers = os.cpu_count() or 1
+        analysis.load(jobs=workers, mp_context=_fork_server())
+        return analysis
+
+    def install(self, root: str, analysis: Analysis) -> set[str]:
+        """Makes a loaded analysis the root's own, with the open documents and the disk changes seen while it
+        loaded applied on top. Returns every file of the root."""
+        analysis.lint = self._lint
+        self._analyses[root] = analysis
+        self._loaded.add(root)
+        for path in sorted(self._disk_changes_while_loading.pop(root, set())):
+            if path not in self._documents:
+                analysis.workspace.update_from_disk(path)
+        for path, document in self._documents.items():
+            if self.root_of(path) == root and self.is_tracked(path):
+                analysis.update(path, document.text)
+        return set(analysis.workspace.files)
+
+    def mark_loaded(self, root: str) -> set[str]:
+        """A root whose reading failed: served from what it holds (its open documents) from now on."""
+        self._ensure(root)
+        return self.install(root, self._writable(root))
+
+    # ------------------------------------------------------------------------------------------ changes
+
+    def set_lint(self, lint: LintOptions | None) -> None:
+        self._lint = lint
+        for root in list(self._analyses):
+            self._writable(root).lint = lint
+
+    def open(self, path: str, text: str, version: int | None) -> set[str]:
+        """An open document's text (on open and on every change); returns the files to re-check."""
+        self._documents[path] = OpenDocument(text, version)
+        if not self.is_tracked(path):
+            return set()
+        return self._writable(self.root_of(path)).update(path, text)
+
+    change = open
+
+    def still_skipped(self, path: str, version: int | None) -> bool:
+        """True when an open document the analysis skipped as too large is still too large after an edit: only
+        its version moves (its stored text stays the last one analysed, which is skipped alike)."""
+        document = self._documents.get(path)
+        analysis = self._analyses.get(self.root_of(path))
+        parsed = analysis.workspace.files.get(path) if analysis is not None else None
+        if document is None or parsed is None or not (parsed.skipped or "").startswith(TOO_LARGE):
+            return False
+        self._documents[path] = OpenDocument(document.text, version)
+        return True
+
+    def close(self, path: str) -> set[str]:
+        """Back to the file on disk (or gone, if it was never saved)."""
+        self._documents.pop(path, None)
+        if not self.is_tracked(path):
+            return set()
+        root = self.root_of(path)
+        current = self._analyses.get(root)
+        if current is None or not os.path.lexists(path) and path not in current.workspace.files:
+            return set()
+        return self._writable(root).workspace.update_from_disk(path) | {path}
+
+    def disk_changed(self, path: str, deleted: bool) -> set[str]:
+        """A file changed outside the editor; ignored while the editor has it open."""
+        if path in self._documents or not self.is_tracked(path) or self._never_scanned(path):
+            return set()
+        if os.path.basename(path) in ("oscova.toml", "pyproject.toml"):
+            self._roots = _Roots(self._roots.folders)  # where roots are may have changed
+        root = self.root_of(path)
+        pending = self._disk_changes_while_loading.get(root)
+        if pending is not None and root not in self._loaded:
+            pending.add(path)
+        current = self._analyses.get(root)
+        if (deleted or not os.path.lexists(path)) and (current is None or path not in current.workspace.files):
+            return set()
+        analysis = self._writable(root)
+        if deleted or not os.path.lexists(path):
+            return analysis.update(path, None)
+        return analysis.workspace.update_from_disk(path)
+
+    # ---------------------------------------------------------------------------------------- internals
+
+    def _ensure(self, root: str) -> Analysis:
+        analysis = self._analyses.get(root)
+        if analysis is None:
+            analysis = self._analyses[root] = Analysis(root, self._lint)
+            self._disk_changes_while_loading.setdefault(root, set())
+        return analysis
+
+    def _writable(self, root: str) -> Analysis:
+        """The root's analysis, copied first when a live snapshot holds it (copy on write)."""
+        analysis = self._ensure(root)
+        if any(s._analyses.get(root) is analysis for s in list(self._snapshots)):
+            analysis = self._analyses[root] = analysis.fork()
+        return analysis
+
+    def _never_scanned(self, path: str) -> bool:
+        root = self.root_of(path)
+        parts = os.path.relpath(path, root).split(os.sep)[:-1]
+        if any(p in NEVER_SCANNED for p in parts):
+            return True
+        analysis = self._analyses.get(root)
+        if analysis is not None:
+            for excluded in analysis.workspace.host.host.exclude:
+                if is_inside(os.path.dirname(path), os.path.normpath(os.path.join(root, excluded))):
+                    return True
+        return False
+
+
+def _fork_server() -> Any:
+    import multiprocessing
+
+    try:
+        return multiprocessing.get_context("forkserver")
+    except ValueError:  # a platform without it: the engine's default start method
+        return None

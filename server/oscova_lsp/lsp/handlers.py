@@ -1,0 +1,391 @@
+"""Every LSP handler, registered in one place (`create_server`), each a small function.
+
+A request about a document goes through `document`: the document's pending edit applied, then a snapshot of
+the host, the parsed file and its path. Requests about a root still being read wait for it first
+(`answer_when_ready`), so no answer comes from a partial index; requests about a ready root are answered at
+once, in the order they came.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+
+from ..analysis.files import DefinitionFile, ParsedFile
+from ..analysis.host import Snapshot
+from ..analysis.workspace import Workspace
+from ..ide import actions, completion, hints, hover, navigation, symbols
+from ..ide.model import RenameError
+from . import convert
+from .capabilities import COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER
+from .runs import code_lenses, command_handlers, workspace_trusted
+from .server import OscovaServer
+from .settings import Settings
+
+Result = TypeVar("Result")
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A document as a request sees it: one snapshot, the file's workspace and its parsed form."""
+
+    snapshot: Snapshot
+    workspace: Workspace
+    parsed: ParsedFile
+    path: str
+
+
+def document(ls: OscovaServer, document_uri: str) -> Document | None:
+    """The parsed file of a document (its pending edit applied first) in a fresh snapshot; None for
+    documents the analysis does not know."""
+    path = convert.path_of(document_uri)
+    if path is None:
+        return None
+    ls.publisher.flush(path)
+    snapshot = ls.host.snapshot()
+    found = snapshot.parsed(path)
+    if found is None:
+        return None
+    return Document(snapshot, found[0].workspace, found[1], path)
+
+
+def answer_when_ready(feature: Callable[[OscovaServer, Document, Any], Result]) -> Callable[..., Any]:
+    """A document request's handler: waits (bounded) for the document's root to be read, then answers
+    `feature(ls, document, params)` (None for unknown documents).
+
+    A generator handler (pygls runs it at once, up to its first `yield`): a request about a ready root is
+    answered before the next message is read, exactly as a plain function would; only one about a root
+    still being read yields to `OscovaServer.ready`."""
+
+    @functools.wraps(feature)
+    def handler(ls: OscovaServer, params: Any) -> Generator[Any, Any, Result | None]:
+        path = convert.path_of(params.text_document.uri)
+        if path is None:
+            return None
+        if not ls.is_ready(path):
+            yield ls.ready, (path,), None
+        found = document(ls, params.text_document.uri)
+        return feature(ls, found, params) if found is not None else None
+
+    return handler
+
+
+def _formats(ls: OscovaServer, *path: str) -> list[lsp.MarkupKind] | None:
+    value = ls.caps(*path)
+    return list(value) if value else None
+
+
+def _workspace_edit(ls: OscovaServer, snapshot: Snapshot, edits: Iterable[Any]) -> lsp.WorkspaceEdit:
+    document_changes = bool(ls.caps("workspace", "workspace_edit", "document_changes"))
+    versions = {path: doc.version for path, doc in snapshot.documents.items()}
+    return convert.workspace_edit(edits, versions, document_changes)
+
+
+# ------------------------------------------------------------------------------------------- lifecycle
+
+
+def initialize(ls: OscovaServer, params: lsp.InitializeParams) -> None:
+    folders = [convert.path_of(f.uri) for f in params.workspace_folders or []]
+    if not folders and params.root_uri:
+        folders = [convert.path_of(params.root_uri)]
+    elif not folders and params.root_path:
+        folders = [params.root_path]
+    ls.settings = Settings.parse(params.initialization_options)
+    ls.reset_host([f for f in folders if f], ls.settings.lint_options())
+    ls.publisher.pull = params.capabilities.text_document is not None and \
+        params.capabilities.text_document.diagnostic is not None
+    ls.publisher.debounce = ls.settings.debounce
+    ls.initial_options = params.initialization_options
+    ls.client_pid = ls.client_pid or params.process_id
+    ls.runs.trusted = workspace_trusted(params.initialization_options)
+
+
+async def initialized(ls: OscovaServer, params: lsp.InitializedParams) -> None:
+    if ls.client_pid:
+        ls.spawn(ls.watch_client(ls.client_pid))
+    ls.spawn(ls.register_watchers())
+    await ls.load_settings()
+    ls.spawn(ls.check_workspace())
+
+
+def shutdown(ls: OscovaServer, params: Any) -> None:
+    # Synchronous, so the answer precedes an `exit` sent right behind the request.
+    ls.publisher.shutdown()
+    ls.cancel_tasks()
+    ls.runs.shutdown()
+
+
+# ------------------------------------------------------------------------------------------- documents
+
+
+def did_open(ls: OscovaServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    path = convert.path_of(params.text_document.uri)
+    if path is None:
+        return
+    ls.publisher.opened(path, params.text_document.text, params.text_document.version)
+    ls.root_ready(path)
+    ls.publisher.publish_pending(origin=path)
+
+
+def did_change(ls: OscovaServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    path = convert.path_of(params.text_document.uri)
+    if path is None:
+        return
+    large = ls.large.get(params.text_document.uri)
+    if large is None:
+        ls.publisher.schedule(path, ls.workspace.get_text_document(params.text_document.uri).source,
+                              params.text_document.version)
+    elif not ls.host.still_skipped(path, params.text_document.version):
+        ls.publisher.schedule(path, large.text(), params.text_document.version)  # it just grew past the limit
+
+
+def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    """A save changed the file on disk: the host re-reads it unless the editor has it open (its buffer is
+    what was saved), and the runs evict what they built from it."""
+    path = convert.path_of(params.text_document.uri)
+    if path is None:
+        return
+    affected = ls.host.disk_changed(path, deleted=False)
+    if affected:
+        ls.publisher.invalidate(affected)
+        ls.publisher.publish_pending()
+    ls.runs.file_saved(path)
+
+
+def did_close(ls: OscovaServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    path = convert.path_of(params.text_document.uri)
+    if path is not None:
+        ls.publisher.closed(path)
+
+
+def did_change_watched_files(ls: OscovaServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+    affected: set[str] = set()
+    for change in params.changes:
+        path = convert.path_of(change.uri)
+        if path is None:
+            continue
+        affected |= ls.host.disk_changed(path, change.type == lsp.FileChangeType.Deleted)
+        ls.runs.file_saved(path)
+    if affected:
+        ls.publisher.invalidate(affected)
+        ls.publisher.publish_pending()
+
+
+async def did_change_configuration(ls: OscovaServer, params: lsp.DidChangeConfigurationParams) -> None:
+    settings = params.settings
+    pushed = settings.get("oscova") if isinstance(settings, dict) and isinstance(settings.get("oscova"), dict) \
+        else None
+    await ls.load_settings(pushed)
+
+
+def did_change_folders(ls: OscovaServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+    for folder in params.event.added:
+        path = convert.path_of(folder.uri)
+        root = ls.host.add_folder(path) if path else None
+        if root is not None:
+            ls.root_ready(os.path.join(root, "_"))
+
+
+# ----------------------------------------------------------------------------------------- diagnostics
+
+
+async def document_diagnostic(ls: OscovaServer, params: lsp.DocumentDiagnosticParams) -> Any:
+    path = convert.path_of(params.text_document.uri)
+    if path is None or not ls.host.is_tracked(path):
+        return lsp.RelatedFullDocumentDiagnosticReport(items=[])
+    await ls.ready(path)
+    await ls.publisher.settled(path)
+    found = ls.publisher.diagnostics(path)
+    result_id = ls.publisher.result_id(path, found)
+    if params.previous_result_id == result_id:
+        return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+    return lsp.RelatedFullDocumentDiagnosticReport(items=[convert.diagnostic(d) for d in found], result_id=result_id)
+
+
+async def workspace_diagnostic(ls: OscovaServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
+    """Every file not open in the editor; held until something changes when nothing has."""
+    await ls.checked.wait()
+    previous = {p.uri: p.value for p in params.previous_result_ids}
+    publisher = ls.publisher
+    while True:
+        items: list[Any] = []
+        changed = False
+        snapshot = ls.host.snapshot()
+        for path in snapshot.all_files():
+            if path in snapshot.documents:
+                continue
+            found = publisher.diagnostics(path, snapshot)
+            result_id = publisher.result_id(path, found)
+            uri = convert.uri(path)
+            if previous.get(uri) == result_id:
+                items.append(lsp.WorkspaceUnchangedDocumentDiagnosticReport(uri=uri, result_id=result_id, version=None))
+            else:
+                changed = True
+                items.append(lsp.WorkspaceFullDocumentDiagnosticReport(
+                    uri=uri, items=[convert.diagnostic(d) for d in found], result_id=result_id, version=None))
+        del snapshot  # not held while waiting
+        if changed or not previous:
+            return lsp.WorkspaceDiagnosticReport(items=items)
+        await publisher.wait_for_change()
+
+
+# -------------------------------------------------------------------------------------------- features
+
+
+@answer_when_ready
+def on_completion(ls: OscovaServer, doc: Document, params: lsp.CompletionParams) -> lsp.CompletionList:
+    result = completion.complete(doc.workspace, doc.parsed, convert.to_position(params.position))
+    formats = _formats(ls, "text_document", "completion", "completion_item", "documentation_format")
+    return lsp.CompletionList(is_incomplete=result.incomplete,
+                              items=[convert.completion_item(i, formats) for i in result.items])
+
+
+@answer_when_ready
+def on_hover(ls: OscovaServer, doc: Document, params: lsp.HoverParams) -> lsp.Hover | None:
+    result = hover.hover(doc.workspace, doc.parsed, convert.to_position(params.position),
+                         ls.publisher.diagnostics(doc.path, doc.snapshot))
+    if result is None:
+        return None
+    formats = _formats(ls, "text_document", "hover", "content_format")
+    return lsp.Hover(contents=convert.markup(result.markdown, formats),
+                     range=convert.range_(result.range) if result.range else None)
+
+
+@answer_when_ready
+def on_definition(ls: OscovaServer, doc: Document, params: lsp.DefinitionParams) -> list[lsp.Location]:
+    position = convert.to_position(params.position)
+    return [convert.location(loc) for loc in navigation.definition(doc.workspace, doc.parsed, position)]
+
+
+@answer_when_ready
+def on_references(ls: OscovaServer, doc: Document, params: lsp.ReferenceParams) -> list[lsp.Location]:
+    include = params.context.include_declaration if params.context else True
+    found = navigation.references(doc.workspace, doc.parsed, convert.to_position(params.position), include)
+    return [convert.location(loc) for loc in found]
+
+
+@answer_when_ready
+def on_prepare_rename(ls: OscovaServer, doc: Document, params: lsp.PrepareRenameParams) -> Any:
+    target = navigation.prepare_rename(doc.workspace, doc.parsed, convert.to_position(params.position))
+    if target is None:
+        return None
+    return lsp.PrepareRenamePlaceholder(range=convert.range_(target.range), placeholder=target.value)
+
+
+@answer_when_ready
+def on_rename(ls: OscovaServer, doc: Document, params: lsp.RenameParams) -> lsp.WorkspaceEdit:
+    try:
+        edits = navigation.rename(doc.workspace, doc.parsed, convert.to_position(params.position), params.new_name)
+    except RenameError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    return _workspace_edit(ls, doc.snapshot, edits)
+
+
+@answer_when_ready
+def on_code_action(ls: OscovaServer, doc: Document, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+    if params.context.only and not any(str(k).startswith("quickfix") for k in params.context.only):
+        return None
+    engine = ls.publisher.diagnostics(doc.path, doc.snapshot)
+    sent = [(str(d.code), convert.to_range(d.range)) for d in params.context.diagnostics
+            if d.source == "oscova" and d.code is not None]
+    result = actions.code_actions(engine, convert.to_range(params.range), sent or None)
+    client_diags = {(str(d.code), convert.to_range(d.range)): d for d in params.context.diagnostics}
+    out = []
+    for action in result:
+        diag = client_diags.get((action.diagnostic_code, action.diagnostic_range))
+        out.append(lsp.CodeAction(title=action.title, kind=lsp.CodeActionKind.QuickFix,
+                                  diagnostics=[diag] if diag else None, is_preferred=action.preferred,
+                                  edit=_workspace_edit(ls, doc.snapshot, action.edits)))
+    return out
+
+
+@answer_when_ready
+def on_code_lens(ls: OscovaServer, doc: Document, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    if not isinstance(doc.parsed, DefinitionFile):
+        return []
+    return code_lenses(doc.parsed, params.text_document.uri, trusted=ls.runs.trusted)
+
+
+@answer_when_ready
+def on_inlay_hint(ls: OscovaServer, doc: Document, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+    return [lsp.InlayHint(position=convert.position(h.position), label=h.label, kind=lsp.InlayHintKind.Type,
+                          tooltip=h.tooltip)
+            for h in hints.inlay_hints(doc.workspace, doc.parsed, convert.to_range(params.range))]
+
+
+@answer_when_ready
+def on_document_symbol(ls: OscovaServer, doc: Document, params: lsp.DocumentSymbolParams) -> Any:
+    result = symbols.document_symbols(doc.workspace, doc.parsed)
+    if ls.caps("text_document", "document_symbol", "hierarchical_document_symbol_support"):
+        return [convert.symbol(s) for s in result]
+    return convert.flat_symbols(result, doc.path)
+
+
+def on_workspace_symbol(ls: OscovaServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
+    out = []
+    for analysis in ls.host.snapshot().analyses.values():
+        for sym in symbols.workspace_symbols(analysis.workspace, params.query):
+            out.append(lsp.SymbolInformation(name=sym.name, kind=convert.SYMBOL_KIND[sym.kind],
+                                             location=convert.location(sym.location), container_name=sym.container))
+    return out
+
+
+@answer_when_ready
+def on_document_link(ls: OscovaServer, doc: Document, params: lsp.DocumentLinkParams) -> list[lsp.DocumentLink]:
+    tooltips = bool(ls.caps("text_document", "document_link", "tooltip_support"))
+    return [lsp.DocumentLink(range=convert.range_(link.range), target=convert.uri(link.target),
+                             tooltip=link.tooltip if tooltips else None)
+            for link in navigation.document_links(doc.workspace, doc.parsed)]
+
+
+def on_progress_cancel(ls: OscovaServer, params: lsp.WorkDoneProgressCancelParams) -> None:
+    ls.runs.cancel_progress(params.token)
+
+
+# ---------------------------------------------------------------------------------------- registration
+
+FEATURES: list[tuple[str, Callable[..., Any], Any]] = [
+    (lsp.INITIALIZE, initialize, None),
+    (lsp.INITIALIZED, initialized, None),
+    (lsp.SHUTDOWN, shutdown, None),
+    (lsp.TEXT_DOCUMENT_DID_OPEN, did_open, None),
+    (lsp.TEXT_DOCUMENT_DID_CHANGE, did_change, None),
+    (lsp.TEXT_DOCUMENT_DID_SAVE, did_save, None),
+    (lsp.TEXT_DOCUMENT_DID_CLOSE, did_close, None),
+    (lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, did_change_watched_files, None),
+    (lsp.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration, None),
+    (lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, did_change_folders, None),
+    (lsp.TEXT_DOCUMENT_DIAGNOSTIC, document_diagnostic, lsp.DiagnosticOptions(
+        identifier=DIAGNOSTIC_IDENTIFIER, inter_file_dependencies=True, workspace_diagnostics=True)),
+    (lsp.WORKSPACE_DIAGNOSTIC, workspace_diagnostic, None),
+    (lsp.TEXT_DOCUMENT_COMPLETION, on_completion,
+     lsp.CompletionOptions(trigger_characters=COMPLETION_TRIGGERS, resolve_provider=False)),
+    (lsp.TEXT_DOCUMENT_HOVER, on_hover, None),
+    (lsp.TEXT_DOCUMENT_DEFINITION, on_definition, None),
+    (lsp.TEXT_DOCUMENT_REFERENCES, on_references, None),
+    (lsp.TEXT_DOCUMENT_PREPARE_RENAME, on_prepare_rename, None),
+    (lsp.TEXT_DOCUMENT_RENAME, on_rename, None),
+    (lsp.TEXT_DOCUMENT_CODE_ACTION, on_code_action, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix])),
+    (lsp.TEXT_DOCUMENT_CODE_LENS, on_code_lens, lsp.CodeLensOptions(resolve_provider=False)),
+    (lsp.TEXT_DOCUMENT_INLAY_HINT, on_inlay_hint, lsp.InlayHintOptions(resolve_provider=False)),
+    (lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL, on_document_symbol, None),
+    (lsp.WORKSPACE_SYMBOL, on_workspace_symbol, None),
+    (lsp.TEXT_DOCUMENT_DOCUMENT_LINK, on_document_link, lsp.DocumentLinkOptions(resolve_provider=False)),
+    (lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL, on_progress_cancel, None),
+]
+"""Every LSP method the server handles, its handler and its options (the capabilities it advertises)."""
+
+
+def create_server() -> OscovaServer:
+    server = OscovaServer()
+    for method, handler, options in FEATURES:
+        server.feature(method, options)(handler)
+    for name, command in command_handlers(server.runs).items():
+        server.command(name)(functools.partial(command))  # (pygls tags the callable; a bound method refuses)
+    return server
