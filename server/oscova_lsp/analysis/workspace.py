@@ -117,9 +117,6 @@ class TemplateUse:
     """Reached through an `import` / `from` without `with context`: no render variable is visible."""
 
 
-CHANGE_LOG = 256
-"""How many changes `Workspace.changed_since` remembers; a feature further behind derives its data again."""
-
 LISTED_USES = 5
 """How many uses (or templates) a message names before "and N more": messages stay short on any graph."""
 
@@ -149,8 +146,7 @@ class Workspace:
         self.excluded: tuple[str, ...] = ()
         self.notices: list[str] = []
         self.generation = 0
-        """Counts the changes of files: what features derive from the workspace is kept per generation."""
-        self._changed: deque[str] = deque(maxlen=CHANGE_LOG)
+        """Counts the changes of files: a feature may keep what it derives while the generation stays."""
         # Template uses, settled per workspace state; the templates of include cycles, by template.
         self._uses_memo: dict[str, _Uses] = {}
         self._cycles: dict[str, tuple[str, frozenset[str]]] = {}
@@ -328,16 +324,8 @@ class Workspace:
                 for agent_id in parsed.definition.agent_tools:
                     self.agent_tool_referrers[agent_id].discard(parsed.path)
 
-    def changed_since(self, generation: int) -> set[str] | None:
-        """The files changed since `generation`; None when that is too long ago to tell."""
-        behind = self.generation - generation
-        if not 0 <= behind <= len(self._changed):
-            return None
-        return {self._changed[-1 - n] for n in range(behind)}
-
     def _forget_uses(self, path: str) -> None:
         self.generation += 1
-        self._changed.append(path)
         self._reference_context.pop(path, None)
         self._uses_memo.clear()
         self._cycles.clear()

@@ -7,9 +7,11 @@ import bisect
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from weakref import WeakKeyDictionary
 
 from jinja2.defaults import DEFAULT_FILTERS
 from oscova_runtime.catalogue import (
@@ -223,39 +225,46 @@ def _definition(ws: Workspace, parsed: DefinitionFile, lines: LineIndex, pos: Po
 
 
 class _AgentIndex:
-    """The agent ids of one workspace, in the order completion lists them (exposed agents first), with what
-    an item shows: built once, then kept current file by file, so a request only filters and caps."""
+    """The agent ids of a workspace, in the order completion lists them (exposed agents first), with what an
+    item shows. Parsed files are never changed once added, so an entry stays right while its definition is
+    the same object: after a change only the changed definitions are read again, and a request otherwise
+    only filters and caps. Kept per root, so copies of a workspace (snapshots) share it."""
 
     def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
-        self.generation = -1
+        self._lock = threading.Lock()
+        self._seen: tuple[weakref.ref[Workspace], int] | None = None
+        """The workspace and generation the index was last brought up to date with."""
         self.keys: list[str] = []
         """The items' sort texts, sorted."""
         self.items: list[CompletionItem] = []
         """Aligned with `keys`; without `replace`, which each request sets."""
         self.labels: list[str] = []
         """Lower-cased ids, aligned with `keys`."""
-        self.entries: dict[str, tuple[CompletionItem, str]] = {}
+        self.entries: dict[str, tuple[CompletionItem, DefinitionFile]] = {}
         """Agent id -> its item and the definition it was read from."""
 
-    def current(self, ws: Workspace) -> _AgentIndex:
-        changed = ws.changed_since(self.generation)
-        if changed is None:
-            self._reset()
-            ids: set[str] = set(ws.defs_by_id)
-        else:
-            ids = {agent_id for agent_id, (_, path) in self.entries.items() if path in changed}
-            ids |= {parsed.raw_id for path in changed
-                    if isinstance(parsed := ws.files.get(path), DefinitionFile) and parsed.raw_id}
-        for agent_id in ids:
-            self._drop(agent_id)
+    @contextmanager
+    def current(self, ws: Workspace) -> Iterator[_AgentIndex]:
+        """The index brought up to date with `ws`, held for reading."""
+        with self._lock:
+            if self._seen is None or self._seen[0]() is not ws or self._seen[1] != ws.generation:
+                self._update(ws)
+                self._seen = (weakref.ref(ws), ws.generation)
+            yield self
+
+    def _update(self, ws: Workspace) -> None:
+        kept = 0
+        for agent_id in ws.defs_by_id:
             target = ws.definition_by_id(agent_id)
-            if target is not None:
-                self._add(agent_id, target)
-        self.generation = ws.generation
-        return self
+            entry = self.entries.get(agent_id)
+            if entry is None or entry[1] is not target:
+                self._drop(agent_id)
+                if target is not None:
+                    self._add(agent_id, target)
+            kept += target is not None
+        if kept != len(self.entries):  # ids no definition has any more
+            for agent_id in [i for i in self.entries if i not in ws.defs_by_id]:
+                self._drop(agent_id)
 
     def _drop(self, agent_id: str) -> None:
         found = self.entries.pop(agent_id, None)
@@ -274,23 +283,35 @@ class _AgentIndex:
         self.keys.insert(at, key)
         self.items.insert(at, item)
         self.labels.insert(at, agent_id.lower())
-        self.entries[agent_id] = (item, target.path)
+        self.entries[agent_id] = (item, target)
 
 
-_AGENT_INDEXES: WeakKeyDictionary[Workspace, _AgentIndex] = WeakKeyDictionary()
+_AGENT_INDEXES: dict[str, _AgentIndex] = {}
+_ROOTS_KEPT = 8
+"""Indexes of this many workspace roots are kept (a server has one per root; tests open many)."""
+
+
+def _agent_index(ws: Workspace) -> _AgentIndex:
+    index = _AGENT_INDEXES.get(ws.root)
+    if index is None:
+        while len(_AGENT_INDEXES) >= _ROOTS_KEPT:
+            _AGENT_INDEXES.pop(next(iter(_AGENT_INDEXES)))
+        index = _AGENT_INDEXES[ws.root] = _AgentIndex()
+    return index
 
 
 def _agent_ids(ws: Workspace, parsed: DefinitionFile, replace: Range) -> Completions:
     """Every other agent's id, narrowed to the word typed and capped at `LIMIT` like any list."""
     own = _ID_RE.search(parsed.text)
     own_id = parsed.raw_id or (own.group(1) if own else None)
-    index = _AGENT_INDEXES.setdefault(ws, _AgentIndex()).current(ws)
-    total = len(index.items) - (1 if own_id in ws.defs_by_id else 0)
-    if total <= LIMIT:
-        picked: list[int] = list(range(len(index.items)))
-    else:
-        picked = _first_matches(index.labels, _typed(parsed, replace), LIMIT + 1)
-    items = [dataclasses.replace(index.items[i], replace=replace) for i in picked if index.items[i].label != own_id]
+    with _agent_index(ws).current(ws) as index:
+        total = len(index.items) - (1 if own_id in ws.defs_by_id else 0)
+        if total <= LIMIT:
+            picked: list[int] = list(range(len(index.items)))
+        else:
+            picked = _first_matches(index.labels, _typed(parsed, replace), LIMIT + 1)
+        items = [dataclasses.replace(index.items[i], replace=replace) for i in picked
+                 if index.items[i].label != own_id]
     return Completions(items[:LIMIT], incomplete=total > LIMIT)
 
 
