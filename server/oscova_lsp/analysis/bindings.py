@@ -110,11 +110,25 @@ def _binder(renderer: str, name: str, meaning: str, custom: CustomProviderSettin
                   _untrusted(renderer, name, None), var.offered if var is not None else True)
 
 
-def renderer_binders(host: HostConfig, renderer: str, *, no_context: bool = False) -> dict[str, Binder]:
+_RENDERERS: dict[tuple[str, bool], tuple[HostConfig, Mapping[str, Binder]]] = {}
+"""The last answer of `renderer_binders` per renderer, with the host configuration it was computed for."""
+
+
+def renderer_binders(host: HostConfig, renderer: str, *, no_context: bool = False) -> Mapping[str, Binder]:
     """Name -> binder for a template rendered by `renderer` (provider type or custom provider name).
 
     Jinja's default globals are bound everywhere, under the provider's variables (which shadow them);
-    a template reached without context (`import` without `with context`) sees those globals only."""
+    a template reached without context (`import` without `with context`) sees those globals only.
+    Computed once per host configuration (a new configuration is a new object)."""
+    known = _RENDERERS.get((renderer, no_context))
+    if known is not None and known[0] is host:
+        return known[1]
+    bound = _renderer_binders(host, renderer, no_context)
+    _RENDERERS[(renderer, no_context)] = (host, bound)
+    return bound
+
+
+def _renderer_binders(host: HostConfig, renderer: str, no_context: bool) -> dict[str, Binder]:
     bound = dict(_JINJA)
     if no_context:
         return bound
@@ -152,11 +166,22 @@ class TemplateBindings:
 
     def unbound_uses(self, name: str) -> list[TemplateUse]:
         """The uses in which `name` renders empty."""
-        return [use for i, use in enumerate(self.uses) if self.binder(i, name) is None]
+        return [use for use, names in zip(self.uses, self._maps, strict=True)
+                if name not in names and name not in use.extra_bound]
 
-    def renderer_names(self, index: int) -> Mapping[str, Binder]:
-        """What the renderer of `uses[index]` binds (names set by includers aside)."""
-        return self._maps[index]
+    def untrusted(self, name: str) -> str | None:
+        """Why `name` is untrusted data where a renderer binds it (OSC105), or None."""
+        for names in {id(names): names for names in self._maps}.values():  # one mapping per renderer
+            binder = names.get(name)
+            if binder is not None and binder.untrusted:
+                return binder.untrusted
+        return None
+
+    def provider_names(self, uses: list[TemplateUse]) -> set[str]:
+        """The names the renderers of `uses` (some of `self.uses`) bind, Jinja's globals aside."""
+        wanted = {id(use) for use in uses}
+        maps = {id(names): names for use, names in zip(self.uses, self._maps, strict=True) if id(use) in wanted}
+        return {name for names in maps.values() for name, binder in names.items() if binder.kind != "jinja"}
 
     def by_name(self) -> dict[str, list[Binding]]:
         """Every name bound in some use, with its binders, one per use (uses that differ only in their
@@ -188,14 +213,8 @@ def template_bindings(ws: Workspace, parsed: ParsedFile) -> TemplateBindings:
         if unused:
             uses = [TemplateUse("personal", "agent instructions", None, None)]
     host = ws.host
-    shared: dict[tuple[str, bool], dict[str, Binder]] = {}
-    maps = []
-    for use in uses:
-        key = (use.renderer, use.no_context)
-        if key not in shared:
-            shared[key] = renderer_binders(host, use.renderer, no_context=use.no_context)
-        maps.append(shared[key])
-    return TemplateBindings(tuple(uses), unused, tuple(maps))
+    maps = tuple(renderer_binders(host, use.renderer, no_context=use.no_context) for use in uses)
+    return TemplateBindings(tuple(uses), unused, maps)
 
 
 @dataclass(frozen=True, slots=True)

@@ -465,7 +465,7 @@ class Checker:
                 out.append(self._simple(path, rng, "OSC106",
                                         "`working_directory` renders empty: the default host does not derive it; "
                                         "use `workspace_directories`"))
-            untrusted = _untrusted_binder(var.name, bindings)
+            untrusted = bindings.untrusted(var.name)
             if untrusted and not facts.is_delimited(var.offset):
                 out.append(self._simple(
                     path, rng, "OSC105",
@@ -526,11 +526,7 @@ class Checker:
         message += ": it renders empty"
         related = tuple(Related(d.path, d.range, f"`{name}` is bound here by {d.binder.renderer}") for d in found
                         if d.path is not None and d.range is not None)
-        # The names the renderers of these uses bind (Jinja's globals aside): the closest is suggested.
-        unbound_ids = {id(u) for u in unbound}
-        bound_names = {n for i, use in enumerate(uses) if id(use) in unbound_ids
-                       for n, b in bindings.renderer_names(i).items() if b.kind != "jinja"}
-        choice = closest(name, sorted(bound_names))
+        choice = closest(name, sorted(bindings.provider_names(unbound)))
         if choice:
             message += f"; did you mean `{choice}`?"  # the same suggestion as the quick fix, for the CLI
         fixes: list[Fix] = []
@@ -631,15 +627,6 @@ class Checker:
         out += self._grants(parsed.path, doc, (*prefix, "environment", "workspace_directories"),
                             config.environment.workspace_directories)
         return out
-
-
-def _untrusted_binder(name: str, bindings: TemplateBindings) -> str | None:
-    """Why `name` is untrusted data in some use (its renderer's binder says), or None."""
-    for index in range(len(bindings.uses)):
-        binder = bindings.renderer_names(index).get(name)
-        if binder is not None and binder.untrusted:
-            return binder.untrusted
-    return None
 
 
 def _listed(items: list[str], total: int | None = None) -> str:
