@@ -10,16 +10,9 @@ from dataclasses import dataclass
 from oscova_runtime.catalogue import (
     BUILTIN_TOOLS,
     CHAT_HISTORY_STATE_KEY,
-    JINJA_GLOBALS,
-    PROVIDERS_BY_TYPE,
     SELECTABLE_TOOLS,
-    UNTRUSTED_BUILTIN_VARIABLES,
     PlannedProvider,
     ProviderPlan,
-    custom_provider_variables,
-    environment_variables,
-    memory_variables,
-    personal_variables,
     plan_providers,
     provider_types,
 )
@@ -27,6 +20,7 @@ from oscova_runtime.definition import AgentDefinition, ProviderEntry
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.workspace import grant_outside, grant_too_wide
 
+from .bindings import TemplateBindings, binders, template_bindings
 from .diagnostics import Diagnostic, Fix, Related, TextEdit
 from .files import (
     DefinitionFile,
@@ -44,9 +38,6 @@ from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument
 from .workspace import LISTED_USES, TemplateUse, Workspace
 from .yaml_source import Path, YamlDocument
-
-SELF_DELIMITED_VARIABLES = frozenset({"agent_memory"})
-"""Values that arrive wrapped in their own tag pair (the memory provider renders `<agent_memory>…</agent_memory>`)."""
 
 
 def closest(word: str, choices: Iterable[str]) -> str | None:
@@ -128,8 +119,7 @@ class Checker:
                 rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else (
                     doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
                 out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
-            use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
-            out += self._template_checks(parsed, [use])
+            out += self._template_checks(parsed, template_bindings(self.ws, parsed))
         return out
 
     def _model(self, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
@@ -415,13 +405,12 @@ class Checker:
         facts = parsed.facts
         if facts is None:
             return self._reference_checks(parsed) + self._include_cycle(parsed)
-        uses = self.ws.template_uses(parsed.path)
+        bindings = template_bindings(self.ws, parsed)
         out: list[Diagnostic] = self._include_cycle(parsed)
-        if not uses:
+        if bindings.unused:
             out.append(self._simple(parsed.path, self._first_line(parsed.lines), "OSC107",
                                     "no agent or provider uses this template; it is checked as agent instructions"))
-            uses = [TemplateUse("personal", "agent instructions", None, None)]
-        out += self._template_checks(parsed, uses)
+        out += self._template_checks(parsed, bindings)
         return out
 
     def _include_cycle(self, parsed: TemplateFile) -> list[Diagnostic]:
@@ -447,38 +436,19 @@ class Checker:
                 return lines.line_range(n)
         return Range.of(0, 0, 0, 0)
 
-    def _variables_for(self, use: TemplateUse) -> dict[str, str]:
-        if use.no_context:
-            return {}
-        host = self.ws.host
-        if use.renderer == "personal":
-            return personal_variables(host)
-        if use.renderer == "environment":
-            return environment_variables()
-        if use.renderer == "memory":
-            return memory_variables()
-        provider = host.providers.get(use.renderer)
-        return custom_provider_variables(use.renderer, provider) if provider else {}
-
-    def _template_checks(self, parsed: TemplateFile | DefinitionFile, uses: list[TemplateUse]) -> list[Diagnostic]:
+    def _template_checks(self, parsed: TemplateFile | DefinitionFile, bindings: TemplateBindings) -> list[Diagnostic]:
         """The checks of a template file or of a definition's inline instructions, for each of its uses."""
         out: list[Diagnostic] = []
         path, lines = parsed.path, parsed.lines
         facts = template_facts(parsed)
         assert facts is not None
         inline = parsed if isinstance(parsed, DefinitionFile) else None
-        host = self.ws.host
-        variables: dict[tuple[str, bool], dict[str, str]] = {}  # one dict per renderer, shared by its uses
-        bound_by_use = [(use, variables.get((use.renderer, use.no_context))
-                         or variables.setdefault((use.renderer, use.no_context), self._variables_for(use)))
-                        for use in uses]
+        uses = bindings.uses
         personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
         for var, rng in variable_ranges(parsed):
-            if var.name in JINJA_GLOBALS:
-                continue
-            unbound = [use for use, bound in bound_by_use if var.name not in bound and var.name not in use.extra_bound]
+            unbound = bindings.unbound_uses(var.name)
             if unbound:
-                out.append(self._unbound(path, rng, var.name, unbound, bound_by_use, len(uses)))
+                out.append(self._unbound(path, rng, var.name, unbound, bindings))
             if var.name == "current_time" and personal_uses:
                 out.append(self._simple(path, rng, "OSC102",
                                         "`current_time` changes every minute: in standing instructions it breaks "
@@ -495,7 +465,7 @@ class Checker:
                 out.append(self._simple(path, rng, "OSC106",
                                         "`working_directory` renders empty: the default host does not derive it; "
                                         "use `workspace_directories`"))
-            untrusted = self._untrusted_renderer(var.name, uses, bound_by_use, host)
+            untrusted = bindings.untrusted(var.name)
             if untrusted and not facts.is_delimited(var.offset):
                 out.append(self._simple(
                     path, rng, "OSC105",
@@ -533,22 +503,8 @@ class Checker:
         parsed = self.ws.files.get(agent_path)
         return isinstance(parsed, DefinitionFile) and parsed.definition is not None and parsed.definition.shared
 
-    def _untrusted_renderer(self, name: str, uses: list[TemplateUse], bound_by_use: list[tuple[TemplateUse, dict]],
-                            host: HostConfig) -> str | None:
-        for use, bound in bound_by_use:
-            if name not in bound:
-                continue
-            if name in SELF_DELIMITED_VARIABLES and use.renderer == "memory":
-                continue  # the value already is a labelled block: another tag pair would nest it
-            if name in UNTRUSTED_BUILTIN_VARIABLES:
-                return "file-backed personal context" if name == "user_context" else "memory file contents"
-            provider = host.providers.get(use.renderer)
-            if provider is not None and not provider.trusted:
-                return f"the `{use.renderer}` provider has `trusted = false`"
-        return None
-
     def _unbound(self, path: str, rng: Range, name: str, unbound: list[TemplateUse],
-                 bound_by_use: list[tuple[TemplateUse, dict]], use_count: int) -> Diagnostic:
+                 bindings: TemplateBindings) -> Diagnostic:
         renderers = sorted({u.renderer for u in unbound})
         named = list(dict.fromkeys((u.label, u.via[-1] if u.via and u.via[-1] != path else None) for u in unbound))
         labels = _listed([label + (f" via {self._rel(via)}" if via else "") for label, via in named[:LISTED_USES]],
@@ -558,23 +514,19 @@ class Checker:
             message = (f"`{name}` is not bound: {importers} imports this template without context, so it sees no "
                        f"provider variable (for {labels}); add `with context` to the import: it renders empty")
             return Diagnostic(path, rng, "OSC101", message, RULES["OSC101"].severity)
-        binders = self._binders(name)
+        found = [d for d in binders(self.ws, name) if d.binder.kind != "jinja"]
         names = "`, `".join(renderers)
         noun = "provider that renders" if len(renderers) == 1 else "providers that render"
         message = f"`{name}` is not bound by the `{names}` {noun} this template"
-        if use_count > 1 or unbound[0].agent_path is not None or unbound[0].renderer != "personal":
+        uses = bindings.uses
+        if len(uses) > 1 or unbound[0].agent_path is not None or unbound[0].renderer != "personal":
             message += f" (for {labels})"
-        if binders:
-            message += f"; {binders[0][1]} binds it"
+        if found:
+            message += f"; {found[0].binder.words} binds it"
         message += ": it renders empty"
-        related = tuple(Related(p, r, f"`{name}` is bound here by {who}") for who, _, p, r in
-                        ((b[0], b[1], b[2], b[3]) for b in binders) if p is not None and r is not None)
-        bound_names = set()
-        unbound_ids = {id(u) for u in unbound}
-        for use, bound in bound_by_use:
-            if id(use) in unbound_ids:
-                bound_names |= set(bound)
-        choice = closest(name, sorted(bound_names))
+        related = tuple(Related(d.path, d.range, f"`{name}` is bound here by {d.binder.renderer}") for d in found
+                        if d.path is not None and d.range is not None)
+        choice = closest(name, sorted(bindings.provider_names(unbound)))
         if choice:
             message += f"; did you mean `{choice}`?"  # the same suggestion as the quick fix, for the CLI
         fixes: list[Fix] = []
@@ -584,22 +536,6 @@ class Checker:
         if declare is not None:
             fixes.append(Fix(f"Declare `{name}` in `[variables]`", (declare,)))
         return Diagnostic(path, rng, "OSC101", message, RULES["OSC101"].severity, related, tuple(fixes))
-
-    def _binders(self, name: str) -> list[tuple[str, str, str | None, Range | None]]:
-        """Providers that would bind `name`: (renderer, words, declaring file, declaring range)."""
-        out: list[tuple[str, str, str | None, Range | None]] = []
-        for spec in PROVIDERS_BY_TYPE.values():
-            if name in spec.variable_names:
-                out.append((spec.type, f"the `{spec.type}` provider", None, None))
-        host_file = self.ws.host_file
-        for provider_name, provider in self.ws.host.providers.items():
-            if name in provider.variables:
-                rng = None
-                if host_file is not None and host_file.doc is not None:
-                    rng = host_file.doc.key_range((*host_file.prefix, "providers", provider_name, "variables"))
-                out.append((provider_name, f"the custom provider `{provider_name}`",
-                            host_file.path if host_file and rng else None, rng))
-        return out
 
     def _declare_variable_edit(self, name: str) -> TextEdit | None:
         host_file = self.ws.host_file

@@ -146,6 +146,8 @@ class Workspace:
         self.references_of: dict[str, set[str]] = {}
         self.excluded: tuple[str, ...] = ()
         self.notices: list[str] = []
+        self.generation = 0
+        """Counts the changes of files: a feature may keep what it derives while the generation stays."""
         # Template uses, settled per workspace state; the templates of include cycles, by template.
         self._uses_memo: dict[str, _Uses] = {}
         self._cycles: dict[str, tuple[str, frozenset[str]]] = {}
@@ -340,6 +342,7 @@ class Workspace:
                     self.agent_tool_referrers[agent_id].discard(parsed.path)
 
     def _forget_uses(self, path: str) -> None:
+        self.generation += 1
         self._reference_context.pop(path, None)
         self._uses_memo.clear()
         self._cycles.clear()

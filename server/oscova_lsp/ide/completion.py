@@ -3,14 +3,19 @@ definitions (provider types, agent ids, tool names, model names, template paths)
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import os
 import re
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from jinja2.defaults import DEFAULT_FILTERS
 from oscova_runtime.catalogue import (
     BUILTIN_TOOLS,
-    JINJA_GLOBALS,
     PROVIDERS_BY_TYPE,
     SELECTABLE_TOOLS,
     provider_types,
@@ -36,11 +41,6 @@ _ID_RE = re.compile(r"^id:\s*['\"]?([A-Za-z0-9][A-Za-z0-9_.-]*)", re.MULTILINE)
 _BOOL_KEYS = frozenset(name for name, f in AgentDefinition.model_fields.items()
                        if f.annotation is bool or name == "compaction")
 
-
-_NOT_OFFERED = frozenset((spec.type, var.name) for spec in PROVIDERS_BY_TYPE.values()
-                         for var in spec.variables if not var.offered)
-"""(renderer, variable) pairs bound but never offered, e.g. `current_time` in standing instructions."""
-
 LIMIT = 50
 """At most this many items are sent; past it the list is marked incomplete and narrowed as the user types."""
 
@@ -54,24 +54,47 @@ class Completions:
 def complete(ws: Workspace, parsed: ParsedFile, pos: Position) -> Completions:
     """The items at `pos`, narrowed to the word typed so far and capped at `LIMIT`."""
     items = _complete(ws, parsed, pos)
+    if isinstance(items, Completions):
+        return items
     if len(items) <= LIMIT:
         return Completions(items)
-    typed = ""
-    replace = items[0].replace
-    if replace is not None:
-        lines = parsed.lines
-        typed = parsed.text[lines.offset(replace.start):lines.offset(replace.end)].lower()
-    matching = [item for item in items if _subsequence(typed, item.label.lower())]
-    matching.sort(key=lambda item: (not item.label.lower().startswith(typed), item.sort_text or item.label))
-    return Completions(matching[:LIMIT], incomplete=True)
+    ordered = sorted(items, key=lambda item: item.sort_text or item.label)
+    picked = _first_matches([item.label.lower() for item in ordered], _typed(parsed, items[0].replace), LIMIT)
+    return Completions([ordered[i] for i in picked], incomplete=True)
 
 
-def _subsequence(needle: str, haystack: str) -> bool:
-    it = iter(haystack)
-    return all(ch in it for ch in needle)
+def _typed(parsed: ParsedFile, replace: Range | None) -> str:
+    """The word typed so far (what an item replaces), lower-cased."""
+    if replace is None:
+        return ""
+    lines = parsed.lines
+    return parsed.text[lines.offset(replace.start):lines.offset(replace.end)].lower()
 
 
-def _complete(ws: Workspace, parsed: ParsedFile, pos: Position) -> list[CompletionItem]:
+def _first_matches(labels: Sequence[str], typed: str, limit: int) -> list[int]:
+    """The indexes of the first `limit` labels (lower-cased, in their order) that start with `typed`, then of
+    those that hold its letters in order: the items a client keeps as the user types, best first."""
+    out: list[int] = []
+    for index, label in enumerate(labels):
+        if label.startswith(typed):
+            out.append(index)
+            if len(out) == limit:
+                return out
+    if typed:
+        letters = re.compile(".*?".join(map(re.escape, typed)))
+        for index, label in enumerate(labels):
+            if not label.startswith(typed) and letters.search(label):
+                out.append(index)
+                if len(out) == limit:
+                    break
+    return out
+
+
+Found = list[CompletionItem] | Completions
+"""Items still to narrow, or (agent ids, narrowed on their index) the answer."""
+
+
+def _complete(ws: Workspace, parsed: ParsedFile, pos: Position) -> Found:
     text, lines = parsed.text, parsed.lines
     offset = lines.offset(pos)
     if isinstance(parsed, TemplateFile):
@@ -131,9 +154,12 @@ def _template(ws: Workspace, parsed: ParsedFile, lines: LineIndex, offset: int,
         items += [CompletionItem(tag, ItemKind.KEYWORD, "Jinja tag", replace=replace, sort_text=f"2{tag}")
                   for tag in _TAGS]
     bindings = bindings_for(ws, parsed)
+    jinja_globals = []
     for name, all_found in sorted(bindings.items()):
-        found = [b for b in all_found if (b.renderer, name) not in _NOT_OFFERED]
+        found = [b for b in all_found if b.binder.offered and b.binder.kind != "jinja"]
         if not found:
+            if any(b.binder.kind == "jinja" for b in all_found):
+                jinja_globals.append(name)
             continue
         renderers = sorted({b.renderer for b in found})
         meaning = found[0].meaning
@@ -146,7 +172,7 @@ def _template(ws: Workspace, parsed: ParsedFile, lines: LineIndex, offset: int,
     for name in sorted((facts.local_names if facts else frozenset()) - set(bindings)):
         items.append(CompletionItem(name, ItemKind.VARIABLE, "set in this template", replace=replace,
                                     sort_text=f"1{name}"))
-    for name in sorted(JINJA_GLOBALS - set(bindings)):
+    for name in jinja_globals:
         items.append(CompletionItem(name, ItemKind.FUNCTION, "Jinja global", replace=replace, sort_text=f"3{name}"))
     return items
 
@@ -164,7 +190,7 @@ def _template_paths(ws: Workspace, base: str, replace: Range, exclude: str | Non
 
 
 def _definition(ws: Workspace, parsed: DefinitionFile, lines: LineIndex, pos: Position,
-                offset: int) -> list[CompletionItem]:
+                offset: int) -> Found:
     line_start = lines.line_start(pos.line)
     before = parsed.text[line_start:offset]
     key_match = _KEY_TYPED_RE.match(before)
@@ -196,6 +222,97 @@ def _definition(ws: Workspace, parsed: DefinitionFile, lines: LineIndex, pos: Po
         start = offset - len(partial)
         return _values(ws, parsed, key, lines.range(start, offset))
     return []
+
+
+class _AgentIndex:
+    """The agent ids of a workspace, in the order completion lists them (exposed agents first), with what an
+    item shows. Parsed files are never changed once added, so an entry stays right while its definition is
+    the same object: after a change only the changed definitions are read again, and a request otherwise
+    only filters and caps. Kept per root, so copies of a workspace (snapshots) share it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: tuple[weakref.ref[Workspace], int] | None = None
+        """The workspace and generation the index was last brought up to date with."""
+        self.keys: list[str] = []
+        """The items' sort texts, sorted."""
+        self.items: list[CompletionItem] = []
+        """Aligned with `keys`; without `replace`, which each request sets."""
+        self.labels: list[str] = []
+        """Lower-cased ids, aligned with `keys`."""
+        self.entries: dict[str, tuple[CompletionItem, DefinitionFile]] = {}
+        """Agent id -> its item and the definition it was read from."""
+
+    @contextmanager
+    def current(self, ws: Workspace) -> Iterator[_AgentIndex]:
+        """The index brought up to date with `ws`, held for reading."""
+        with self._lock:
+            if self._seen is None or self._seen[0]() is not ws or self._seen[1] != ws.generation:
+                self._update(ws)
+                self._seen = (weakref.ref(ws), ws.generation)
+            yield self
+
+    def _update(self, ws: Workspace) -> None:
+        kept = 0
+        for agent_id in ws.defs_by_id:
+            target = ws.definition_by_id(agent_id)
+            entry = self.entries.get(agent_id)
+            if entry is None or entry[1] is not target:
+                self._drop(agent_id)
+                if target is not None:
+                    self._add(agent_id, target)
+            kept += target is not None
+        if kept != len(self.entries):  # ids no definition has any more
+            for agent_id in [i for i in self.entries if i not in ws.defs_by_id]:
+                self._drop(agent_id)
+
+    def _drop(self, agent_id: str) -> None:
+        found = self.entries.pop(agent_id, None)
+        if found is not None:
+            at = bisect.bisect_left(self.keys, found[0].sort_text or "")
+            del self.keys[at], self.items[at], self.labels[at]
+
+    def _add(self, agent_id: str, target: DefinitionFile) -> None:
+        definition = target.definition
+        exposed = bool(definition and definition.exposed_as_tool)
+        doc = (definition.description or "") if definition else ""
+        detail = (definition.display_name if definition else agent_id) + ("" if exposed else " (not exposed_as_tool)")
+        key = ("0" if exposed else "1") + agent_id
+        item = CompletionItem(agent_id, ItemKind.AGENT, detail, doc or None, sort_text=key)
+        at = bisect.bisect_left(self.keys, key)
+        self.keys.insert(at, key)
+        self.items.insert(at, item)
+        self.labels.insert(at, agent_id.lower())
+        self.entries[agent_id] = (item, target)
+
+
+_AGENT_INDEXES: dict[str, _AgentIndex] = {}
+_ROOTS_KEPT = 8
+"""Indexes of this many workspace roots are kept (a server has one per root; tests open many)."""
+
+
+def _agent_index(ws: Workspace) -> _AgentIndex:
+    index = _AGENT_INDEXES.get(ws.root)
+    if index is None:
+        while len(_AGENT_INDEXES) >= _ROOTS_KEPT:
+            _AGENT_INDEXES.pop(next(iter(_AGENT_INDEXES)))
+        index = _AGENT_INDEXES[ws.root] = _AgentIndex()
+    return index
+
+
+def _agent_ids(ws: Workspace, parsed: DefinitionFile, replace: Range) -> Completions:
+    """Every other agent's id, narrowed to the word typed and capped at `LIMIT` like any list."""
+    own = _ID_RE.search(parsed.text)
+    own_id = parsed.raw_id or (own.group(1) if own else None)
+    with _agent_index(ws).current(ws) as index:
+        total = len(index.items) - (1 if own_id in ws.defs_by_id else 0)
+        if total <= LIMIT:
+            picked: list[int] = list(range(len(index.items)))
+        else:
+            picked = _first_matches(index.labels, _typed(parsed, replace), LIMIT + 1)
+        items = [dataclasses.replace(index.items[i], replace=replace) for i in picked
+                 if index.items[i].label != own_id]
+    return Completions(items[:LIMIT], incomplete=total > LIMIT)
 
 
 def _parent_key(lines: LineIndex, line: int, indent: int) -> str | None:
@@ -231,23 +348,10 @@ def _type_name(annotation: object) -> str:
     return text.replace("typing.", "").replace("oscova_runtime.definition.", "")
 
 
-def _values(ws: Workspace, parsed: DefinitionFile, key: str, replace: Range) -> list[CompletionItem]:
+def _values(ws: Workspace, parsed: DefinitionFile, key: str, replace: Range) -> Found:
     host = ws.host
     if key == "agent_tools":
-        out = []
-        own = _ID_RE.search(parsed.text)
-        own_id = parsed.raw_id or (own.group(1) if own else None)
-        for agent_id in sorted(ws.defs_by_id):
-            if agent_id == own_id:
-                continue
-            target = ws.definition_by_id(agent_id)
-            definition = target.definition if target else None
-            exposed = bool(definition and definition.exposed_as_tool)
-            doc = (definition.description or "") if definition else ""
-            detail = (definition.display_name if definition else agent_id) + ("" if exposed else " (not exposed_as_tool)")
-            out.append(CompletionItem(agent_id, ItemKind.AGENT, detail, doc or None, replace=replace,
-                                      sort_text=("0" if exposed else "1") + agent_id))
-        return out
+        return _agent_ids(ws, parsed, replace)
     if key in ("tools", "pinned_tools"):
         out = [CompletionItem(name, ItemKind.TOOL, "built-in tool", BUILTIN_TOOLS[name].description
                               + (" Needs approval." if BUILTIN_TOOLS[name].approval_required else ""),

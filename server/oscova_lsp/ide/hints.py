@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from oscova_runtime.catalogue import JINJA_GLOBALS
-
 from ..analysis.files import ParsedFile
 from ..analysis.text import Range
 from ..analysis.workspace import Workspace
@@ -20,9 +18,7 @@ def inlay_hints(ws: Workspace, parsed: ParsedFile, within: Range | None = None) 
     for occ in occurrences:
         if within is not None and not (within.start <= occ.range.end <= within.end):
             continue
-        if occ.name in JINJA_GLOBALS:
-            continue
-        found = bindings.get(occ.name)
+        found = [b for b in bindings.get(occ.name, ()) if b.binder.kind != "jinja"]  # globals go unlabelled
         if not found:
             continue
         renderers = sorted({b.renderer for b in found})

@@ -7,14 +7,15 @@ from collections.abc import Sequence
 from oscova_runtime.catalogue import BUILTIN_TOOLS, PROVIDERS_BY_TYPE
 from oscova_runtime.definition import AgentDefinition
 
+from ..analysis.bindings import binders, template_bindings
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.files import ParsedFile
 from ..analysis.rules import RULES
 from ..analysis.text import Position
-from ..analysis.workspace import LISTED_USES, Workspace
+from ..analysis.workspace import LISTED_USES, TemplateUse, Workspace
 from .locate import Target, target_at
 from .model import Hover
-from .queries import binders, bindings_for, relative, variable_occurrences
+from .queries import relative, variable_occurrences
 
 
 def hover(ws: Workspace, parsed: ParsedFile, pos: Position, diagnostics: Sequence[Diagnostic] = ()) -> Hover | None:
@@ -80,23 +81,35 @@ def _variable(ws: Workspace, parsed: ParsedFile, target: Target) -> str:
         count = sum(1 for f in ws.files.values() for occ in variable_occurrences(f) if occ.name == name)
         return (f"**`{name}`**: a personal variable declared in `[variables]`, bound by the `personal` provider "
                 f"in agent instructions ({count} use{'s' if count != 1 else ''} in the workspace)")
-    found = bindings_for(ws, parsed).get(name, [])
+    bindings = template_bindings(ws, parsed)
     lines = [f"**`{name}`**"]
-    if found:
-        for binding in found:
-            spec = PROVIDERS_BY_TYPE.get(binding.renderer)
-            who = f"`{binding.renderer}` ({spec.class_name})" if spec else f"`{binding.renderer}`"
-            lines.append(f"- bound by {who} for {binding.use_label}: {binding.meaning}")
-    else:
-        others = [b for b in binders(ws, name) if b.renderer != "jinja"]
-        if name in {b.renderer for b in binders(ws, name)} or any(b.renderer == "jinja" for b in binders(ws, name)):
-            lines.append("- a Jinja default global")
-        elif others:
-            lines.append("- not bound by the provider that renders this template; "
-                         + ", ".join(b.use_label for b in others) + " binds it")
+    for binding in bindings.by_name().get(name, []):
+        binder = binding.binder
+        if binder.kind == "jinja":
+            line = "- a Jinja default global"
         else:
-            lines.append("- no provider binds it: it renders empty")
+            who = f"`{binder.renderer}` ({binder.class_name})" if binder.class_name else f"`{binder.renderer}`"
+            line = f"- bound by {who} for {binding.use_label}: {binding.meaning}"
+        if line not in lines:
+            lines.append(line)
+    unbound = bindings.unbound_uses(name)
+    if unbound:
+        lines.append(_unbound(ws, name, unbound, partly=len(lines) > 1))
     return "\n".join(lines)
+
+
+def _unbound(ws: Workspace, name: str, unbound: list[TemplateUse], partly: bool) -> str:
+    """Why `name` renders empty, in the words of the unbound-variable check (OSC101)."""
+    if all(use.no_context for use in unbound):
+        return ("- not bound: this template is imported without context, so it sees no provider variable; "
+                "add `with context` to the import")
+    labels = list(dict.fromkeys(use.label for use in unbound))
+    more = f" and {len(labels) - LISTED_USES} more" if len(labels) > LISTED_USES else ""
+    where = f" for {', '.join(labels[:LISTED_USES])}{more}" if partly else ""
+    others = list(dict.fromkeys(d.binder.words for d in binders(ws, name) if d.binder.kind != "jinja"))
+    if others:
+        return f"- not bound by the provider that renders this template{where}; {', '.join(others)} binds it"
+    return f"- no provider binds it{where}: it renders empty"
 
 
 def provider_text(ws: Workspace, provider_type: str) -> str:
