@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--workspaces", action="store_true",
                        help="check the whole workspace of each PATH, not only PATH (the pre-commit hook passes "
                             "the changed files)")
+    check.add_argument("--no-cache", action="store_true",
+                       help="parse every file again, neither reading nor writing the facts cache (also: "
+                            "OSCOVA_LSP_NO_CACHE=1)")
 
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     _serve_arguments(serve)
@@ -157,7 +160,7 @@ def _check(args: argparse.Namespace) -> int:
     failing: list[str] = []
     for root in roots:
         analysis = Analysis(root, lint)
-        analysis.load(jobs=args.jobs)
+        analysis.load(jobs=args.jobs, cache=not args.no_cache)
         gc.freeze()  # the parsed workspace lives until its diagnostics are out: keep the collector off it
         for notice in analysis.workspace.notices:
             print(f"note: {notice}", file=sys.stderr)

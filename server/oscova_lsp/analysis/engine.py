@@ -12,6 +12,7 @@ from typing import Any
 
 from oscova_runtime.paths import is_inside
 
+from .cache import CacheReport, FactsCache, Texts
 from .checks import Checker, LintOptions, apply_lint
 from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
@@ -31,6 +32,7 @@ class Analysis:
         self.workspace = Workspace(root)
         self.checker = Checker(self.workspace)
         self.lint = lint
+        self.cache_report: CacheReport | None = None
 
     @property
     def root(self) -> str:
@@ -42,19 +44,29 @@ class Analysis:
         copy.workspace = self.workspace.fork()
         copy.checker = Checker(copy.workspace)
         copy.lint = self.lint
+        copy.cache_report = self.cache_report
         return copy
 
-    def load(self, *, jobs: int | None = None, mp_context: Any = None) -> None:
+    def load(self, *, jobs: int | None = None, mp_context: Any = None, cache: bool = True) -> None:
         """Reads and parses the whole workspace; large ones parse their templates in worker processes.
 
-        `mp_context` chooses how workers start (a server with threads running wants "forkserver").
+        `mp_context` chooses how workers start (a server with threads running wants "forkserver"). `cache`:
+        reuse the facts of unchanged files from the facts cache (`cache.py`; also off with OSCOVA_LSP_NO_CACHE).
         """
         paths = self.workspace.discover()
+        store = FactsCache.open(self.root) if cache else None
+        hits, texts = store.lookup(paths, self.workspace.read) if store is not None else ({}, None)
+        todo = [path for path in paths if path not in hits]
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
-        if workers > 1 and len(paths) >= PARALLEL_THRESHOLD:
-            self.workspace.load(_parse_split(self.root, paths, workers, mp_context))
+        if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
+            parsed = _parse_split(self.root, todo, workers, mp_context, texts)
         else:
-            self.workspace.load()
+            parsed = [_parse_one(self.root, path, texts) for path in todo]
+        if store is not None:
+            store.save(parsed)
+            self.cache_report = store.report
+        order = {path: index for index, path in enumerate(paths)}  # discovery order, cached or not
+        self.workspace.load(sorted([*parsed, *hits.values()], key=lambda parsed_file: order[parsed_file.path]))
 
     def update(self, path: str, text: str | None) -> set[str]:
         """Applies one file's new text (None: deleted); returns the files to re-check."""
@@ -90,11 +102,17 @@ class Analysis:
         return out
 
 
-def _parse_one(root: str, path: str) -> ParsedFile:
-    return parse_file(path, *read_text(path, root))
+def _parse_one(root: str, path: str, texts: Texts | None = None) -> ParsedFile:
+    return parse_file(path, *_read(root, path, texts))
 
 
-def _parse_split(root: str, paths: list[str], workers: int, mp_context: Any) -> list[ParsedFile]:
+def _read(root: str, path: str, texts: Texts | None) -> tuple[str | None, str | None]:
+    """The text already read (by the facts cache) or read now."""
+    return texts[path] if texts is not None and path in texts else read_text(path, root)
+
+
+def _parse_split(root: str, paths: list[str], workers: int, mp_context: Any,
+                 texts: Texts | None = None) -> list[ParsedFile]:
     """Templates (the costly part: Jinja's parser) go to worker processes as text and come back as compact
     facts, while this process parses definitions and the host configuration. Whole parsed files are not
     sent back: pickling them costs as much as parsing them."""
@@ -105,7 +123,7 @@ def _parse_split(root: str, paths: list[str], workers: int, mp_context: Any) -> 
     others: list[str] = []
     for path in paths:
         if file_kind(path) is FileKind.TEMPLATE:
-            text, skipped = read_text(path, root)
+            text, skipped = _read(root, path, texts)
             if text is None or len(text) > MAX_FILE_BYTES:
                 parsed.append(parse_file(path, text, skipped))
             else:
@@ -118,12 +136,12 @@ def _parse_split(root: str, paths: list[str], workers: int, mp_context: Any) -> 
         with _children_without_current_directory():
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context)
     except (OSError, RuntimeError, ValueError):  # no process support here: parse in this process
-        return parsed + [_parse_one(root, path) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
-            _parse_one(root, path) for path in others]
+        return parsed + [_parse_one(root, path, texts) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
+            _parse_one(root, path, texts) for path in others]
     with pool:
         with _children_without_current_directory():  # the pool starts its processes on submission
             futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in batches]
-        parsed.extend(_parse_one(root, path) for path in others)  # meanwhile, here
+        parsed.extend(_parse_one(root, path, texts) for path in others)  # meanwhile, here
         for batch, future in zip(batches, futures, strict=True):
             for (path, text), wire in zip(batch, future.result(), strict=True):
                 parsed.append(parse_template(path, text, facts_from_wire(text, wire)))

@@ -208,8 +208,10 @@ def _parse_text(path: str, kind: FileKind, text: str) -> ParsedFile:
 _DEFINITION_KEYS = list(AgentDefinition.model_fields)
 
 
-def parse_definition(path: str, text: str) -> DefinitionFile:
-    doc = parse_yaml(text)
+def parse_definition(path: str, text: str, doc: YamlDocument | None = None,
+                     inline: TemplateFacts | None = None) -> DefinitionFile:
+    """`doc` and the `inline` instructions' facts may come precomputed (from the facts cache)."""
+    doc = doc if doc is not None else parse_yaml(text)
     parsed = DefinitionFile(path, FileKind.DEFINITION, text, doc.lines, doc=doc)
     parsed.suppressions = yaml_suppressions(text)
     parsed.problems.extend(_yaml_problems(doc.problems))
@@ -247,8 +249,8 @@ def parse_definition(path: str, text: str) -> DefinitionFile:
     if parsed.definition is not None and parsed.definition.instructions:
         span = doc.span(("instructions",))
         if span is not None:
-            parsed.inline = InlineTemplate(analyze_template(parsed.definition.instructions),
-                                           scalar_map(text, doc.lines, span))
+            facts = inline if inline is not None else analyze_template(parsed.definition.instructions)
+            parsed.inline = InlineTemplate(facts, scalar_map(text, doc.lines, span))
     return parsed
 
 

@@ -64,22 +64,23 @@ class YamlDocument:
     """With a syntax error, `value` and `spans` hold what the lines around the broken ones say."""
 
     def span(self, path: Path) -> Span | None:
+        """One span; the methods below go through it (a cached document decodes spans one at a time)."""
         return self.spans.get(path)
 
     def key_range(self, path: Path) -> Range | None:
-        span = self.spans.get(path)
+        span = self.span(path)
         if span is None:
             return None
         return span.key or span.value
 
     def value_range(self, path: Path) -> Range | None:
-        span = self.spans.get(path)
+        span = self.span(path)
         return span.value if span else None
 
     def best_range(self, path: Path) -> Range:
         """The value at `path`, else the nearest enclosing value that exists, else the first line."""
         for end in range(len(path), -1, -1):
-            span = self.spans.get(path[:end])
+            span = self.span(path[:end])
             if span is not None and (end > 0 or span.value.start != span.value.end):
                 return span.value
         return self.lines.line_range(0)
