@@ -6,6 +6,9 @@ the requested agent, an agent called as a tool or the compaction reducer, goes t
 thunk making the real call. A recorder makes the call and notes request and response; a replayer answers
 from a recording and never calls the endpoint. Outside a tapped run the client is untouched.
 
+The clock templates read (`current_date`, `current_time`) is `now()`: a run freezes it at its start
+(`clock_at`), and a replay at the recorded run's, so the same templates render the same text.
+
 `TOOL_SCOPE` holds the id of the requested agent's tool call in progress, so a model call made inside a
 tool (an agent called as a tool) is known as such.
 """
@@ -13,6 +16,7 @@ tool (an agent called as a tool) is known as such.
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -43,3 +47,24 @@ def tapped(tap: ModelTap | None) -> Iterator[None]:
 
 def current_tap() -> ModelTap | None:
     return MODEL_TAP.get()
+
+
+_CLOCK: ContextVar[_dt.datetime | None] = ContextVar("oscova_clock", default=None)
+
+
+@contextlib.contextmanager
+def clock_at(moment: _dt.datetime) -> Iterator[None]:
+    """`now()` in this context is `moment` (an aware datetime)."""
+    token = _CLOCK.set(moment)
+    try:
+        yield
+    finally:
+        _CLOCK.reset(token)
+
+
+def now(zone: _dt.tzinfo | None = None) -> _dt.datetime:
+    """The time templates show: the run's frozen clock, else the current time; in `zone` (None: local)."""
+    frozen = _CLOCK.get()
+    if frozen is None:
+        return _dt.datetime.now(zone)
+    return frozen.astimezone(zone) if zone is not None else frozen.astimezone().replace(tzinfo=None)

@@ -4,6 +4,7 @@ difference with a diff; `--live-tools` runs the tools; no replay opens a network
 
 from __future__ import annotations
 
+import datetime
 import json
 import socket
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from oscova_lsp.runs.transcript import TRANSCRIPT_VERSION
 
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 
-from .conftest import CANARY_KEY, Recorder
+from .conftest import CANARY_KEY, Recorder, host_toml, make_workspace
 
 
 class NetworkUsed(AssertionError):
@@ -184,3 +185,87 @@ async def test_old_transcripts_get_a_clear_message(workspace, tmp_path):
         load_recording(str(not_json))
     with pytest.raises(RecordingError, match="no transcript at"):
         load_recording(str(tmp_path / "missing.jsonl"))
+
+
+MARKER_TOOL = '''\
+from pathlib import Path
+
+
+def mark(note: str) -> str:
+    """Leaves a marker file: the test sees whether the tool ran."""
+    with open(Path(__file__).with_name("marker.txt"), "a", encoding="utf-8") as handle:
+        handle.write(note + "\\n")
+    return f"marked {note}"
+'''
+
+
+@pytest.fixture
+def marker_workspace(tmp_path: Path, fake_openai: FakeOpenAI, canary_key: str) -> Path:
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url,
+                          host=host_toml(fake_openai.base_url, extra='\n[tools.mark]\ncallable = "marker_tool:mark"\n'),
+                          agents={"marker": "id: marker\ninstructions: Mark what you are told.\ntools: [mark]\n"})
+    (root / "marker_tool.py").write_text(MARKER_TOOL)
+    return root
+
+
+async def test_live_tools_run_the_tools_and_recorded_results_do_not(marker_workspace, fake_openai, no_network):
+    service = RunService(marker_workspace)
+    try:
+        fake_openai.enqueue(Reply(tool_calls=[ToolCall("mark", {"note": "first"}, "m1")]), Reply(text="Marked."))
+        result = await service.run("marker", "mark first")
+    finally:
+        await service.aclose()
+    marker = marker_workspace / "marker.txt"
+    assert result["status"] == "completed" and marker.read_text() == "first\n"
+    marker.unlink()
+    attempts = no_network()
+
+    replayed = await replay_run(str(marker_workspace), None, result["transcript"])
+    assert replayed.matched and not marker.exists()  # the recorded result stood in for the tool
+    assert next(e for e in replayed.events if e["kind"] == "toolResult")["result"] == "marked first"
+
+    live = await replay_run(str(marker_workspace), None, result["transcript"], live_tools=True)
+    assert live.matched and marker.read_text() == "first\n"  # the tool ran, and gave the same result
+    assert attempts == []
+
+
+async def test_a_live_tool_with_a_new_result_drifts_in_the_tool_results(service, fake_openai, workspace, no_network):
+    result = await record(service, fake_openai)
+    attempts = no_network()
+    (workspace / "data" / "notes.txt").write_text("The launch is on Friday.\n")
+    assert (await replay_run(str(workspace), None, result["transcript"])).matched  # recorded: Tuesday
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert live.status == DRIFTED and not live.matched
+    lines = (live.difference or "").splitlines()
+    assert lines[0] == "model request 2 differs in the tool results"
+    assert "-[tool c1] The launch is on Tuesday." in lines and "+[tool c1] The launch is on Friday." in lines
+    assert attempts == []
+
+
+async def test_the_replay_shows_the_recorded_time_to_templates(tmp_path, fake_openai, canary_key, no_network):
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url,
+                          host=host_toml(fake_openai.base_url, extra='\n[user]\ntimezone = "UTC"\n'),
+                          agents={"clock": "id: clock\ninstructions: It is {{ current_date }} {{ current_time }}.\n"})
+    service = RunService(root)
+    try:
+        fake_openai.enqueue(Reply(text="Noted."))
+        result = await service.run("clock", "what time is it?")
+    finally:
+        await service.aclose()
+    attempts = no_network()
+    # Move the recording to another day and time: the replay must render that time, not the current one.
+    path = Path(result["transcript"])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    header = lines[0]
+    recorded_clock = datetime.datetime.fromisoformat(header["clock"])
+    shown = recorded_clock.strftime("%Y-%m-%d %H:%M")
+    header["clock"] = "2020-01-02T03:04:05+00:00"
+    model = next(line for line in lines if line.get("record") == "model")
+    system = model["request"]["messages"][0]
+    assert system["content"].endswith(f"It is {shown}.")
+    system["content"] = system["content"].replace(f"It is {shown}.", "It is 2020-01-02 03:04.")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    replayed = await replay_run(str(root), None, str(path))
+    assert replayed.matched, replayed.difference
+    assert attempts == []

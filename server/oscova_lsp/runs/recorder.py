@@ -8,6 +8,7 @@ and hands them to the transcript writer's thread: the run itself only builds sma
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import itertools
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from typing import Any
@@ -21,9 +22,10 @@ from oscova_runtime.messages import (
     TextContent,
     UsageDetails,
 )
-from oscova_runtime.recording import TOOL_SCOPE, tapped
+from oscova_runtime.recording import TOOL_SCOPE, clock_at, tapped
 
 from .events import jsonable
+from .transcript import TRANSCRIPT_VERSION
 
 Sink = Callable[[dict[str, Any]], None]
 Configure = Callable[[Any], Any]
@@ -74,6 +76,13 @@ class Recorder:
         self._sink: Sink | None = None
         self._redact: Callable[[Any], Any] = lambda value: value
         self._index = itertools.count(1)
+        self.clock = _dt.datetime.now(_dt.UTC)
+        """The time the run's templates show (`current_date`, `current_time`): its start, for the whole run."""
+
+    def header(self, **fields: Any) -> dict[str, Any]:
+        """The transcript's first line: the version, `fields` (the run's id, agent, input…) and the clock."""
+        return {"record": "header", "version": TRANSCRIPT_VERSION, **fields,
+                "clock": self.clock.isoformat(timespec="microseconds")}
 
     def attach(self, sink: Sink, redact: Callable[[Any], Any]) -> None:
         """`sink` writes a line to the transcript (redacted); `redact` is the run's redaction."""
@@ -86,7 +95,7 @@ class Recorder:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-        with tapped(self):
+        with tapped(self), clock_at(self.clock):
             yield
 
     def configure_builder(self, inner: Configure | None) -> Configure:

@@ -13,6 +13,8 @@ The first request that differs stops the run: the model call raises `ReplayDrift
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import datetime as _dt
 import json
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -89,6 +91,9 @@ class Replayer(Recorder):
         self._asked = 0
         self._tools = {t.get("callId"): t for t in recording.tools}
         self.drift: str | None = None
+        if recording.clock is not None:  # the templates show the recorded run's time
+            with contextlib.suppress(ValueError):
+                self.clock = _dt.datetime.fromisoformat(recording.clock)
 
     def _normal(self, value: Any) -> Any:
         """As the recording holds it: redacted, through JSON."""

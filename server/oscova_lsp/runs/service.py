@@ -61,7 +61,7 @@ from .events import (
 )
 from .preview import assemble_preview, not_loaded
 from .recorder import Recorder
-from .transcript import RUNS_DIRECTORY, TRANSCRIPT_VERSION, TranscriptWriter, transcript_path
+from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
 
 log = logging.getLogger(__name__)
 
@@ -549,9 +549,9 @@ class RunService:
                 definition = self._definition(handle.agent_id)
                 name = definition.display_name
             finally:
-                run.record({"record": "header", "version": TRANSCRIPT_VERSION, "runId": handle.run_id,
-                            "agentId": handle.agent_id, "input": input, "sessionId": handle.session_id,
-                            "approvals": approve is not None, "time": now_iso()})
+                run.record(run.recorder.header(runId=handle.run_id, agentId=handle.agent_id, input=input,
+                                               sessionId=handle.session_id, approvals=approve is not None,
+                                               time=now_iso()))
                 run.emit("started", agentId=handle.agent_id, agentName=name, input=input,
                          sessionId=handle.session_id, transcript=handle.transcript)
             key = (handle.agent_id, handle.session_id)

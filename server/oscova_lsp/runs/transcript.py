@@ -115,6 +115,8 @@ class Recording:
     input: str
     approvals: bool
     """Whether the run had an approval channel (approval-required tools are offered only then)."""
+    clock: str | None = None
+    """The time the run's templates showed (ISO 8601); a replay shows the same."""
     exchanges: list[dict[str, Any]] = field(default_factory=list)
     """`{index, within, request, response?, error?}` per model call, in order; `within` is the id of the
     tool call of the requested agent the call was made in (an agent called as a tool), else None."""
@@ -163,7 +165,8 @@ def load_recording(path: str) -> Recording:
         raise RecordingError(f"{shown} has transcript version {version}, newer than this oscova-lsp reads "
                              f"({TRANSCRIPT_VERSION}); update oscova-lsp")
     recording = Recording(path, version, str(header.get("runId", "")), str(header.get("agentId", "")),
-                          str(header.get("input", "")), bool(header.get("approvals")))
+                          str(header.get("input", "")), bool(header.get("approvals")),
+                          header.get("clock") if isinstance(header.get("clock"), str) else None)
     for line in lines[1:]:
         record = line.get("record")
         if record == "model":
