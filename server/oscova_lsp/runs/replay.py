@@ -198,9 +198,10 @@ def _cancelled() -> BaseException:
 
 async def replay_run(root: str, agent_id: str | None, transcript: str, *, input: str | None = None,
                      live_tools: bool = False, on_event: Callable[[dict[str, Any]], Any] | None = None,
-                     ) -> ReplayResult:
+                     runs_dir: str | None = None) -> ReplayResult:
     """Replays the run recorded in `transcript` with the agent `agent_id` (default: the recorded one) of
-    the workspace `root` as it is now, on `input` (default: the recorded input).
+    the workspace `root` as it is now, on `input` (default: the recorded input). The replay's own
+    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`).
 
     Raises `RecordingError` when the transcript cannot be replayed (an old transcript, not a transcript).
     """
@@ -214,7 +215,7 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
         events.append(event)
         return on_event(event) if on_event is not None else None
 
-    service = RunService(root)
+    service = RunService(root, runs_dir=runs_dir)
     try:
         handle = service.start_run(agent_id or recording.agent_id, recording.input if input is None else input,
                                    on_event=listen, approve=replayer.approve if recording.approvals else None,
