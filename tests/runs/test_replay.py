@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from oscova_lsp.runs import RunService, read_transcript
+from oscova_lsp.runs.diff import diff_transcripts, resolve_transcript
 from oscova_lsp.runs.replay import DRIFTED, RecordingError, load_recording, replay_run
 from oscova_lsp.runs.transcript import TRANSCRIPT_VERSION
 
@@ -269,3 +270,78 @@ async def test_the_replay_shows_the_recorded_time_to_templates(tmp_path, fake_op
     replayed = await replay_run(str(root), None, str(path))
     assert replayed.matched, replayed.difference
     assert attempts == []
+
+
+async def test_an_agent_called_as_a_tool_is_recorded_and_replays_with_and_without_live_tools(service, fake_openai,
+                                                                                             workspace, no_network):
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("echo", {"query": "say hi"}, "e1")]),
+                        Reply(text="hi"),  # echo's own model call, inside the tool call e1
+                        Reply(text="Echo said hi."))
+    result = await service.run("lead", "ask echo")
+    assert result["status"] == "completed", result
+    recording = load_recording(result["transcript"])
+    assert [e["within"] for e in recording.exchanges] == [None, "e1", None]
+    assert recording.exchanges[1]["request"]["messages"][-1] == {"role": "user", "content": "say hi"}
+    attempts = no_network()
+
+    recorded_tools = await replay_run(str(workspace), None, result["transcript"])
+    assert recorded_tools.matched  # echo did not run: its recorded answer was the tool result
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert live.matched  # echo ran, and its model call was answered from the recording too
+    assert replayable(live.events) == replayable(recorded_tools.events)
+    # With live tools, an edit of the agent called as a tool drifts, in echo's request.
+    echo = workspace / "agents" / "echo.agent.yaml"
+    echo.write_text(echo.read_text().replace("Repeat the query.", "Repeat the query twice."))
+    drifted = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert drifted.status == DRIFTED
+    assert (drifted.difference or "").startswith("model request 2 differs in the instructions")
+    assert attempts == []
+
+
+async def test_a_run_with_approvals_replays_with_the_same_tool_list(service, fake_openai, workspace, no_network):
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "hello"}, "w1")]),
+                        Reply(text="Written."))
+
+    async def approve(request: dict[str, Any]) -> bool:
+        return True
+
+    result = await service.run("helper", "write it", approve=approve)
+    assert "write_file" in fake_openai.requests[0].tool_names and result["status"] == "completed"
+    (workspace / "data" / "out.txt").unlink()
+    attempts = no_network()
+    replayed = await replay_run(str(workspace), None, result["transcript"])
+    assert replayed.matched and not (workspace / "data" / "out.txt").exists()
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert live.matched and (workspace / "data" / "out.txt").read_text() == "hello"  # approved as recorded
+    assert attempts == []
+
+
+async def test_a_failed_run_replays_to_the_same_failure(service, fake_openai, workspace, no_network):
+    fake_openai.enqueue(Reply(status=500, error_message=f"upstream broke for {CANARY_KEY}"))
+    result = await service.run("helper", "hi")
+    assert result["status"] == "failed"
+    attempts = no_network()
+    replayed = await replay_run(str(workspace), None, result["transcript"])
+    assert replayed.matched and replayed.status == "failed"
+    assert replayed.result["error"] == result["error"] and "upstream broke for ***" in result["error"]
+    assert attempts == []
+
+
+async def test_diff_of_a_run_and_its_replay_is_empty_and_of_two_runs_names_the_differences(service, fake_openai,
+                                                                                           workspace):
+    first = await record(service, fake_openai)
+    replayed = await replay_run(str(workspace), None, first["transcript"])
+    assert replayed.transcript is not None
+    assert diff_transcripts(first["transcript"], replayed.transcript) == ""
+
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "other.txt"}, "c1")]),
+                        Reply(text="There is no other file."))
+    second = await service.run("helper", "When is the launch?")
+    difference = diff_transcripts(first["transcript"], second["transcript"])
+    lines = difference.splitlines()
+    assert lines[0] == "First difference: model request 2 differs in the tool-call arguments"
+    assert '-[assistant → read_file c1] {"path": "notes.txt"}' in lines
+    assert '+[assistant → read_file c1] {"path": "other.txt"}' in lines
+    assert "Tool calls differ:" in lines and '-→ read_file {"path": "notes.txt"}' in lines
+    assert "Answers differ:" in lines and "+There is no other file." in lines
+    assert resolve_transcript(str(workspace), second["runId"]) == second["transcript"]
