@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import shutil
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -345,3 +346,29 @@ async def test_diff_of_a_run_and_its_replay_is_empty_and_of_two_runs_names_the_d
     assert "Tool calls differ:" in lines and '-→ read_file {"path": "notes.txt"}' in lines
     assert "Answers differ:" in lines and "+There is no other file." in lines
     assert resolve_transcript(str(workspace), second["runId"]) == second["transcript"]
+
+
+async def test_a_run_recorded_elsewhere_replays_here(service, fake_openai, workspace, tmp_path, monkeypatch,
+                                                     no_network):
+    """Another checkout of the workspace, on a machine with another home folder and shell: the
+    environment provider shows the recorded machine's facts, and paths under the recorded root compare
+    equal to the same paths under this one."""
+    result = await record(service, fake_openai)
+    recorded = load_recording(result["transcript"])
+    instructions = recorded.exchanges[0]["request"]["messages"][0]["content"]
+    assert f"- {workspace / 'data'}" in instructions and recorded.root == str(workspace)
+    attempts = no_network()
+    elsewhere = tmp_path / "checkout" / "ws"
+    shutil.copytree(workspace, elsewhere)
+    monkeypatch.setenv("HOME", str(tmp_path / "another-home"))
+    monkeypatch.setenv("SHELL", "/bin/another-shell")
+
+    replayed = await replay_run(str(elsewhere), None, result["transcript"])
+    assert replayed.matched, replayed.difference
+    assert replayed.transcript is not None and Path(replayed.transcript).parent == elsewhere / ".oscova" / "runs"
+    # An edit there still drifts, and the diff shows this checkout's paths.
+    (elsewhere / "agents" / "helper.agent.yaml").write_text(
+        (elsewhere / "agents" / "helper.agent.yaml").read_text().replace("You help", "You serve"))
+    drifted = await replay_run(str(elsewhere), None, result["transcript"])
+    assert drifted.status == DRIFTED and "+You serve ." in (drifted.difference or "").splitlines()
+    assert attempts == []

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 
-from .conftest import CANARY_KEY
+from .conftest import CANARY_KEY, KEY_VARIABLE
 from .test_cli import cli_env, oscova
 
 GUARD = '''\
@@ -55,6 +55,7 @@ def test_the_guard_stops_a_real_run(workspace, fake_openai, offline_env):
 def test_replay_by_run_id_matches_offline_and_exits_0(workspace, fake_openai, offline_env):
     run_id = record_run(workspace, fake_openai)
     served = len(fake_openai.requests)
+    del offline_env[KEY_VARIABLE]  # a replay needs no key (CI without secrets)
     result = oscova("run", "helper", "--replay", run_id, cwd=workspace, env=offline_env)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "The launch is on Tuesday.\n"

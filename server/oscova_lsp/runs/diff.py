@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording
+from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording, relocate
 
 PARTS = ("instructions", "messages", "tools", "options")
 PART_NAMES = {"instructions": "the instructions", "messages": "the messages", "tool-call": "the tool-call arguments",
@@ -142,8 +142,8 @@ def diff_recordings(a: Recording, b: Recording) -> str:
     name_a, name_b = os.path.basename(a.path), os.path.basename(b.path)
     sections: list[str] = []
     for number in range(1, max(len(a.exchanges), len(b.exchanges)) + 1):
-        first = a.exchanges[number - 1]["request"] if number <= len(a.exchanges) else None
-        second = b.exchanges[number - 1]["request"] if number <= len(b.exchanges) else None
+        first = relocate(a.exchanges[number - 1].get("request"), a.root, b.root) if number <= len(a.exchanges) else None
+        second = b.exchanges[number - 1].get("request") if number <= len(b.exchanges) else None
         if first != second:
             sections.append(f"First difference: {request_difference(number, first, second, name_a, name_b)}")
             break

@@ -22,6 +22,7 @@ from oscova_runtime.messages import (
     TextContent,
     UsageDetails,
 )
+from oscova_runtime.providers.environment import static_facts
 from oscova_runtime.recording import TOOL_SCOPE, clock_at, tapped
 
 from .events import jsonable
@@ -80,9 +81,10 @@ class Recorder:
         """The time the run's templates show (`current_date`, `current_time`): its start, for the whole run."""
 
     def header(self, **fields: Any) -> dict[str, Any]:
-        """The transcript's first line: the version, `fields` (the run's id, agent, input…) and the clock."""
+        """The transcript's first line: the version, `fields` (the run's id, agent, input, root…), the clock
+        and the machine's facts the environment provider shows."""
         return {"record": "header", "version": TRANSCRIPT_VERSION, **fields,
-                "clock": self.clock.isoformat(timespec="microseconds")}
+                "clock": self.clock.isoformat(timespec="microseconds"), "environment": static_facts()}
 
     def attach(self, sink: Sink, redact: Callable[[Any], Any]) -> None:
         """`sink` writes a line to the transcript (redacted); `redact` is the run's redaction."""

@@ -551,7 +551,7 @@ class RunService:
             finally:
                 run.record(run.recorder.header(runId=handle.run_id, agentId=handle.agent_id, input=input,
                                                sessionId=handle.session_id, approvals=approve is not None,
-                                               time=now_iso()))
+                                               root=self.root, time=now_iso()))
                 run.emit("started", agentId=handle.agent_id, agentName=name, input=input,
                          sessionId=handle.session_id, transcript=handle.transcript)
             key = (handle.agent_id, handle.session_id)
