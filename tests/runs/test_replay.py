@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from oscova_lsp.runs import RunService, read_transcript
-from oscova_lsp.runs.diff import diff_transcripts, resolve_transcript
+from oscova_lsp.runs.diff import diff_transcripts, render_requests, resolve_transcript
 from oscova_lsp.runs.replay import DRIFTED, RecordingError, load_recording, replay_run
 from oscova_lsp.runs.transcript import TRANSCRIPT_VERSION
 
@@ -372,3 +372,14 @@ async def test_a_run_recorded_elsewhere_replays_here(service, fake_openai, works
     drifted = await replay_run(str(elsewhere), None, result["transcript"])
     assert drifted.status == DRIFTED and "+You serve ." in (drifted.difference or "").splitlines()
     assert attempts == []
+
+
+async def test_the_requests_of_a_run_render_as_text(service, fake_openai, workspace):
+    result = await record(service, fake_openai)
+    text = render_requests(load_recording(result["transcript"]))
+    blocks = text.split("\n\n")
+    assert [block.splitlines()[0] for block in blocks] == ["# model request 1", "# model request 2"]
+    assert "You help ." in blocks[0] and "[user] When is the launch?" in blocks[0]
+    assert '[assistant → read_file c1] {"path": "notes.txt"}' in blocks[1]
+    assert "[tool c1] The launch is on Tuesday." in blocks[1]
+    assert "read_file: Reads a UTF-8 text file inside the agent's workspaces." in blocks[1]

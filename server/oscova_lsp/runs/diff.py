@@ -156,6 +156,17 @@ def diff_recordings(a: Recording, b: Recording) -> str:
     return "\n\n".join(sections)
 
 
+def render_requests(recording: Recording) -> str:
+    """Every model request of a recorded run as text (the form the diffs use), for a side-by-side view."""
+    blocks = []
+    for number, exchange in enumerate(recording.exchanges, start=1):
+        within = f" (inside the tool call {exchange['within']})" if exchange.get("within") else ""
+        request = exchange.get("request")
+        lines = [line for _, line in request_lines(request)] if isinstance(request, dict) else []
+        blocks.append("\n".join([f"# model request {number}{within}", *lines]))
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
 def diff_transcripts(a: str, b: str) -> str:
     """`diff_recordings` of two transcript files; raises `RecordingError` for one that cannot be read."""
     return diff_recordings(load_recording(a), load_recording(b))
