@@ -383,3 +383,21 @@ async def test_the_requests_of_a_run_render_as_text(service, fake_openai, worksp
     assert '[assistant → read_file c1] {"path": "notes.txt"}' in blocks[1]
     assert "[tool c1] The launch is on Tuesday." in blocks[1]
     assert "read_file: Reads a UTF-8 text file inside the agent's workspaces." in blocks[1]
+
+
+async def test_a_run_that_continued_a_conversation_replays_with_its_history(service, fake_openai, workspace,
+                                                                            no_network):
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]),
+                        Reply(text="Hello Alice, the launch is on Tuesday."), Reply(text="You are Alice."))
+    first = await service.run("helper", "I am Alice. When is the launch?")
+    second = await service.run("helper", "Who am I?", session_id=first["sessionId"])
+    assert second["text"] == "You are Alice."
+    assert len(fake_openai.requests[2].messages) == 6  # system, the first exchange (4 messages), the question
+    recording = load_recording(second["transcript"])
+    assert [m["role"] for m in recording.history] == ["user", "assistant", "tool", "assistant"]
+    attempts = no_network()
+
+    replayed = await replay_run(str(workspace), None, second["transcript"])
+    assert replayed.matched, replayed.difference
+    assert replayed.transcript is not None and (await replay_run(str(workspace), None, replayed.transcript)).matched
+    assert attempts == []

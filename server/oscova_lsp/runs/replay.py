@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from oscova_runtime.catalogue import CHAT_HISTORY_STATE_KEY
 from oscova_runtime.chat_client import ChatClientError
 from oscova_runtime.function_invocation import FunctionInvocationContext
 from oscova_runtime.messages import (
@@ -33,11 +34,12 @@ from oscova_runtime.messages import (
     UsageDetails,
 )
 from oscova_runtime.recording import facts_at
+from oscova_runtime.session import AgentSession
 from oscova_runtime.tools import APPROVAL_DENIED
 
 from .diff import request_difference
 from .events import jsonable
-from .recorder import Recorder
+from .recorder import Recorder, message_from_record
 from .transcript import Recording, RecordingError, load_recording, relocate
 
 __all__ = ["DRIFTED", "Recording", "RecordingError", "ReplayDrift", "ReplayResult", "Replayer", "load_recording",
@@ -225,8 +227,15 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
         events.append(event)
         return on_event(event) if on_event is not None else None
 
+    agent = agent_id or recording.agent_id
+    session_id = None
+    if recording.history:  # the run continued a conversation: the replay continues the same one
+        session_id = recording.session_id or "replayed"
+        session = AgentSession(session_id=session_id)
+        session.state_bag[CHAT_HISTORY_STATE_KEY] = [message_from_record(m) for m in recording.history]
+        service._sessions[(agent, session_id)] = session
     try:
-        handle = service.start_run(agent_id or recording.agent_id, recording.input if input is None else input,
+        handle = service.start_run(agent, recording.input if input is None else input, session_id=session_id,
                                    on_event=listen, approve=replayer.approve if recording.approvals else None,
                                    recorder=replayer)
         result = await handle

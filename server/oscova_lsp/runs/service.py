@@ -557,6 +557,7 @@ class RunService:
             key = (handle.agent_id, handle.session_id)
             session = self._sessions.setdefault(key, AgentSession(session_id=handle.session_id))
             async with self._session_locks.setdefault(key, asyncio.Lock()):
+                run.recorder.session(session)
                 task_run = AgentTaskRun(live_messages=[])
                 task_run.live_messages_changed.append(run.on_messages_changed)
                 accessor.observer = AgentTaskRunObserver(task_run)

@@ -127,6 +127,9 @@ class Recording:
     tools: list[dict[str, Any]] = field(default_factory=list)
     """`{callId, name, arguments, result? | error?, terminate}` per tool call of the requested agent."""
     events: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """The conversation the run continued (its session's stored messages), `recorder.message_record` form."""
+    session_id: str | None = None
 
     @property
     def status(self) -> str | None:
@@ -186,13 +189,16 @@ def load_recording(path: str) -> Recording:
                              f"({TRANSCRIPT_VERSION}); update oscova-lsp")
     recording = Recording(path, version, str(header.get("runId", "")), str(header.get("agentId", "")),
                           str(header.get("input", "")), bool(header.get("approvals")),
-                          _string(header.get("clock")), _facts(header.get("environment")), _string(header.get("root")))
+                          _string(header.get("clock")), _facts(header.get("environment")), _string(header.get("root")),
+                          session_id=_string(header.get("sessionId")))
     for line in lines[1:]:
         record = line.get("record")
         if record == "model":
             recording.exchanges.append(line)
         elif record == "tool":
             recording.tools.append(line)
+        elif record == "session" and isinstance(line.get("history"), list):
+            recording.history = [m for m in line["history"] if isinstance(m, dict)]
         elif "kind" in line:
             recording.events.append(line)
     return recording
