@@ -4,6 +4,7 @@ difference with a diff; `--live-tools` runs the tools; no replay opens a network
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import shutil
@@ -400,4 +401,25 @@ async def test_a_run_that_continued_a_conversation_replays_with_its_history(serv
     replayed = await replay_run(str(workspace), None, second["transcript"])
     assert replayed.matched, replayed.difference
     assert replayed.transcript is not None and (await replay_run(str(workspace), None, replayed.transcript)).matched
+    assert attempts == []
+
+
+async def test_a_cancelled_run_replays_to_a_cancelled_run(service, fake_openai, workspace, no_network):
+    fake_openai.enqueue(Reply(text="first words then silence", chunk_size=6, hang=True))
+    first_delta = asyncio.Event()
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["kind"] == "delta":
+            first_delta.set()
+
+    handle = service.start_run("helper", "talk", on_event=on_event)
+    await asyncio.wait_for(first_delta.wait(), 10)
+    assert service.cancel(handle.run_id)
+    result = await handle
+    assert result["status"] == "cancelled"
+    exchange, = load_recording(result["transcript"]).exchanges
+    assert exchange["incomplete"] is True and exchange["response"]["text"] == result["text"] != ""
+    attempts = no_network()
+    replayed = await replay_run(str(workspace), None, result["transcript"])
+    assert replayed.matched and replayed.status == "cancelled" and replayed.result["text"] == result["text"]
     assert attempts == []
