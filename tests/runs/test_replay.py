@@ -444,3 +444,20 @@ async def test_live_tool_results_no_later_request_carries_are_compared_too(servi
     assert lines[0] == "the tool calls or their results differ from the recording"
     assert "-← read_file: The launch is on Tuesday." in lines and "+← read_file: The launch is on Friday." in lines
     assert attempts == []
+
+
+async def test_a_damaged_transcript_gets_a_clear_message(service, fake_openai, workspace):
+    result = await record(service, fake_openai)
+    path = Path(result["transcript"])
+    text = path.read_text()
+    cut = path.with_name("cut.jsonl")
+    cut.write_text(text[: len(text) - 20])  # a crash in the middle of the last line
+    with pytest.raises(RecordingError, match=r"cut\.jsonl is damaged: line \d+ is not a JSON object"):
+        load_recording(str(cut))
+    lines = [json.loads(line) for line in text.splitlines()]
+    model = next(n for n, line in enumerate(lines) if line.get("record") == "model")
+    del lines[model]["request"]
+    broken = path.with_name("broken.jsonl")
+    broken.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(RecordingError, match=rf"line {model + 1} is a model record without a request object"):
+        await replay_run(str(workspace), None, str(broken))
