@@ -40,6 +40,7 @@ from .providers import (
     load_custom_provider,
     memory_tools,
 )
+from .recording import now as run_clock
 from .templates import TemplateError, TemplateRenderer
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool, user_now
 from .workspace import granted_directories
@@ -163,7 +164,8 @@ class ConfiguredHost:
         config = self.config
 
         async def model(context: InvokingContext) -> dict[str, Any]:
-            now = user_now(config.user.timezone)
+            # The user's time zone, at the run's frozen clock: a replay renders the recorded time.
+            now = run_clock(user_now(config.user.timezone).tzinfo)
             user_context = ""
             if definition.shared and config.host.user_id:
                 try:

@@ -1,4 +1,11 @@
-"""Run transcripts: one JSON event per line under `<root>/.oscova/runs/`."""
+"""Run transcripts: one JSON object per line under `<root>/.oscova/runs/`.
+
+A line with `kind` is a run event (`events.EVENT_KINDS`). Since version 2 a transcript also records the
+run, in lines with `record` instead of `kind`: first a header (`record: "header"`, `version`, the run's
+agent, input and session), then one `record: "model"` line per model call (the request as sent, the
+response or the error) and one `record: "tool"` line per tool call of the requested agent (its result or
+error). That is everything a replay needs (`replay.py`). Keys never appear: every line is redacted.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import os
 import queue
 import re
 import threading
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 log = logging.getLogger(__name__)
@@ -80,5 +88,147 @@ class TranscriptWriter:
 
 
 def read_transcript(path: str) -> list[dict[str, Any]]:
+    """The run events of a transcript, in order (recording lines left out)."""
+    return [line for line in read_lines(path) if "kind" in line]
+
+
+def read_lines(path: str) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+TRANSCRIPT_VERSION = 2
+"""Version 1: events only (no header). Version 2: the header, model and tool records."""
+
+
+class RecordingError(Exception):
+    """A transcript cannot be replayed or compared; the message says why, for the user."""
+
+
+@dataclass(slots=True)
+class Recording:
+    """A recorded run, read from its transcript."""
+
+    path: str
+    version: int
+    run_id: str
+    agent_id: str
+    input: str
+    approvals: bool
+    """Whether the run had an approval channel (approval-required tools are offered only then)."""
+    clock: str | None = None
+    """The time the run's templates showed (ISO 8601); a replay shows the same."""
+    environment: dict[str, str] | None = None
+    """The machine's facts the environment provider showed; a replay shows the same."""
+    root: str | None = None
+    """The workspace root of the run: paths under it compare equal to the same paths under another root."""
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    """`{index, within, request, response?, error?}` per model call, in order; `within` is the id of the
+    tool call of the requested agent the call was made in (an agent called as a tool), else None."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """`{callId, name, arguments, result? | error?, terminate}` per tool call of the requested agent."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """The conversation the run continued (its session's stored messages), `recorder.message_record` form."""
+    session_id: str | None = None
+
+    @property
+    def status(self) -> str | None:
+        """The final event's kind (`completed`, `failed`, `cancelled`), or None for a run cut short."""
+        last = self.events[-1]["kind"] if self.events else None
+        return last if last in ("completed", "failed", "cancelled") else None
+
+    @property
+    def text(self) -> str:
+        return str(self.events[-1].get("text", "")) if self.status else ""
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _facts(value: Any) -> dict[str, str] | None:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else None
+
+
+def relocate(value: Any, old_root: str | None, new_root: str | None) -> Any:
+    """`value` with the workspace root `old_root` written as `new_root` in its strings (JSON-ready data)."""
+    if not old_root or not new_root or old_root == new_root:
+        return value
+    old, new = json.dumps(old_root)[1:-1], json.dumps(new_root)[1:-1]
+    return json.loads(json.dumps(value, ensure_ascii=False).replace(old, new))
+
+
+def _damage(line: dict[str, Any]) -> str | None:
+    """What is wrong with a recording line a replay relies on, if anything."""
+    record = line.get("record")
+    if record == "model" and not (isinstance(line.get("request"), dict)
+                                  and isinstance(line.get("response", {}), dict | None)
+                                  and isinstance(line.get("error", {}), dict | None)):
+        return "a model record without a request object (or with a response or error that is not one)"
+    if record == "tool" and not (isinstance(line.get("callId"), str) and isinstance(line.get("error", {}), dict)):
+        return "a tool record without a call id (or with an error that is not an object)"
+    return None
+
+
+def load_recording(path: str) -> Recording:
+    """Reads a transcript for replay; raises `RecordingError` with a sentence when it cannot serve."""
+    shown = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            texts = handle.read().splitlines()
+    except FileNotFoundError:
+        raise RecordingError(f"no transcript at {path}") from None
+    except IsADirectoryError:
+        raise RecordingError(f"{path} is a folder, not a transcript") from None
+    except OSError as error:
+        raise RecordingError(f"the transcript {path} cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise RecordingError(f"{shown} is not a run transcript (not UTF-8 text)") from None
+    lines: list[dict[str, Any]] = []
+    for number, text in enumerate(texts, start=1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            line = None
+        if not isinstance(line, dict):
+            if not lines:
+                raise RecordingError(f"{shown} is not a run transcript (JSON lines)")
+            raise RecordingError(f"{shown} is damaged: line {number} is not a JSON object (cut short by a crash?)")
+        problem = _damage(line)
+        if problem:
+            raise RecordingError(f"{shown} is damaged: line {number} is {problem}")
+        lines.append(line)
+    if not lines:
+        raise RecordingError(f"{shown} is not a run transcript: it is empty")
+    header = lines[0]
+    if header.get("record") != "header":
+        if "kind" in header:
+            raise RecordingError(f"{shown} was recorded before transcript version {TRANSCRIPT_VERSION}: it holds the "
+                                 "run's events but not the model requests and tool results a replay needs; record "
+                                 "the run again")
+        raise RecordingError(f"{shown} is not a run transcript (no header line)")
+    version = header.get("version")
+    if not isinstance(version, int) or version < TRANSCRIPT_VERSION:
+        raise RecordingError(f"{shown} was recorded before transcript version {TRANSCRIPT_VERSION}; record the run "
+                             "again")
+    if version > TRANSCRIPT_VERSION:
+        raise RecordingError(f"{shown} has transcript version {version}, newer than this oscova-lsp reads "
+                             f"({TRANSCRIPT_VERSION}); update oscova-lsp")
+    recording = Recording(path, version, str(header.get("runId", "")), str(header.get("agentId", "")),
+                          str(header.get("input", "")), bool(header.get("approvals")),
+                          _string(header.get("clock")), _facts(header.get("environment")), _string(header.get("root")),
+                          session_id=_string(header.get("sessionId")))
+    for line in lines[1:]:
+        record = line.get("record")
+        if record == "model":
+            recording.exchanges.append(line)
+        elif record == "tool":
+            recording.tools.append(line)
+        elif record == "session" and isinstance(line.get("history"), list):
+            recording.history = [m for m in line["history"] if isinstance(m, dict)]
+        elif "kind" in line:
+            recording.events.append(line)
+    return recording
