@@ -26,6 +26,7 @@ import { applyError, applyResult, isActive, RunStore, type RunEvent, type RunRes
 import { RunView } from './runView';
 import { installCommand, PYTHON_PROBE_ARGS, resolveServerCommand, type Resolution } from './serverCommand';
 import { StatusBar } from './statusBar';
+import { AgentTests } from './testing';
 import { exampleInputFromYaml } from './yamlScalar';
 
 const SERVER_COMMANDS = {
@@ -66,8 +67,11 @@ export class OscovaExtension {
   private readonly previews = new Map<string, string>();
   private readonly previewChanged = new vscode.EventEmitter<vscode.Uri>();
   private starting: Promise<void> | undefined;
+  readonly tests: AgentTests;
 
   constructor(private readonly context: vscode.ExtensionContext) {
+    this.tests = new AgentTests((command, arg, token) => this.serverCommand(command, arg, token), (line) => this.output.appendLine(line));
+    context.subscriptions.push(this.tests);
     this.runView = new RunView(context.extensionUri, this.store, {
       cancel: (key) => void this.cancelRun(key),
       openTranscript: (key) => void this.openTranscript(this.store.get(key)?.transcript, this.store.get(key)?.agentId),
@@ -164,6 +168,7 @@ export class OscovaExtension {
     client.onNotification('oscova/runEvent', (event: RunEvent) => this.onRunEvent(event));
     try {
       await client.start();
+      void this.tests.refresh();
     } catch (error) {
       this.status.setServer('failed', messageOf(error));
       this.output.appendLine(`[client] the server failed to start: ${messageOf(error)}`);

@@ -445,6 +445,13 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
         "oscova.invalidateAll": runs.invalidate_all,
         "oscova.listAgents": runs.list_agents,
     }
+    from . import agent_tests  # the agent-test commands (runs/cases.py)
+
+    handlers.update({
+        "oscova.listTests": lambda params: agent_tests.list_tests(runs, params),
+        "oscova.runTest": lambda params: agent_tests.run_test(runs, params),
+        "oscova.saveTestCase": lambda params: agent_tests.save_test_case(runs, params),
+    })
     assert tuple(handlers) == COMMANDS
     return handlers
 
