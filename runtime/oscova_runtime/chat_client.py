@@ -29,6 +29,7 @@ from .messages import (
     TextContent,
     UsageDetails,
 )
+from .recording import current_tap
 from .tools import AIFunction
 
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -345,6 +346,22 @@ class OpenAIChatClient:
                             model if isinstance(model, str) else None)
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        tap = current_tap()  # a recorded or replayed run: the tap sees (or answers) the call
+        if tap is not None:
+            return await tap.complete(self._arguments(messages, options, False),
+                                      lambda: self._get_response(messages, options))
+        return await self._get_response(messages, options)
+
+    def get_streaming_response(
+        self, messages: Sequence[ChatMessage], options: ChatOptions
+    ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        tap = current_tap()
+        if tap is not None:
+            return tap.stream(self._arguments(messages, options, True),
+                              lambda: self._get_streaming_response(messages, options))
+        return self._get_streaming_response(messages, options)
+
+    async def _get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         import openai
 
         httpx = _http()
@@ -363,7 +380,7 @@ class OpenAIChatClient:
         except _Malformed as malformed:
             raise self._failure(malformed) from None
 
-    async def get_streaming_response(  # type: ignore[override]
+    async def _get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions
     ) -> AsyncGenerator[ChatResponseUpdate, None]:
         import openai

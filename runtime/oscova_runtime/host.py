@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import recording as clock
 from .catalogue import PlannedProvider, plan_providers
 from .chat import ChatClient
 from .context import AIContext, AIContextProvider, InvokingContext
@@ -174,7 +175,7 @@ class ConfiguredHost:
         config = self.config
 
         async def model(context: InvokingContext) -> dict[str, Any]:
-            now = _dt.datetime.now(_zone(config.user.timezone))
+            now = clock.now(_zone(config.user.timezone))  # frozen for a run: a replay renders the same
             user_context = ""
             if definition.shared and config.host.user_id:
                 user_context = await self.personal_repository.get(definition.id) or ""

@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--root", default=None, metavar="DIR",
                      help="the workspace root (default: found from the current directory)")
     run.add_argument("--json", action="store_true", help="print one run event per line (JSON)")
+    run.add_argument("--replay", default=None, metavar="TRANSCRIPT",
+                     help="replay a recorded run (a transcript or run id) offline; exit 1 when the agent now "
+                          "sends something else")
+    run.add_argument("--live-tools", action="store_true", help="with --replay: run the tools instead of "
+                     "using the recorded results")
 
     preview = sub.add_parser("preview", help="print an agent's assembled instructions, messages and tools")
     preview.add_argument("agent_id", metavar="AGENT_ID")
@@ -60,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     preview.add_argument("--root", default=None, metavar="DIR",
                          help="the workspace root (default: found from the current directory)")
     preview.add_argument("--json", action="store_true", help="print the preview as JSON")
+
+    compare = sub.add_parser("diff", help="compare two recorded runs (transcripts or run ids): the first "
+                             "differing model request, the tool calls, the answers")
+    compare.add_argument("first", metavar="A")
+    compare.add_argument("second", metavar="B")
+    compare.add_argument("--root", default=None, metavar="DIR",
+                         help="the workspace whose .oscova/runs/ holds the run ids (default: found from the "
+                              "current directory)")
 
     _test_arguments(sub.add_parser("test", help="replay the agent tests (recorded runs) under .oscova/tests/"))
 
@@ -118,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args)
         if args.command == "run":
             return _run(args)
+        if args.command == "diff":
+            return _diff(args)
         if args.command == "preview":
             return _preview(args)
         if args.command == "test":
@@ -242,6 +257,8 @@ def _run(args: argparse.Namespace) -> int:
     from .runs.service import RunService  # the runtime loads here, never for `check` or `serve`
     from .runs.terminal import run_in_terminal
 
+    if args.replay is not None or args.live_tools:
+        return _replay(args)
     root = _workspace_root(args.root)
     if root is None:
         return EXIT_USAGE
@@ -266,6 +283,60 @@ def _run(args: argparse.Namespace) -> int:
 
     result = asyncio.run(main())
     return EXIT_OK if result["status"] == "completed" else EXIT_FINDINGS
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """`run AGENT --replay TRANSCRIPT`: exit 0 when the replay matches, 1 when it drifted or ended otherwise
+    than recorded, 2 for a transcript that cannot be replayed."""
+    import asyncio
+
+    from .runs.diff import resolve_transcript
+    from .runs.replay import DRIFTED, RecordingError, replay_run
+    from .runs.terminal import JsonLines, LiveTranscript
+
+    if args.replay is None:
+        print("oscova-lsp: --live-tools goes with --replay TRANSCRIPT", file=sys.stderr)
+        return EXIT_USAGE
+    root = _workspace_root(args.root)
+    if root is None:
+        return EXIT_USAGE
+    listener = JsonLines(sys.stdout) if args.json else LiveTranscript(sys.stdout, sys.stderr, spinner=False)
+    try:
+        path = resolve_transcript(root, args.replay)
+        outcome = asyncio.run(replay_run(root, args.agent_id, path, input=args.input, live_tools=args.live_tools,
+                                         on_event=listener))
+    except RecordingError as error:
+        print(f"oscova-lsp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps({"kind": "replay", "matched": outcome.matched, "status": outcome.status,
+                          "difference": outcome.difference, "transcript": outcome.transcript}, ensure_ascii=False))
+    elif outcome.status == DRIFTED:
+        print(f"✗ drifted: {outcome.difference}", file=sys.stderr)
+    elif outcome.matched:
+        print("✓ replay matches the recording", file=sys.stderr)
+    else:
+        print(f"✗ the replay ended {outcome.status}, the recorded run otherwise", file=sys.stderr)
+    return EXIT_OK if outcome.matched else EXIT_FINDINGS
+
+
+def _diff(args: argparse.Namespace) -> int:
+    """`diff A B`: exit 0 when the runs are the same, 1 when they differ, 2 when one cannot be read."""
+    from .analysis.workspace import find_root
+    from .runs.diff import diff_transcripts, resolve_transcript
+    from .runs.transcript import RecordingError
+
+    root = os.path.abspath(args.root) if args.root is not None else find_root(os.getcwd())
+    try:
+        difference = diff_transcripts(resolve_transcript(root, args.first), resolve_transcript(root, args.second))
+    except RecordingError as error:
+        print(f"oscova-lsp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if not difference:
+        print("The runs match: the same model requests, tool calls and answers.", file=sys.stderr)
+        return EXIT_OK
+    print(difference)
+    return EXIT_FINDINGS
 
 
 def _preview(args: argparse.Namespace) -> int:

@@ -60,6 +60,7 @@ from .events import (
     now_iso,
 )
 from .preview import assemble_preview, not_loaded
+from .recorder import Recorder
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
 
 log = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ class _Run:
         self.call_names: dict[str, str] = {}
         self.usage = UsageDetails()
         self.input_message: ChatMessage | None = None
+        self.recorder = Recorder()
         self._unsent: list[str] = []
         self._last_delta = 0.0
         self._timer: asyncio.TimerHandle | None = None
@@ -142,6 +144,11 @@ class _Run:
     def redact(self, redactor: Redactor) -> None:
         self._redact = redactor
         self._stream = StreamRedactor(redactor)
+
+    def record(self, line: dict[str, Any]) -> None:
+        """A recording line (`transcript.py`), redacted, to the transcript only: listeners get events."""
+        if self.writer is not None:
+            self.writer.write(self.redact(line))
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
         if kind != "delta":  # the text streamed so far goes out first, so events stay in order
@@ -478,11 +485,12 @@ class RunService:
 
     def start_run(
         self, agent_id: str, input: str, *, session_id: str | None = None, on_event: EventCallback | None = None,
-        approve: ApproveCallback | None = None,
+        approve: ApproveCallback | None = None, recorder: Recorder | None = None,
     ) -> RunHandle:
         """Starts a run as a task of the running loop and returns at once; `await` the handle for the result.
 
         Without `approve`, approval-required tools are not offered to the model (runtime behaviour).
+        `recorder`: what records the run into its transcript (a replay passes its own); default `Recorder`.
         """
         run_id = uuid.uuid4().hex[:12]
         session_id = session_id or uuid.uuid4().hex[:12]
@@ -491,6 +499,8 @@ class RunService:
         handle = RunHandle(run_id, agent_id, session_id, writer.path)
         config = self._analysis.workspace.host if self._analysis is not None and self._loaded else None
         run = _Run(handle, on_event, Redactor.for_config(config) if config else Redactor(), writer)
+        run.recorder = recorder or run.recorder
+        run.recorder.attach(run.record, lambda value: run.redact(value))
         handle.task = asyncio.get_running_loop().create_task(self._execute(run, input, approve),
                                                              name=f"oscova-run-{run_id}")
         self._runs[run_id] = handle
@@ -539,6 +549,9 @@ class RunService:
                 definition = self._definition(handle.agent_id)
                 name = definition.display_name
             finally:
+                run.record(run.recorder.header(runId=handle.run_id, agentId=handle.agent_id, input=input,
+                                               sessionId=handle.session_id, approvals=approve is not None,
+                                               time=now_iso()))
                 run.emit("started", agentId=handle.agent_id, agentName=name, input=input,
                          sessionId=handle.session_id, transcript=handle.transcript)
             key = (handle.agent_id, handle.session_id)
@@ -547,9 +560,11 @@ class RunService:
                 task_run = AgentTaskRun(live_messages=[])
                 task_run.live_messages_changed.append(run.on_messages_changed)
                 accessor.observer = AgentTaskRunObserver(task_run)
-                agent = await host.get_agent(definition, configure_builder=use_agent_run_observer(accessor))
+                configure = run.recorder.configure_builder(use_agent_run_observer(accessor))
+                agent = await host.get_agent(definition, configure_builder=configure)
                 run.input_message = ChatMessage.of("user", input)
-                with approval_channel(self._approval_handler(run, approve) if approve else None):
+                with approval_channel(self._approval_handler(run, approve) if approve else None), \
+                        run.recorder.active():
                     async for update in agent.run_streaming(input, session=session):
                         run.on_update(update)
                         if self._pacer is not None:

@@ -1,4 +1,11 @@
-"""Run transcripts: one JSON event per line under `<root>/.oscova/runs/`."""
+"""Run transcripts: one JSON object per line under `<root>/.oscova/runs/`.
+
+A line with `kind` is a run event (`events.EVENT_KINDS`). Since version 2 a transcript also records the
+run, in lines with `record` instead of `kind`: first a header (`record: "header"`, `version`, the run's
+agent, input and session), then one `record: "model"` line per model call (the request as sent, the
+response or the error) and one `record: "tool"` line per tool call of the requested agent (its result or
+error). That is everything a replay needs (`replay.py`). Keys never appear: every line is redacted.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import os
 import queue
 import re
 import threading
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 log = logging.getLogger(__name__)
@@ -79,5 +87,92 @@ class TranscriptWriter:
 
 
 def read_transcript(path: str) -> list[dict[str, Any]]:
+    """The run events of a transcript, in order (recording lines left out)."""
+    return [line for line in read_lines(path) if "kind" in line]
+
+
+def read_lines(path: str) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+TRANSCRIPT_VERSION = 2
+"""Version 1: events only (no header). Version 2: the header, model and tool records."""
+
+
+class RecordingError(Exception):
+    """A transcript cannot be replayed or compared; the message says why, for the user."""
+
+
+@dataclass(slots=True)
+class Recording:
+    """A recorded run, read from its transcript."""
+
+    path: str
+    version: int
+    run_id: str
+    agent_id: str
+    input: str
+    approvals: bool
+    """Whether the run had an approval channel (approval-required tools are offered only then)."""
+    clock: str | None = None
+    """The time the run's templates showed (ISO 8601); a replay shows the same."""
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    """`{index, within, request, response?, error?}` per model call, in order; `within` is the id of the
+    tool call of the requested agent the call was made in (an agent called as a tool), else None."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """`{callId, name, arguments, result? | error?, terminate}` per tool call of the requested agent."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str | None:
+        """The final event's kind (`completed`, `failed`, `cancelled`), or None for a run cut short."""
+        last = self.events[-1]["kind"] if self.events else None
+        return last if last in ("completed", "failed", "cancelled") else None
+
+    @property
+    def text(self) -> str:
+        return str(self.events[-1].get("text", "")) if self.status else ""
+
+
+def load_recording(path: str) -> Recording:
+    """Reads a transcript for replay; raises `RecordingError` with a sentence when it cannot serve."""
+    shown = os.path.basename(path)
+    try:
+        lines = read_lines(path)
+    except FileNotFoundError:
+        raise RecordingError(f"no transcript at {path}") from None
+    except IsADirectoryError:
+        raise RecordingError(f"{path} is a folder, not a transcript") from None
+    except OSError as error:
+        raise RecordingError(f"the transcript {path} cannot be read: {error.strerror or error}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RecordingError(f"{shown} is not a run transcript (JSON lines)") from None
+    if not lines or not all(isinstance(line, dict) for line in lines):
+        raise RecordingError(f"{shown} is not a run transcript (JSON lines)")
+    header = lines[0]
+    if header.get("record") != "header":
+        if "kind" in header:
+            raise RecordingError(f"{shown} was recorded before transcript version {TRANSCRIPT_VERSION}: it holds the "
+                                 "run's events but not the model requests and tool results a replay needs; record "
+                                 "the run again")
+        raise RecordingError(f"{shown} is not a run transcript (no header line)")
+    version = header.get("version")
+    if not isinstance(version, int) or version < TRANSCRIPT_VERSION:
+        raise RecordingError(f"{shown} was recorded before transcript version {TRANSCRIPT_VERSION}; record the run "
+                             "again")
+    if version > TRANSCRIPT_VERSION:
+        raise RecordingError(f"{shown} has transcript version {version}, newer than this oscova-lsp reads "
+                             f"({TRANSCRIPT_VERSION}); update oscova-lsp")
+    recording = Recording(path, version, str(header.get("runId", "")), str(header.get("agentId", "")),
+                          str(header.get("input", "")), bool(header.get("approvals")),
+                          header.get("clock") if isinstance(header.get("clock"), str) else None)
+    for line in lines[1:]:
+        record = line.get("record")
+        if record == "model":
+            recording.exchanges.append(line)
+        elif record == "tool":
+            recording.tools.append(line)
+        elif "kind" in line:
+            recording.events.append(line)
+    return recording

@@ -1,0 +1,70 @@
+"""The model tap: one place every model call of a run passes through, to record it or to answer it.
+
+A run sets a tap for its task (`tapped(tap)`); each call the OpenAI-compatible client gets inside it, from
+the requested agent, an agent called as a tool or the compaction reducer, goes to `tap.stream` /
+`tap.complete` with the request in wire form (`model`, `messages`, `tools`, options; never the key) and a
+thunk making the real call. A recorder makes the call and notes request and response; a replayer answers
+from a recording and never calls the endpoint. Outside a tapped run the client is untouched.
+
+The clock templates read (`current_date`, `current_time`) is `now()`: a run freezes it at its start
+(`clock_at`), and a replay at the recorded run's, so the same templates render the same text.
+
+`TOOL_SCOPE` holds the id of the requested agent's tool call in progress, so a model call made inside a
+tool (an agent called as a tool) is known as such.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+from .messages import ChatResponse, ChatResponseUpdate
+
+
+class ModelTap(Protocol):
+    def stream(self, request: dict[str, Any], real: Callable[[], AsyncGenerator[ChatResponseUpdate, None]],
+               ) -> AsyncGenerator[ChatResponseUpdate, None]: ...
+
+    async def complete(self, request: dict[str, Any], real: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse: ...
+
+
+MODEL_TAP: ContextVar[ModelTap | None] = ContextVar("oscova_model_tap", default=None)
+TOOL_SCOPE: ContextVar[str | None] = ContextVar("oscova_tool_scope", default=None)
+
+
+@contextlib.contextmanager
+def tapped(tap: ModelTap | None) -> Iterator[None]:
+    """Model calls made in this context (and tasks started from it) go through `tap`."""
+    token = MODEL_TAP.set(tap)
+    try:
+        yield
+    finally:
+        MODEL_TAP.reset(token)
+
+
+def current_tap() -> ModelTap | None:
+    return MODEL_TAP.get()
+
+
+_CLOCK: ContextVar[_dt.datetime | None] = ContextVar("oscova_clock", default=None)
+
+
+@contextlib.contextmanager
+def clock_at(moment: _dt.datetime) -> Iterator[None]:
+    """`now()` in this context is `moment` (an aware datetime)."""
+    token = _CLOCK.set(moment)
+    try:
+        yield
+    finally:
+        _CLOCK.reset(token)
+
+
+def now(zone: _dt.tzinfo | None = None) -> _dt.datetime:
+    """The time templates show: the run's frozen clock, else the current time; in `zone` (None: local)."""
+    frozen = _CLOCK.get()
+    if frozen is None:
+        return _dt.datetime.now(zone)
+    return frozen.astimezone(zone) if zone is not None else frozen.astimezone().replace(tzinfo=None)

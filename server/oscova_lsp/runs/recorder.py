@@ -1,0 +1,175 @@
+"""Recording a run into its transcript: every model request and response, every tool result.
+
+A `Recorder` is the run's model tap (`oscova_runtime.recording`) and a function middleware of the
+requested agent. It writes `record` lines (see `transcript.py`) through the run's sink, which redacts them
+and hands them to the transcript writer's thread: the run itself only builds small dicts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import itertools
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from typing import Any
+
+from oscova_runtime.chat import ChatClientBuilder
+from oscova_runtime.function_invocation import FunctionInvocationContext, serialize_result
+from oscova_runtime.messages import (
+    ChatResponse,
+    ChatResponseUpdate,
+    FunctionCallContent,
+    TextContent,
+    UsageDetails,
+)
+from oscova_runtime.recording import TOOL_SCOPE, clock_at, tapped
+
+from .events import jsonable
+from .transcript import TRANSCRIPT_VERSION
+
+Sink = Callable[[dict[str, Any]], None]
+Configure = Callable[[Any], Any]
+"""A `configure_builder` callback: takes the `ChatClientBuilder`, returns it (or another, or None)."""
+
+
+def _usage(usage: UsageDetails | None) -> dict[str, int] | None:
+    if usage is None:
+        return None
+    return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+
+
+class _Response:
+    """A model response as it streams in: text, tool calls, usage, finish reason."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: list[dict[str, Any]] = []
+        self.usage = UsageDetails()
+        self.has_usage = False
+        self.finish: str | None = None
+        self.model: str | None = None
+
+    def add(self, update: ChatResponseUpdate) -> None:
+        for content in update.contents:
+            if isinstance(content, TextContent):
+                self.text.append(content.text)
+            elif isinstance(content, FunctionCallContent):
+                self.calls.append({"id": content.call_id, "name": content.name,
+                                   "arguments": jsonable(content.arguments)})
+        if update.usage is not None:
+            self.usage.add(update.usage)
+            self.has_usage = True
+        self.finish = update.finish_reason or self.finish
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"text": "".join(self.text), "toolCalls": self.calls,
+                               "usage": _usage(self.usage) if self.has_usage else None, "finishReason": self.finish}
+        if self.model:
+            out["model"] = self.model
+        return out
+
+
+class Recorder:
+    """Records one run. `attach` gives it the run's sink; `active()` taps the model calls of the run."""
+
+    def __init__(self) -> None:
+        self._sink: Sink | None = None
+        self._redact: Callable[[Any], Any] = lambda value: value
+        self._index = itertools.count(1)
+        self.clock = _dt.datetime.now(_dt.UTC)
+        """The time the run's templates show (`current_date`, `current_time`): its start, for the whole run."""
+
+    def header(self, **fields: Any) -> dict[str, Any]:
+        """The transcript's first line: the version, `fields` (the run's id, agent, input…) and the clock."""
+        return {"record": "header", "version": TRANSCRIPT_VERSION, **fields,
+                "clock": self.clock.isoformat(timespec="microseconds")}
+
+    def attach(self, sink: Sink, redact: Callable[[Any], Any]) -> None:
+        """`sink` writes a line to the transcript (redacted); `redact` is the run's redaction."""
+        self._sink = sink
+        self._redact = redact
+
+    def write(self, line: dict[str, Any]) -> None:
+        if self._sink is not None:
+            self._sink(line)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        with tapped(self), clock_at(self.clock):
+            yield
+
+    def configure_builder(self, inner: Configure | None) -> Configure:
+        """`inner`, then this recorder as a function middleware of the requested agent."""
+
+        def configure(builder: ChatClientBuilder) -> ChatClientBuilder:
+            if inner is not None:
+                builder = inner(builder) or builder
+            builder.use_function_middleware(self.tool_middleware)
+            return builder
+
+        return configure
+
+    # -- tools -----------------------------------------------------------------------------------------
+
+    async def tool_middleware(self, context: FunctionInvocationContext,
+                              call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]) -> Any:
+        call = context.call
+        line: dict[str, Any] = {"record": "tool", "callId": call.call_id, "name": call.name,
+                                "arguments": jsonable(context.arguments)}
+        token = TOOL_SCOPE.set(call.call_id)
+        try:
+            result = await call_next(context)
+        except Exception as error:
+            self.write({**line, "error": {"type": type(error).__name__, "message": str(error)},
+                        "terminate": context.terminate})
+            raise
+        finally:
+            TOOL_SCOPE.reset(token)
+        self.write({**line, "result": serialize_result(result), "terminate": context.terminate})
+        return result
+
+    # -- model calls (the tap) -------------------------------------------------------------------------
+
+    def _line(self, request: dict[str, Any]) -> dict[str, Any]:
+        return {"record": "model", "index": next(self._index), "within": TOOL_SCOPE.get(), "request": request}
+
+    async def stream(self, request: dict[str, Any], real: Callable[[], AsyncGenerator[ChatResponseUpdate, None]],
+                     ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        line = self._line(request)
+        response = _Response()
+        try:
+            async with contextlib.aclosing(real()) as updates:
+                async for update in updates:
+                    response.add(update)
+                    yield update
+        except Exception as error:
+            line["error"] = {"type": type(error).__name__, "message": str(error)}
+            raise
+        except BaseException:  # cancelled, or the consumer stopped reading: what came so far
+            line["incomplete"] = True
+            raise
+        finally:
+            line["response"] = response.to_dict()
+            self.write(line)
+
+    async def complete(self, request: dict[str, Any], real: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        line = self._line(request)
+        try:
+            answer = await real()
+        except Exception as error:
+            line["error"] = {"type": type(error).__name__, "message": str(error)}
+            self.write(line)
+            raise
+        except BaseException:
+            line["incomplete"] = True
+            self.write(line)
+            raise
+        response = _Response()
+        for message in answer.messages:
+            response.add(ChatResponseUpdate("assistant", list(message.contents)))
+        if answer.usage is not None:
+            response.add(ChatResponseUpdate("assistant", [], answer.usage))
+        response.finish, response.model = answer.finish_reason, answer.model
+        line["response"] = response.to_dict()
+        self.write(line)
+        return answer

@@ -1,0 +1,229 @@
+"""Replaying a recorded run against the agent as it is now, without the model and without the network.
+
+`replay_run` runs the agent with a `Replayer` as its model tap: each model call the agent makes is
+compared with the recorded request of the same number (after the same redaction) and answered with the
+recorded response; the endpoint is never called. The requested agent's tool calls get their recorded
+results, unless `live_tools` (then the tools run, and an agent called as a tool asks the replayer too).
+
+The first request that differs stops the run: the model call raises `ReplayDrift`, the run ends as
+`failed`, and the result's `status` is `drifted` with the unified diff of the two requests in
+`difference`. A replay that asks for fewer requests than were recorded drifts too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as _dt
+import json
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from oscova_runtime.chat_client import ChatClientError
+from oscova_runtime.function_invocation import FunctionInvocationContext
+from oscova_runtime.messages import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    FunctionCallContent,
+    TextContent,
+    UsageDetails,
+)
+from oscova_runtime.tools import APPROVAL_DENIED
+
+from .diff import request_difference
+from .events import jsonable
+from .recorder import Recorder
+from .transcript import Recording, RecordingError, load_recording
+
+__all__ = ["DRIFTED", "Recording", "RecordingError", "ReplayDrift", "ReplayResult", "Replayer", "load_recording",
+           "replay_run"]
+
+DRIFTED = "drifted"
+
+
+class ReplayDrift(ChatClientError):
+    """The agent sent the model something other than the recording holds; the message says where."""
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    matched: bool
+    """No drift, and the replay ended as the recorded run did (status and answer)."""
+    status: str
+    """`drifted`, or the replayed run's own status: `completed`, `failed`, `cancelled`."""
+    difference: str | None
+    """At a drift: which request and part differ first, and the unified diff (recorded → now)."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    transcript: str | None = None
+    """The transcript of the replayed run (itself a recording)."""
+    result: dict[str, Any] = field(default_factory=dict)
+    """The run result (`RunService.run`)."""
+
+
+def _recreate(error: dict[str, Any]) -> Exception:
+    """The recorded exception again: same type name and message, so reports read as they did."""
+    message = str(error.get("message", ""))
+    name = str(error.get("type") or "Exception")
+    if name in (ChatClientError.__name__, ReplayDrift.__name__):
+        return ChatClientError(message)
+    return type(name if name.isidentifier() else "Exception", (Exception,), {})(message)
+
+
+def _usage(recorded: Any) -> UsageDetails | None:
+    if not isinstance(recorded, dict):
+        return None
+    return UsageDetails(*(int(recorded.get(key) or 0) for key in ("inputTokens", "outputTokens", "totalTokens")))
+
+
+class Replayer(Recorder):
+    """Answers a run's model calls and tool calls from a recording, and records the replay as it goes."""
+
+    def __init__(self, recording: Recording, *, live_tools: bool = False) -> None:
+        super().__init__()
+        self.recording = recording
+        self.live_tools = live_tools
+        self._pending = deque(e for e in recording.exchanges if live_tools or e.get("within") is None)
+        self._expected = len(self._pending)
+        self._asked = 0
+        self._tools = {t.get("callId"): t for t in recording.tools}
+        self.drift: str | None = None
+        if recording.clock is not None:  # the templates show the recorded run's time
+            with contextlib.suppress(ValueError):
+                self.clock = _dt.datetime.fromisoformat(recording.clock)
+
+    def _normal(self, value: Any) -> Any:
+        """As the recording holds it: redacted, through JSON."""
+        return json.loads(json.dumps(self._redact(value), ensure_ascii=False, default=str))
+
+    def _stop(self, difference: str) -> ReplayDrift:
+        self.drift = self.drift or difference
+        return ReplayDrift(f"Replay drifted from the recording: {self.drift.splitlines()[0]}")
+
+    def _expect(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.drift is not None:
+            raise self._stop(self.drift)
+        self._asked += 1
+        now = self._normal(request)
+        if not self._pending:
+            raise self._stop(request_difference(self._asked, None, now))
+        recorded = self._pending.popleft()
+        if recorded.get("request") != now:
+            raise self._stop(request_difference(self._asked, recorded.get("request"), now))
+        return recorded
+
+    def finish(self) -> str | None:
+        """The drift, if any, once the run has ended; a recorded request the replay never made is one."""
+        if self.drift is None and self._pending:
+            self.drift = request_difference(self._asked + 1, self._pending[0].get("request"), None)
+        return self.drift
+
+    # -- model calls -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _contents(response: dict[str, Any]) -> tuple[list[Content], list[Content]]:
+        text: list[Content] = [TextContent(response["text"])] if response.get("text") else []
+        calls: list[Content] = [FunctionCallContent(str(c.get("id", "")), str(c.get("name", "")),
+                                                    dict(c.get("arguments") or {}))
+                                for c in response.get("toolCalls") or ()]
+        return text, calls
+
+    async def _answer_stream(self, request: dict[str, Any]) -> AsyncGenerator[ChatResponseUpdate, None]:
+        recorded = self._expect(request)
+        response = recorded.get("response") or {}
+        text, calls = self._contents(response)
+        if text:
+            yield ChatResponseUpdate("assistant", text)
+        if recorded.get("error"):
+            raise _recreate(recorded["error"])
+        if recorded.get("incomplete"):  # the recorded run was stopped here
+            raise _cancelled()
+        yield ChatResponseUpdate("assistant", calls, _usage(response.get("usage")), response.get("finishReason"))
+
+    async def _answer(self, request: dict[str, Any]) -> ChatResponse:
+        recorded = self._expect(request)
+        if recorded.get("error"):
+            raise _recreate(recorded["error"])
+        if recorded.get("incomplete"):
+            raise _cancelled()
+        response = recorded.get("response") or {}
+        text, calls = self._contents(response)
+        return ChatResponse([ChatMessage("assistant", text + calls)], _usage(response.get("usage")),
+                            response.get("finishReason"), response.get("model"))
+
+    def stream(self, request: dict[str, Any], real: Callable[[], AsyncGenerator[ChatResponseUpdate, None]],
+               ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        return super().stream(request, lambda: self._answer_stream(request))  # `real` is never called
+
+    async def complete(self, request: dict[str, Any], real: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        return await super().complete(request, lambda: self._answer(request))
+
+    # -- tools ---------------------------------------------------------------------------------------------
+
+    async def tool_middleware(self, context: FunctionInvocationContext,
+                              call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]) -> Any:
+        if self.live_tools:
+            return await super().tool_middleware(context, call_next)
+        call = context.call
+        recorded = self._tools.get(call.call_id)
+        arguments = self._normal(jsonable(context.arguments))
+        if recorded is None or recorded.get("name") != call.name or recorded.get("arguments") != arguments:
+            shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+            was = ("the recording has no result for it" if recorded is None else
+                   f"recorded: {recorded.get('name')} {json.dumps(recorded.get('arguments'), sort_keys=True)}")
+            # Raised in a tool the loop would report to the model: the next model call stops the run.
+            raise self._stop(f"the tool call {call.call_id} differs in the tool-call arguments\n"
+                             f"now: {call.name} {shown}\n{was}")
+        context.terminate = bool(recorded.get("terminate"))
+        self.write({key: value for key, value in recorded.items()})
+        if recorded.get("error"):
+            raise _recreate(recorded["error"])
+        return recorded.get("result")
+
+    async def approve(self, request: dict[str, Any]) -> bool:
+        """Approval as recorded: granted when the recorded run ran this call, denied when it was denied."""
+        for tool in self.recording.tools:
+            if tool.get("name") == request.get("tool") and tool.get("arguments") == request.get("arguments"):
+                return tool.get("result") != APPROVAL_DENIED
+        return False
+
+
+def _cancelled() -> BaseException:
+    """The recorded run was stopped during this call: the replay ends as `cancelled` there too."""
+    return asyncio.CancelledError()
+
+
+async def replay_run(root: str, agent_id: str | None, transcript: str, *, input: str | None = None,
+                     live_tools: bool = False, on_event: Callable[[dict[str, Any]], Any] | None = None,
+                     ) -> ReplayResult:
+    """Replays the run recorded in `transcript` with the agent `agent_id` (default: the recorded one) of
+    the workspace `root` as it is now, on `input` (default: the recorded input).
+
+    Raises `RecordingError` when the transcript cannot be replayed (an old transcript, not a transcript).
+    """
+    from .service import RunService
+
+    recording = load_recording(transcript)
+    replayer = Replayer(recording, live_tools=live_tools)
+    events: list[dict[str, Any]] = []
+
+    def listen(event: dict[str, Any]) -> Any:
+        events.append(event)
+        return on_event(event) if on_event is not None else None
+
+    service = RunService(root)
+    try:
+        handle = service.start_run(agent_id or recording.agent_id, recording.input if input is None else input,
+                                   on_event=listen, approve=replayer.approve if recording.approvals else None,
+                                   recorder=replayer)
+        result = await handle
+    finally:
+        await service.aclose()
+    drift = replayer.finish()
+    status = DRIFTED if drift is not None else str(result["status"])
+    matched = drift is None and status == recording.status and result.get("text", "") == recording.text
+    return ReplayResult(matched, status, drift, events, result.get("transcript"), result)
+

@@ -1,0 +1,271 @@
+"""Recording, replay and compare (issue 12): a run recorded against the local OpenAI-compatible server (the
+real `openai` client) replays offline to the same events; an edit makes the replay stop at the first
+difference with a diff; `--live-tools` runs the tools; no replay opens a network connection."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from oscova_lsp.runs import RunService, read_transcript
+from oscova_lsp.runs.replay import DRIFTED, RecordingError, load_recording, replay_run
+from oscova_lsp.runs.transcript import TRANSCRIPT_VERSION
+
+from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
+
+from .conftest import CANARY_KEY, Recorder, host_toml, make_workspace
+
+
+class NetworkUsed(AssertionError):
+    pass
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], list[Any]]]:
+    """`guard()` makes every later attempt to open a network connection fail loudly, and returns the list
+    of attempts (the recording run before it talks to the local server)."""
+    attempts: list[Any] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(args)
+        raise NetworkUsed(f"a network connection was attempted: {args!r}")
+
+    def guard() -> list[Any]:
+        monkeypatch.setattr(socket.socket, "connect", refuse)
+        monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+        monkeypatch.setattr(socket, "create_connection", refuse)
+        return attempts
+
+    yield guard
+
+
+def replayable(events: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """What a user sees of a run, without what differs by nature (ids, times, delta grouping)."""
+    out: list[tuple[str, Any]] = []
+    for event in events:
+        kind = event["kind"]
+        if kind == "delta":
+            continue
+        fields = {k: v for k, v in event.items()
+                  if k not in ("runId", "seq", "time", "kind", "transcript", "sessionId")}
+        out.append((kind, fields))
+    return out
+
+
+async def record(service: RunService, fake: FakeOpenAI, agent: str = "helper", text: str = "When is the launch?"
+                 ) -> dict[str, Any]:
+    fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]),
+                 Reply(text="The launch is on Tuesday.", chunk_size=4))
+    result = await service.run(agent, text)
+    assert result["status"] == "completed", result
+    return result
+
+
+# -- recording -----------------------------------------------------------------------------------------
+
+
+async def test_a_transcript_records_every_request_response_and_tool_result(service, fake_openai, workspace):
+    result = await record(service, fake_openai)
+    recording = load_recording(result["transcript"])
+    assert recording.version == TRANSCRIPT_VERSION
+    assert (recording.agent_id, recording.input, recording.run_id) == ("helper", "When is the launch?",
+                                                                       result["runId"])
+    # Each model request as the endpoint received it (the key is in a header, never in the body).
+    assert [e["request"] for e in recording.exchanges] == [r.body for r in fake_openai.requests]
+    first, second = recording.exchanges
+    assert first["response"]["toolCalls"] == [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}]
+    assert second["response"]["text"] == "The launch is on Tuesday."
+    assert second["response"]["usage"] == {"inputTokens": 11, "outputTokens": 7, "totalTokens": 18}
+    tool, = recording.tools
+    assert (tool["name"], tool["arguments"], tool["result"]) == ("read_file", {"path": "notes.txt"},
+                                                                 "The launch is on Tuesday.\n")
+    # The events are still the events: read_transcript leaves the recording lines out.
+    assert [e["kind"] for e in read_transcript(result["transcript"])][0] == "started"
+    assert CANARY_KEY not in Path(result["transcript"]).read_text()
+
+
+# -- replay --------------------------------------------------------------------------------------------
+
+
+async def test_a_recorded_run_replays_to_the_same_events_without_the_network(service, fake_openai, workspace,
+                                                                              no_network):
+    recorded = Recorder()
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]),
+                        Reply(text="The launch is on Tuesday.", chunk_size=4))
+    result = await service.run("helper", "When is the launch?", on_event=recorded)
+    assert result["status"] == "completed"
+    served = len(fake_openai.requests)
+    attempts = no_network()
+
+    replayed = await replay_run(str(workspace), None, result["transcript"])
+    assert replayed.matched and replayed.status == "completed" and replayed.difference is None
+    assert replayable(replayed.events) == replayable(recorded.events)
+    assert replayed.result["text"] == "The launch is on Tuesday."
+    assert attempts == [] and len(fake_openai.requests) == served
+    # The replay has a transcript of its own, which replays too.
+    assert replayed.transcript and replayed.transcript != result["transcript"]
+    again = await replay_run(str(workspace), None, replayed.transcript)
+    assert again.matched
+
+
+def test_the_socket_guard_is_real(workspace, fake_openai, no_network):
+    """The guard the replay tests rely on stops the real client: a run against the endpoint fails under it."""
+    import asyncio
+
+    attempts = no_network()
+
+    async def main() -> dict[str, Any]:
+        service = RunService(workspace)
+        try:
+            return await service.run("echo", "hi")
+        finally:
+            await service.aclose()
+
+    result = asyncio.run(main())
+    assert result["status"] == "failed" and attempts
+
+
+WRITER = {"writer": """\
+    id: writer
+    instructions_file: writer.j2
+    tools: [read_file]
+    workspaces: [data]
+    """}
+WRITER_TEMPLATE = "You write short notes for {{ user_name }}.\nAlways answer in English.\nKeep it brief.\n"
+
+
+@pytest.fixture
+def writer_workspace(workspace: Path) -> Path:
+    (workspace / "agents" / "writer.agent.yaml").write_text(WRITER["writer"].replace("    ", "", 1)
+                                                            .replace("\n    ", "\n"))
+    (workspace / "agents" / "writer.j2").write_text(WRITER_TEMPLATE)
+    return workspace
+
+
+async def test_a_template_edit_stops_the_replay_with_a_diff_naming_the_changed_line(writer_workspace, fake_openai,
+                                                                                    no_network):
+    service = RunService(writer_workspace)
+    try:
+        result = await record(service, fake_openai, "writer", "Note the launch.")
+    finally:
+        await service.aclose()
+    attempts = no_network()
+    template = writer_workspace / "agents" / "writer.j2"
+    template.write_text(WRITER_TEMPLATE.replace("in English", "in French"))
+
+    replayed = await replay_run(str(writer_workspace), None, result["transcript"])
+    assert not replayed.matched and replayed.status == DRIFTED
+    difference = replayed.difference or ""
+    assert difference.splitlines()[0] == "model request 1 differs in the instructions"
+    assert "-Always answer in English." in difference.splitlines()
+    assert "+Always answer in French." in difference.splitlines()
+    assert "Keep it brief." in difference  # context around the change
+    # The run stopped at the first request: no tool ran, and the run says why.
+    assert [e["kind"] for e in replayed.events if e["kind"] in ("toolCall", "toolResult")] == []
+    final = replayed.events[-1]
+    assert final["kind"] == "failed" and "Replay drifted from the recording" in final["error"]
+    assert attempts == []
+
+
+async def test_old_transcripts_get_a_clear_message(workspace, tmp_path):
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"runId": "r1", "seq": 1, "kind": "started", "agentId": "helper", "input": "hi"}) + "\n"
+                   + json.dumps({"runId": "r1", "seq": 2, "kind": "completed", "text": "hello"}) + "\n")
+    with pytest.raises(RecordingError, match=r"old\.jsonl was recorded before transcript version 2.*record the "
+                                             r"run again"):
+        await replay_run(str(workspace), None, str(old))
+    not_json = tmp_path / "notes.jsonl"
+    not_json.write_text("just words\n")
+    with pytest.raises(RecordingError, match="is not a run transcript"):
+        load_recording(str(not_json))
+    with pytest.raises(RecordingError, match="no transcript at"):
+        load_recording(str(tmp_path / "missing.jsonl"))
+
+
+MARKER_TOOL = '''\
+from pathlib import Path
+
+
+def mark(note: str) -> str:
+    """Leaves a marker file: the test sees whether the tool ran."""
+    with open(Path(__file__).with_name("marker.txt"), "a", encoding="utf-8") as handle:
+        handle.write(note + "\\n")
+    return f"marked {note}"
+'''
+
+
+@pytest.fixture
+def marker_workspace(tmp_path: Path, fake_openai: FakeOpenAI, canary_key: str) -> Path:
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url,
+                          host=host_toml(fake_openai.base_url, extra='\n[tools.mark]\ncallable = "marker_tool:mark"\n'),
+                          agents={"marker": "id: marker\ninstructions: Mark what you are told.\ntools: [mark]\n"})
+    (root / "marker_tool.py").write_text(MARKER_TOOL)
+    return root
+
+
+async def test_live_tools_run_the_tools_and_recorded_results_do_not(marker_workspace, fake_openai, no_network):
+    service = RunService(marker_workspace)
+    try:
+        fake_openai.enqueue(Reply(tool_calls=[ToolCall("mark", {"note": "first"}, "m1")]), Reply(text="Marked."))
+        result = await service.run("marker", "mark first")
+    finally:
+        await service.aclose()
+    marker = marker_workspace / "marker.txt"
+    assert result["status"] == "completed" and marker.read_text() == "first\n"
+    marker.unlink()
+    attempts = no_network()
+
+    replayed = await replay_run(str(marker_workspace), None, result["transcript"])
+    assert replayed.matched and not marker.exists()  # the recorded result stood in for the tool
+    assert next(e for e in replayed.events if e["kind"] == "toolResult")["result"] == "marked first"
+
+    live = await replay_run(str(marker_workspace), None, result["transcript"], live_tools=True)
+    assert live.matched and marker.read_text() == "first\n"  # the tool ran, and gave the same result
+    assert attempts == []
+
+
+async def test_a_live_tool_with_a_new_result_drifts_in_the_tool_results(service, fake_openai, workspace, no_network):
+    result = await record(service, fake_openai)
+    attempts = no_network()
+    (workspace / "data" / "notes.txt").write_text("The launch is on Friday.\n")
+    assert (await replay_run(str(workspace), None, result["transcript"])).matched  # recorded: Tuesday
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert live.status == DRIFTED and not live.matched
+    lines = (live.difference or "").splitlines()
+    assert lines[0] == "model request 2 differs in the tool results"
+    assert "-[tool c1] The launch is on Tuesday." in lines and "+[tool c1] The launch is on Friday." in lines
+    assert attempts == []
+
+
+async def test_the_replay_shows_the_recorded_time_to_templates(tmp_path, fake_openai, canary_key, no_network):
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url,
+                          host=host_toml(fake_openai.base_url, extra='\n[user]\ntimezone = "UTC"\n'),
+                          agents={"clock": "id: clock\ninstructions: It is {{ current_date }} {{ current_time }}.\n"})
+    service = RunService(root)
+    try:
+        fake_openai.enqueue(Reply(text="Noted."))
+        result = await service.run("clock", "what time is it?")
+    finally:
+        await service.aclose()
+    attempts = no_network()
+    # Move the recording to another day and time: the replay must render that time, not the current one.
+    path = Path(result["transcript"])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    header = lines[0]
+    recorded_clock = datetime.datetime.fromisoformat(header["clock"])
+    shown = recorded_clock.strftime("%Y-%m-%d %H:%M")
+    header["clock"] = "2020-01-02T03:04:05+00:00"
+    model = next(line for line in lines if line.get("record") == "model")
+    system = model["request"]["messages"][0]
+    assert system["content"].endswith(f"It is {shown}.")
+    system["content"] = system["content"].replace(f"It is {shown}.", "It is 2020-01-02 03:04.")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    replayed = await replay_run(str(root), None, str(path))
+    assert replayed.matched, replayed.difference
+    assert attempts == []
