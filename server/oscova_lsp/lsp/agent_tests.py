@@ -88,3 +88,18 @@ async def save_test_case(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[s
     except CaseError as error:
         raise JsonRpcRequestFailed(str(error)) from None
     return _case_json(case)
+
+
+async def compare_runs(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
+    """`{transcript, previous?}` → both runs' model requests rendered as text, for the editor's diff view
+    (`runs/compare.py`); without `previous`, the run of the same agent before this one."""
+    from ..runs.compare import compare_with_previous
+    from ..runs.transcript import RecordingError
+
+    args = command_argument(params)
+    transcript = _string(args, "transcript", params.command, required=True)
+    previous = _string(args, "previous", params.command)
+    try:
+        return await asyncio.to_thread(compare_with_previous, transcript or "", previous)
+    except RecordingError as error:
+        raise JsonRpcRequestFailed(str(error)) from None

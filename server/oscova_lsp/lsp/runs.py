@@ -451,6 +451,7 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
         "oscova.listTests": lambda params: agent_tests.list_tests(runs, params),
         "oscova.runTest": lambda params: agent_tests.run_test(runs, params),
         "oscova.saveTestCase": lambda params: agent_tests.save_test_case(runs, params),
+        "oscova.compareRuns": lambda params: agent_tests.compare_runs(runs, params),
     })
     assert tuple(handlers) == COMMANDS
     return handlers

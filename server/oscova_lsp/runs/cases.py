@@ -34,12 +34,14 @@ from xml.etree import ElementTree
 from ..analysis.workspace import workspace_roots
 from .errors import RunError
 from .events import describe_exception
-from .transcript import RUNS_DIRECTORY, read_transcript
+from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording
 
 TESTS_DIRECTORY = os.path.join(".oscova", "tests")
 CASE_SUFFIX = ".jsonl"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$")
 FORMATS = ("text", "json", "github", "junit")
+DRIFT_WORDS = "drifted from the recording"
+"""In the error of a replayed run that stopped at a drift (`replay.ReplayDrift`), unlike a run that failed."""
 CaseStatus = Literal["passed", "failed", "updated", "error"]
 
 
@@ -56,22 +58,19 @@ class Case:
     root: str
     """The workspace root the case belongs to (the folder holding `.oscova/tests/`)."""
 
-    def header(self) -> dict[str, Any]:
-        """The recording's `started` event (agent id, input); `{}` when the file has none."""
-        for event in read_transcript(self.path):
-            if event.get("kind") == "started":
-                return event
-        return {}
+    def recording(self) -> Recording:
+        """The recorded run; raises `RecordingError` with words when the file cannot serve as one."""
+        return load_recording(self.path)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "path": self.path, "root": self.root}
         try:
-            started = self.header()
-        except (OSError, ValueError) as error:
-            out["error"] = f"The case file cannot be read: {describe_exception(error)}"
+            recording = self.recording()
+        except RecordingError as error:
+            out["error"] = str(error)
             return out
-        out["agentId"] = started.get("agentId")
-        out["input"] = started.get("input")
+        out["agentId"] = recording.agent_id
+        out["input"] = recording.input
         return out
 
 
@@ -180,16 +179,12 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
     when taken). Raises `CaseError` with words for the user."""
     source = find_run(root, run)
     try:
-        events = read_transcript(source)
-    except (OSError, ValueError) as error:
-        raise CaseError(f"the transcript {source} cannot be read: {describe_exception(error)}") from None
-    started = next((e for e in events if e.get("kind") == "started"), None)
-    final = events[-1].get("kind") if events else None
-    if started is None or not started.get("agentId"):
-        raise CaseError(f"{source} is not a run transcript (it has no `started` event)")
-    if final != "completed":
-        raise CaseError(f"the run in {source} ended {final or 'without an end'}: only a completed run can "
-                        "become a case (its recorded answers must reach the end)")
+        recording = load_recording(source)
+    except RecordingError as error:
+        raise CaseError(str(error)) from None
+    if recording.status != "completed":
+        raise CaseError(f"the run in {source} ended {recording.status or 'without an end'}: only a completed run "
+                        "can become a case (its recorded answers must reach the end)")
     if name is not None:
         name = name.strip().removesuffix(CASE_SUFFIX)
         if not NAME.match(name) or ".." in name.split("/"):
@@ -199,7 +194,7 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
         if os.path.exists(target):
             raise CaseError(f"a case named {name!r} exists ({target}); choose another --name")
     else:
-        base = re.sub(r"[^A-Za-z0-9_.-]", "_", str(started["agentId"]))[:64] or "case"
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", recording.agent_id)[:64] or "case"
         name, n = base, 1
         while os.path.exists(os.path.join(tests_dir(root), name + CASE_SUFFIX)):
             n += 1
@@ -221,43 +216,80 @@ async def run_case(case: Case, *, update: bool = False) -> CaseResult:
     began = time.perf_counter()
     agent_id: str | None = None
     try:
-        started = case.header()
-        agent_id = started.get("agentId")
-        if not isinstance(agent_id, str) or not agent_id:
-            raise CaseError(f"{case.path} is not a run transcript (it has no `started` event with an agent id)")
+        recording = case.recording()
+        agent_id = recording.agent_id
         result = await replay_run(case.root, agent_id, case.path)
-        if result.matched:
-            return CaseResult(case, "passed", agent_id, duration=time.perf_counter() - began, events=result.events)
-        if not update:
-            return CaseResult(case, "failed", agent_id, difference=result.difference,
+        failure = result.result.get("error")
+        if not result.matched and failure and recording.status == "completed" and DRIFT_WORDS not in failure:
+            raise CaseError(f"The replay of {agent_id} failed: {failure}")  # not a drift: the agent cannot run
+        if result.matched or not update:
+            return CaseResult(case, "passed" if result.matched else "failed", agent_id,
+                              difference=None if result.matched else _drift(result.difference, result.status),
                               duration=time.perf_counter() - began, events=result.events)
-        rerecorded = await replay_run(case.root, agent_id, case.path, rerecord=True)
-        if rerecorded.status != "completed" or not rerecorded.transcript:
-            return CaseResult(case, "failed", agent_id, difference=result.difference,
-                              error=f"The case cannot be updated: {rerecorded.difference or rerecorded.status}",
-                              duration=time.perf_counter() - began, events=result.events)
-        _replace(case.path, rerecorded.transcript)
-        return CaseResult(case, "updated", agent_id, difference=result.difference,
-                          duration=time.perf_counter() - began, events=rerecorded.events)
-    except (CaseError, RunError) as error:
+        problem = await _rerecord(case, recording)
+        return CaseResult(case, "failed" if problem else "updated", agent_id,
+                          difference=_drift(result.difference, result.status),
+                          error=f"The case cannot be updated: {problem}; record the run again and save it with "
+                                "`oscova-lsp test --save`" if problem else None,
+                          duration=time.perf_counter() - began, events=result.events)
+    except (CaseError, RunError, RecordingError) as error:
         message = str(error)
-    except (OSError, ValueError) as error:
+    except OSError as error:
         message = f"The case cannot be read: {describe_exception(error)}"
     return CaseResult(case, "error", agent_id, error=message, duration=time.perf_counter() - began)
 
 
-def _replace(path: str, recording: str | list[dict[str, Any]]) -> None:
-    """Writes the new recording over the case atomically (a crash leaves the old case or the new one)."""
-    folder = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(prefix=".update-", suffix=CASE_SUFFIX, dir=folder)
+def _drift(difference: str | None, status: str) -> str:
+    """What a failed replay shows: the request that drifted, or (same requests) how the run ended now."""
+    return difference or f"the agent sent what was recorded, but the run now ends {status}, or with another answer"
+
+
+async def _rerecord(case: Case, recording: Recording) -> str | None:
+    """Replays the case answering each model request with the recorded answer at its position, records what
+    the agent sends now, and puts that recording in place of the case once it replays as recorded. Returns
+    why it could not (the case is left as it was), or None."""
+    from .replay import Replayer, replay_run
+    from .service import RunService
+
+    class Rerecorder(Replayer):
+        def _expect(self, request: dict[str, Any]) -> dict[str, Any]:
+            if self.drift is not None:
+                raise self._stop(self.drift)
+            self._asked += 1
+            if not self._pending:
+                raise self._stop(f"the agent now makes model request {self._asked}, which the recording has "
+                                 "no answer for")
+            return self._pending.popleft()
+
+    rerecorder = Rerecorder(recording)
+    with tempfile.TemporaryDirectory(prefix="oscova-update-") as scratch:
+        service = RunService(case.root, runs_dir=scratch)
+        try:
+            handle = service.start_run(recording.agent_id, recording.input, recorder=rerecorder,
+                                       approve=rerecorder.approve if recording.approvals else None)
+            result = await handle
+        finally:
+            await service.aclose()
+        problem = rerecorder.finish()
+        if problem is None and result["status"] != recording.status:
+            problem = f"the run now ends {result['status']}" + (f": {result['error']}" if result.get("error") else "")
+        if problem is None and result.get("transcript") is None:
+            problem = "the new recording could not be written"
+        if problem is not None:
+            return problem.splitlines()[0]
+        again = await replay_run(case.root, recording.agent_id, result["transcript"])
+        if not again.matched:
+            return (again.difference or f"the new recording replays as {again.status}").splitlines()[0]
+        _replace(case.path, result["transcript"])
+    return None
+
+
+def _replace(path: str, source: str) -> None:
+    """Copies the new recording over the case atomically (a crash leaves the old case or the new one)."""
+    handle, temporary = tempfile.mkstemp(prefix=".update-", suffix=CASE_SUFFIX, dir=os.path.dirname(path))
+    os.close(handle)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            if isinstance(recording, str):
-                with open(recording, encoding="utf-8") as source:
-                    shutil.copyfileobj(source, out)
-            else:
-                for event in recording:
-                    out.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        shutil.copyfile(source, temporary)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
