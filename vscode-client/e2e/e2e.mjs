@@ -7,9 +7,10 @@
 //    model is a local fake OpenAI endpoint; the key set with "Oscova: Set API Key"; "Oscova: Run Agent"
 //    shows the streamed answer and a tool call in the Run view; a second run is cancelled from the view.
 // 3. Agent tests (when the server advertises `oscova.listTests` / `oscova.runTest`; in CI it must): two
-//    runs recorded with `oscova-lsp run` and saved as cases with `oscova-lsp test --save`; the Test
-//    Explorer lists both, runs all (both pass), and after an edit of the clock agent's instructions runs
-//    that case alone, which fails with the diff of the recorded and the current instructions.
+//    runs recorded with `oscova-lsp run` and saved as cases with `oscova-lsp test --save`, a third saved
+//    from the Run view (which also opens "Compare with previous run"); the Test Explorer lists them, runs
+//    all (all pass), and after an edit of the clock agent's instructions runs one case alone, which fails
+//    with the diff of the recorded and the current instructions in Test Results.
 // 4. Restricted Mode: a workspace whose `yaml.py`, `uuid.py`, `pydantic.py`, … and custom tool and
 //    provider modules write marker files when imported, opened untrusted, with the server started
 //    through each start path: the console script, `python -m oscova_lsp` and `python -P -m oscova_lsp`
@@ -433,6 +434,7 @@ async function main() {
       if (fake.state.requests.length !== requestsBefore) throw new Error('a run reached the model in Restricted Mode');
     }
 
+    let savedFromRunView = false;
     async function agentTests() {
       // ---------------------------------------------------------------------------- agent tests
       if (!testsOffered) {
@@ -459,7 +461,9 @@ async function main() {
 
       log('agent tests: Run All Tests');
       await runCommand(page, 'Test: Run All Tests');
-      await waitFor(async () => (await state('clock-time')).includes('(Passed)') && (await state('greeting')).includes('(Passed)'),
+      if (savedFromRunView) await row('from-the-run-view').waitFor({ timeout: 30_000 });
+      await waitFor(async () => (await state('clock-time')).includes('(Passed)') && (await state('greeting')).includes('(Passed)')
+        && (!savedFromRunView || (await state('from-the-run-view')).includes('(Passed)')),
         'both cases to pass', 90_000).catch(async (error) => {
         await shot('failure-tests-run-all');
         throw new Error(`${error.message}: clock-time "${await state('clock-time')}", greeting "${await state('greeting')}"`);
@@ -492,7 +496,7 @@ async function main() {
       });
       await shot('10-test-explorer-drift-diff');
       if (fake.state.requests.length !== requestsBefore) throw new Error('a replay reached the model endpoint');
-      log('agent tests: listed, run (2 passed), the drifted case failed with the diff of the instructions; no model request');
+      log(`agent tests: listed, run all (${savedFromRunView ? 3 : 2} passed), the drifted case failed with the diff of the instructions; no model request`);
       return true;
     }
 
@@ -599,6 +603,26 @@ async function main() {
     if (authorized < 2) throw new Error(`the fake endpoint saw ${authorized} requests with the key set by Set API Key`);
     log(`run completed: answer streamed, tool call current_datetime with its result; ${fake.state.requests.length} model requests`);
     await shot('03-run-completed');
+    if (testsOffered) {
+      // "Save as test case" in the Run view: a third case; "Compare with previous run": the diff view of this
+      // run's model requests and those of the clock run recorded with the CLI before.
+      await frame.locator('[data-testid=save-case]').click();
+      const caseName = await quickInputVisible(page);
+      await waitFor(async () => (await caseName.inputValue()) === 'clock', 'the case name prefilled with the agent id', 15_000);
+      await caseName.fill('from-the-run-view');
+      await caseName.press('Enter');
+      await page.locator('.notifications-toasts').filter({ hasText: 'saved the test case from-the-run-view' }).waitFor({ timeout: 30_000 });
+      savedFromRunView = true;
+      await frame.locator('[data-testid=compare]').click();
+      await page.locator('.tabs-container .tab').filter({ hasText: /clock: model requests of run/ }).first().waitFor({ timeout: 30_000 });
+      const diff = page.locator('.monaco-diff-editor').first();
+      // Both runs called the clock tool: the diff opens at its two results (the times differ).
+      await waitFor(async () => (await diff.innerText()).replace(/\s+/g, ' ').includes('[tool call_1]'), 'the compared runs\' requests', 20_000);
+      log('Run view: saved the run as a test case; Compare with previous run opened the diff of the two runs\' model requests');
+      await shot('05a-compare-with-previous-run');
+      await runCommand(page, 'Oscova: Show Run View'); // the diff may have taken the Run view's column
+      await frame.locator('[data-testid=status]').filter({ hasText: 'Completed' }).waitFor({ timeout: 20_000 });
+    }
     // Its transcript (.oscova/runs/…) opens from the Run view.
     await frame.locator('button', { hasText: 'Open transcript' }).click();
     await page.locator('.tabs-container .tab').filter({ hasText: /\.jsonl?$/ }).first().waitFor({ timeout: 20_000 });
