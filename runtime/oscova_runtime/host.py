@@ -14,7 +14,6 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import recording as clock
 from .catalogue import PlannedProvider, plan_providers
 from .chat import ChatClient
 from .context import AIContext, AIContextProvider, InvokingContext
@@ -41,6 +40,7 @@ from .providers import (
     load_custom_provider,
     memory_tools,
 )
+from .recording import now as run_clock
 from .templates import TemplateError, TemplateRenderer
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool
 from .workspace import granted_directories
@@ -175,7 +175,7 @@ class ConfiguredHost:
         config = self.config
 
         async def model(context: InvokingContext) -> dict[str, Any]:
-            now = clock.now(_zone(config.user.timezone))  # frozen for a run: a replay renders the same
+            now = run_clock(_zone(config.user.timezone))  # frozen for a run: a replay renders the same
             user_context = ""
             if definition.shared and config.host.user_id:
                 user_context = await self.personal_repository.get(definition.id) or ""

@@ -7,7 +7,9 @@ thunk making the real call. A recorder makes the call and notes request and resp
 from a recording and never calls the endpoint. Outside a tapped run the client is untouched.
 
 The clock templates read (`current_date`, `current_time`) is `now()`: a run freezes it at its start
-(`clock_at`), and a replay at the recorded run's, so the same templates render the same text.
+(`clock_at`), and a replay at the recorded run's, so the same templates render the same text. Likewise a
+replay shows the environment provider the recorded machine's facts (`facts_at`): operating system,
+shell, home folder.
 
 `TOOL_SCOPE` holds the id of the requested agent's tool call in progress, so a model call made inside a
 tool (an agent called as a tool) is known as such.
@@ -68,3 +70,20 @@ def now(zone: _dt.tzinfo | None = None) -> _dt.datetime:
     if frozen is None:
         return _dt.datetime.now(zone)
     return frozen.astimezone(zone) if zone is not None else frozen.astimezone().replace(tzinfo=None)
+
+
+_FACTS: ContextVar[dict[str, str] | None] = ContextVar("oscova_environment_facts", default=None)
+
+
+@contextlib.contextmanager
+def facts_at(facts: dict[str, str] | None) -> Iterator[None]:
+    """The environment provider shows `facts` (a replay: the recorded machine's) in this context."""
+    token = _FACTS.set(facts)
+    try:
+        yield
+    finally:
+        _FACTS.reset(token)
+
+
+def recorded_facts() -> dict[str, str] | None:
+    return _FACTS.get()

@@ -4,8 +4,10 @@ difference with a diff; `--live-tools` runs the tools; no replay opens a network
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
+import shutil
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 from oscova_lsp.runs import RunService, read_transcript
+from oscova_lsp.runs.diff import diff_transcripts, render_requests, resolve_transcript
 from oscova_lsp.runs.replay import DRIFTED, RecordingError, load_recording, replay_run
 from oscova_lsp.runs.transcript import TRANSCRIPT_VERSION
 
@@ -268,4 +271,155 @@ async def test_the_replay_shows_the_recorded_time_to_templates(tmp_path, fake_op
 
     replayed = await replay_run(str(root), None, str(path))
     assert replayed.matched, replayed.difference
+    assert attempts == []
+
+
+async def test_an_agent_called_as_a_tool_is_recorded_and_replays_with_and_without_live_tools(service, fake_openai,
+                                                                                             workspace, no_network):
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("echo", {"query": "say hi"}, "e1")]),
+                        Reply(text="hi"),  # echo's own model call, inside the tool call e1
+                        Reply(text="Echo said hi."))
+    result = await service.run("lead", "ask echo")
+    assert result["status"] == "completed", result
+    recording = load_recording(result["transcript"])
+    assert [e["within"] for e in recording.exchanges] == [None, "e1", None]
+    assert recording.exchanges[1]["request"]["messages"][-1] == {"role": "user", "content": "say hi"}
+    attempts = no_network()
+
+    recorded_tools = await replay_run(str(workspace), None, result["transcript"])
+    assert recorded_tools.matched  # echo did not run: its recorded answer was the tool result
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert live.matched  # echo ran, and its model call was answered from the recording too
+    assert replayable(live.events) == replayable(recorded_tools.events)
+    # With live tools, an edit of the agent called as a tool drifts, in echo's request.
+    echo = workspace / "agents" / "echo.agent.yaml"
+    echo.write_text(echo.read_text().replace("Repeat the query.", "Repeat the query twice."))
+    drifted = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert drifted.status == DRIFTED
+    assert (drifted.difference or "").startswith("model request 2 differs in the instructions")
+    assert attempts == []
+
+
+async def test_a_run_with_approvals_replays_with_the_same_tool_list(service, fake_openai, workspace, no_network):
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "hello"}, "w1")]),
+                        Reply(text="Written."))
+
+    async def approve(request: dict[str, Any]) -> bool:
+        return True
+
+    result = await service.run("helper", "write it", approve=approve)
+    assert "write_file" in fake_openai.requests[0].tool_names and result["status"] == "completed"
+    (workspace / "data" / "out.txt").unlink()
+    attempts = no_network()
+    replayed = await replay_run(str(workspace), None, result["transcript"])
+    assert replayed.matched and not (workspace / "data" / "out.txt").exists()
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert live.matched and (workspace / "data" / "out.txt").read_text() == "hello"  # approved as recorded
+    assert attempts == []
+
+
+async def test_a_failed_run_replays_to_the_same_failure(service, fake_openai, workspace, no_network):
+    fake_openai.enqueue(Reply(status=500, error_message=f"upstream broke for {CANARY_KEY}"))
+    result = await service.run("helper", "hi")
+    assert result["status"] == "failed"
+    attempts = no_network()
+    replayed = await replay_run(str(workspace), None, result["transcript"])
+    assert replayed.matched and replayed.status == "failed"
+    assert replayed.result["error"] == result["error"] and "upstream broke for ***" in result["error"]
+    assert attempts == []
+
+
+async def test_diff_of_a_run_and_its_replay_is_empty_and_of_two_runs_names_the_differences(service, fake_openai,
+                                                                                           workspace):
+    first = await record(service, fake_openai)
+    replayed = await replay_run(str(workspace), None, first["transcript"])
+    assert replayed.transcript is not None
+    assert diff_transcripts(first["transcript"], replayed.transcript) == ""
+
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "other.txt"}, "c1")]),
+                        Reply(text="There is no other file."))
+    second = await service.run("helper", "When is the launch?")
+    difference = diff_transcripts(first["transcript"], second["transcript"])
+    lines = difference.splitlines()
+    assert lines[0] == "First difference: model request 2 differs in the tool-call arguments"
+    assert '-[assistant → read_file c1] {"path": "notes.txt"}' in lines
+    assert '+[assistant → read_file c1] {"path": "other.txt"}' in lines
+    assert "Tool calls differ:" in lines and '-→ read_file {"path": "notes.txt"}' in lines
+    assert "Answers differ:" in lines and "+There is no other file." in lines
+    assert resolve_transcript(str(workspace), second["runId"]) == second["transcript"]
+
+
+async def test_a_run_recorded_elsewhere_replays_here(service, fake_openai, workspace, tmp_path, monkeypatch,
+                                                     no_network):
+    """Another checkout of the workspace, on a machine with another home folder and shell: the
+    environment provider shows the recorded machine's facts, and paths under the recorded root compare
+    equal to the same paths under this one."""
+    result = await record(service, fake_openai)
+    recorded = load_recording(result["transcript"])
+    instructions = recorded.exchanges[0]["request"]["messages"][0]["content"]
+    assert f"- {workspace / 'data'}" in instructions and recorded.root == str(workspace)
+    attempts = no_network()
+    elsewhere = tmp_path / "checkout" / "ws"
+    shutil.copytree(workspace, elsewhere)
+    monkeypatch.setenv("HOME", str(tmp_path / "another-home"))
+    monkeypatch.setenv("SHELL", "/bin/another-shell")
+
+    replayed = await replay_run(str(elsewhere), None, result["transcript"])
+    assert replayed.matched, replayed.difference
+    assert replayed.transcript is not None and Path(replayed.transcript).parent == elsewhere / ".oscova" / "runs"
+    # An edit there still drifts, and the diff shows this checkout's paths.
+    (elsewhere / "agents" / "helper.agent.yaml").write_text(
+        (elsewhere / "agents" / "helper.agent.yaml").read_text().replace("You help", "You serve"))
+    drifted = await replay_run(str(elsewhere), None, result["transcript"])
+    assert drifted.status == DRIFTED and "+You serve ." in (drifted.difference or "").splitlines()
+    assert attempts == []
+
+
+async def test_the_requests_of_a_run_render_as_text(service, fake_openai, workspace):
+    result = await record(service, fake_openai)
+    text = render_requests(load_recording(result["transcript"]))
+    blocks = text.split("\n\n")
+    assert [block.splitlines()[0] for block in blocks] == ["# model request 1", "# model request 2"]
+    assert "You help ." in blocks[0] and "[user] When is the launch?" in blocks[0]
+    assert '[assistant → read_file c1] {"path": "notes.txt"}' in blocks[1]
+    assert "[tool c1] The launch is on Tuesday." in blocks[1]
+    assert "read_file: Reads a UTF-8 text file inside the agent's workspaces." in blocks[1]
+
+
+async def test_a_run_that_continued_a_conversation_replays_with_its_history(service, fake_openai, workspace,
+                                                                            no_network):
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]),
+                        Reply(text="Hello Alice, the launch is on Tuesday."), Reply(text="You are Alice."))
+    first = await service.run("helper", "I am Alice. When is the launch?")
+    second = await service.run("helper", "Who am I?", session_id=first["sessionId"])
+    assert second["text"] == "You are Alice."
+    assert len(fake_openai.requests[2].messages) == 6  # system, the first exchange (4 messages), the question
+    recording = load_recording(second["transcript"])
+    assert [m["role"] for m in recording.history] == ["user", "assistant", "tool", "assistant"]
+    attempts = no_network()
+
+    replayed = await replay_run(str(workspace), None, second["transcript"])
+    assert replayed.matched, replayed.difference
+    assert replayed.transcript is not None and (await replay_run(str(workspace), None, replayed.transcript)).matched
+    assert attempts == []
+
+
+async def test_a_cancelled_run_replays_to_a_cancelled_run(service, fake_openai, workspace, no_network):
+    fake_openai.enqueue(Reply(text="first words then silence", chunk_size=6, hang=True))
+    first_delta = asyncio.Event()
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["kind"] == "delta":
+            first_delta.set()
+
+    handle = service.start_run("helper", "talk", on_event=on_event)
+    await asyncio.wait_for(first_delta.wait(), 10)
+    assert service.cancel(handle.run_id)
+    result = await handle
+    assert result["status"] == "cancelled"
+    exchange, = load_recording(result["transcript"]).exchanges
+    assert exchange["incomplete"] is True and exchange["response"]["text"] == result["text"] != ""
+    attempts = no_network()
+    replayed = await replay_run(str(workspace), None, result["transcript"])
+    assert replayed.matched and replayed.status == "cancelled" and replayed.result["text"] == result["text"]
     assert attempts == []

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..context import AIContext, AIContextProvider, InvokingContext
+from ..recording import recorded_facts
 from ..templates import TemplateRenderer
 
 DEFAULT_ENVIRONMENT_TEMPLATE = """## Environment
@@ -23,7 +24,8 @@ DEFAULT_ENVIRONMENT_TEMPLATE = """## Environment
 NONE_CONFIGURED = "- none configured"
 
 
-def _static_facts() -> dict[str, str]:
+def static_facts() -> dict[str, str]:
+    """The machine's facts the default template shows (a recording keeps them for its replay)."""
     return {
         "working_directory": "",  # the default host does not derive it
         "os": platform.system() or os.name,
@@ -47,7 +49,7 @@ class EnvironmentContextProvider(AIContextProvider):
             lambda dirs=tuple(workspace_directories): dirs)
         self.template = template
         self.template_path = template_path
-        self._facts = _static_facts()
+        self._facts = static_facts()
 
     @classmethod
     def from_workspace_resolver(
@@ -58,7 +60,7 @@ class EnvironmentContextProvider(AIContextProvider):
     def variables(self) -> dict[str, str]:
         directories = list(self._resolver())
         listed = "\n".join(f"- {d}" for d in directories) if directories else NONE_CONFIGURED
-        return {**self._facts, "workspace_directories": listed}
+        return {**self._facts, **(recorded_facts() or {}), "workspace_directories": listed}
 
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         variables = self.variables()

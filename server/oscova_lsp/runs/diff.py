@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording
+from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording, relocate
 
 PARTS = ("instructions", "messages", "tools", "options")
 PART_NAMES = {"instructions": "the instructions", "messages": "the messages", "tool-call": "the tool-call arguments",
@@ -142,8 +142,8 @@ def diff_recordings(a: Recording, b: Recording) -> str:
     name_a, name_b = os.path.basename(a.path), os.path.basename(b.path)
     sections: list[str] = []
     for number in range(1, max(len(a.exchanges), len(b.exchanges)) + 1):
-        first = a.exchanges[number - 1]["request"] if number <= len(a.exchanges) else None
-        second = b.exchanges[number - 1]["request"] if number <= len(b.exchanges) else None
+        first = relocate(a.exchanges[number - 1].get("request"), a.root, b.root) if number <= len(a.exchanges) else None
+        second = b.exchanges[number - 1].get("request") if number <= len(b.exchanges) else None
         if first != second:
             sections.append(f"First difference: {request_difference(number, first, second, name_a, name_b)}")
             break
@@ -154,6 +154,17 @@ def diff_recordings(a: Recording, b: Recording) -> str:
     if answers:
         sections.append(f"Answers differ:\n{answers}")
     return "\n\n".join(sections)
+
+
+def render_requests(recording: Recording) -> str:
+    """Every model request of a recorded run as text (the form the diffs use), for a side-by-side view."""
+    blocks = []
+    for number, exchange in enumerate(recording.exchanges, start=1):
+        within = f" (inside the tool call {exchange['within']})" if exchange.get("within") else ""
+        request = exchange.get("request")
+        lines = [line for _, line in request_lines(request)] if isinstance(request, dict) else []
+        blocks.append("\n".join([f"# model request {number}{within}", *lines]))
+    return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
 def diff_transcripts(a: str, b: str) -> str:

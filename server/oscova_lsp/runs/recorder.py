@@ -7,22 +7,32 @@ and hands them to the transcript writer's thread: the run itself only builds sma
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime as _dt
 import itertools
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from typing import Any
 
+from oscova_runtime.catalogue import CHAT_HISTORY_STATE_KEY
 from oscova_runtime.chat import ChatClientBuilder
 from oscova_runtime.function_invocation import FunctionInvocationContext, serialize_result
 from oscova_runtime.messages import (
+    ChatMessage,
     ChatResponse,
     ChatResponseUpdate,
+    Content,
+    DataContent,
     FunctionCallContent,
+    FunctionResultContent,
+    MessageSource,
+    MessageSourceType,
     TextContent,
     UsageDetails,
 )
+from oscova_runtime.providers.environment import static_facts
 from oscova_runtime.recording import TOOL_SCOPE, clock_at, tapped
+from oscova_runtime.session import AgentSession
 
 from .events import jsonable
 from .transcript import TRANSCRIPT_VERSION
@@ -36,6 +46,46 @@ def _usage(usage: UsageDetails | None) -> dict[str, int] | None:
     if usage is None:
         return None
     return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+
+
+def message_record(message: ChatMessage) -> dict[str, Any]:
+    """A stored message as JSON-ready data (`message_from_record` reads it back)."""
+    contents: list[dict[str, Any]] = []
+    for content in message.contents:
+        if isinstance(content, TextContent):
+            contents.append({"text": content.text})
+        elif isinstance(content, FunctionCallContent):
+            contents.append({"call": content.call_id, "name": content.name, "arguments": jsonable(content.arguments)})
+        elif isinstance(content, FunctionResultContent):
+            contents.append({"result": jsonable(content.result), "callId": content.call_id})
+        elif isinstance(content, DataContent):
+            contents.append({"data": base64.b64encode(content.data).decode(), "mediaType": content.media_type})
+    out: dict[str, Any] = {"role": message.role, "contents": contents, "source": message.source.type.value}
+    if message.source.source_id:
+        out["sourceId"] = message.source.source_id
+    if message.author_name:
+        out["authorName"] = message.author_name
+    return out
+
+
+def message_from_record(data: dict[str, Any]) -> ChatMessage:
+    contents: list[Content] = []
+    for item in data.get("contents") or ():
+        if "text" in item:
+            contents.append(TextContent(str(item["text"])))
+        elif "call" in item:
+            contents.append(FunctionCallContent(str(item["call"]), str(item.get("name", "")),
+                                                dict(item.get("arguments") or {})))
+        elif "result" in item:
+            contents.append(FunctionResultContent(item.get("callId"), item["result"]))
+        elif "data" in item:
+            contents.append(DataContent(base64.b64decode(item["data"]), str(item.get("mediaType", ""))))
+    try:
+        kind = MessageSourceType(data.get("source"))
+    except ValueError:
+        kind = MessageSourceType.EXTERNAL
+    return ChatMessage(str(data.get("role", "user")), contents, MessageSource(kind, data.get("sourceId")),
+                       data.get("authorName"))
 
 
 class _Response:
@@ -80,9 +130,10 @@ class Recorder:
         """The time the run's templates show (`current_date`, `current_time`): its start, for the whole run."""
 
     def header(self, **fields: Any) -> dict[str, Any]:
-        """The transcript's first line: the version, `fields` (the run's id, agent, input…) and the clock."""
+        """The transcript's first line: the version, `fields` (the run's id, agent, input, root…), the clock
+        and the machine's facts the environment provider shows."""
         return {"record": "header", "version": TRANSCRIPT_VERSION, **fields,
-                "clock": self.clock.isoformat(timespec="microseconds")}
+                "clock": self.clock.isoformat(timespec="microseconds"), "environment": static_facts()}
 
     def attach(self, sink: Sink, redact: Callable[[Any], Any]) -> None:
         """`sink` writes a line to the transcript (redacted); `redact` is the run's redaction."""
@@ -108,6 +159,12 @@ class Recorder:
             return builder
 
         return configure
+
+    def session(self, session: AgentSession) -> None:
+        """Records the conversation the run continues (its session's history), when there is one."""
+        history = session.state_bag.get(CHAT_HISTORY_STATE_KEY)
+        if history:
+            self.write({"record": "session", "history": [message_record(m) for m in history]})
 
     # -- tools -----------------------------------------------------------------------------------------
 

@@ -17,10 +17,11 @@ import contextlib
 import datetime as _dt
 import json
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from oscova_runtime.catalogue import CHAT_HISTORY_STATE_KEY
 from oscova_runtime.chat_client import ChatClientError
 from oscova_runtime.function_invocation import FunctionInvocationContext
 from oscova_runtime.messages import (
@@ -32,12 +33,14 @@ from oscova_runtime.messages import (
     TextContent,
     UsageDetails,
 )
+from oscova_runtime.recording import facts_at
+from oscova_runtime.session import AgentSession
 from oscova_runtime.tools import APPROVAL_DENIED
 
 from .diff import request_difference
 from .events import jsonable
-from .recorder import Recorder
-from .transcript import Recording, RecordingError, load_recording
+from .recorder import Recorder, message_from_record
+from .transcript import Recording, RecordingError, load_recording, relocate
 
 __all__ = ["DRIFTED", "Recording", "RecordingError", "ReplayDrift", "ReplayResult", "Replayer", "load_recording",
            "replay_run"]
@@ -82,7 +85,7 @@ def _usage(recorded: Any) -> UsageDetails | None:
 class Replayer(Recorder):
     """Answers a run's model calls and tool calls from a recording, and records the replay as it goes."""
 
-    def __init__(self, recording: Recording, *, live_tools: bool = False) -> None:
+    def __init__(self, recording: Recording, *, live_tools: bool = False, root: str | None = None) -> None:
         super().__init__()
         self.recording = recording
         self.live_tools = live_tools
@@ -91,6 +94,7 @@ class Replayer(Recorder):
         self._asked = 0
         self._tools = {t.get("callId"): t for t in recording.tools}
         self.drift: str | None = None
+        self.root = root
         if recording.clock is not None:  # the templates show the recorded run's time
             with contextlib.suppress(ValueError):
                 self.clock = _dt.datetime.fromisoformat(recording.clock)
@@ -111,15 +115,22 @@ class Replayer(Recorder):
         if not self._pending:
             raise self._stop(request_difference(self._asked, None, now))
         recorded = self._pending.popleft()
-        if recorded.get("request") != now:
-            raise self._stop(request_difference(self._asked, recorded.get("request"), now))
+        expected = relocate(recorded.get("request"), self.recording.root, self.root)
+        if expected != now:
+            raise self._stop(request_difference(self._asked, expected, now))
         return recorded
 
     def finish(self) -> str | None:
         """The drift, if any, once the run has ended; a recorded request the replay never made is one."""
         if self.drift is None and self._pending:
-            self.drift = request_difference(self._asked + 1, self._pending[0].get("request"), None)
+            expected = relocate(self._pending[0].get("request"), self.recording.root, self.root)
+            self.drift = request_difference(self._asked + 1, expected, None)
         return self.drift
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        with super().active(), facts_at(self.recording.environment):
+            yield
 
     # -- model calls -------------------------------------------------------------------------------------
 
@@ -169,7 +180,7 @@ class Replayer(Recorder):
             return await super().tool_middleware(context, call_next)
         call = context.call
         recorded = self._tools.get(call.call_id)
-        arguments = self._normal(jsonable(context.arguments))
+        arguments = relocate(self._normal(jsonable(context.arguments)), self.root, self.recording.root)
         if recorded is None or recorded.get("name") != call.name or recorded.get("arguments") != arguments:
             shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
             was = ("the recording has no result for it" if recorded is None else
@@ -198,25 +209,33 @@ def _cancelled() -> BaseException:
 
 async def replay_run(root: str, agent_id: str | None, transcript: str, *, input: str | None = None,
                      live_tools: bool = False, on_event: Callable[[dict[str, Any]], Any] | None = None,
-                     ) -> ReplayResult:
+                     runs_dir: str | None = None) -> ReplayResult:
     """Replays the run recorded in `transcript` with the agent `agent_id` (default: the recorded one) of
-    the workspace `root` as it is now, on `input` (default: the recorded input).
+    the workspace `root` as it is now, on `input` (default: the recorded input). The replay's own
+    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`).
 
     Raises `RecordingError` when the transcript cannot be replayed (an old transcript, not a transcript).
     """
     from .service import RunService
 
     recording = load_recording(transcript)
-    replayer = Replayer(recording, live_tools=live_tools)
+    service = RunService(root, runs_dir=runs_dir)
+    replayer = Replayer(recording, live_tools=live_tools, root=service.root)
     events: list[dict[str, Any]] = []
 
     def listen(event: dict[str, Any]) -> Any:
         events.append(event)
         return on_event(event) if on_event is not None else None
 
-    service = RunService(root)
+    agent = agent_id or recording.agent_id
+    session_id = None
+    if recording.history:  # the run continued a conversation: the replay continues the same one
+        session_id = recording.session_id or "replayed"
+        session = AgentSession(session_id=session_id)
+        session.state_bag[CHAT_HISTORY_STATE_KEY] = [message_from_record(m) for m in recording.history]
+        service._sessions[(agent, session_id)] = session
     try:
-        handle = service.start_run(agent_id or recording.agent_id, recording.input if input is None else input,
+        handle = service.start_run(agent, recording.input if input is None else input, session_id=session_id,
                                    on_event=listen, approve=replayer.approve if recording.approvals else None,
                                    recorder=replayer)
         result = await handle

@@ -551,12 +551,13 @@ class RunService:
             finally:
                 run.record(run.recorder.header(runId=handle.run_id, agentId=handle.agent_id, input=input,
                                                sessionId=handle.session_id, approvals=approve is not None,
-                                               time=now_iso()))
+                                               root=self.root, time=now_iso()))
                 run.emit("started", agentId=handle.agent_id, agentName=name, input=input,
                          sessionId=handle.session_id, transcript=handle.transcript)
             key = (handle.agent_id, handle.session_id)
             session = self._sessions.setdefault(key, AgentSession(session_id=handle.session_id))
             async with self._session_locks.setdefault(key, asyncio.Lock()):
+                run.recorder.session(session)
                 task_run = AgentTaskRun(live_messages=[])
                 task_run.live_messages_changed.append(run.on_messages_changed)
                 accessor.observer = AgentTaskRunObserver(task_run)

@@ -117,12 +117,19 @@ class Recording:
     """Whether the run had an approval channel (approval-required tools are offered only then)."""
     clock: str | None = None
     """The time the run's templates showed (ISO 8601); a replay shows the same."""
+    environment: dict[str, str] | None = None
+    """The machine's facts the environment provider showed; a replay shows the same."""
+    root: str | None = None
+    """The workspace root of the run: paths under it compare equal to the same paths under another root."""
     exchanges: list[dict[str, Any]] = field(default_factory=list)
     """`{index, within, request, response?, error?}` per model call, in order; `within` is the id of the
     tool call of the requested agent the call was made in (an agent called as a tool), else None."""
     tools: list[dict[str, Any]] = field(default_factory=list)
     """`{callId, name, arguments, result? | error?, terminate}` per tool call of the requested agent."""
     events: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """The conversation the run continued (its session's stored messages), `recorder.message_record` form."""
+    session_id: str | None = None
 
     @property
     def status(self) -> str | None:
@@ -133,6 +140,22 @@ class Recording:
     @property
     def text(self) -> str:
         return str(self.events[-1].get("text", "")) if self.status else ""
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _facts(value: Any) -> dict[str, str] | None:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else None
+
+
+def relocate(value: Any, old_root: str | None, new_root: str | None) -> Any:
+    """`value` with the workspace root `old_root` written as `new_root` in its strings (JSON-ready data)."""
+    if not old_root or not new_root or old_root == new_root:
+        return value
+    old, new = json.dumps(old_root)[1:-1], json.dumps(new_root)[1:-1]
+    return json.loads(json.dumps(value, ensure_ascii=False).replace(old, new))
 
 
 def load_recording(path: str) -> Recording:
@@ -166,13 +189,16 @@ def load_recording(path: str) -> Recording:
                              f"({TRANSCRIPT_VERSION}); update oscova-lsp")
     recording = Recording(path, version, str(header.get("runId", "")), str(header.get("agentId", "")),
                           str(header.get("input", "")), bool(header.get("approvals")),
-                          header.get("clock") if isinstance(header.get("clock"), str) else None)
+                          _string(header.get("clock")), _facts(header.get("environment")), _string(header.get("root")),
+                          session_id=_string(header.get("sessionId")))
     for line in lines[1:]:
         record = line.get("record")
         if record == "model":
             recording.exchanges.append(line)
         elif record == "tool":
             recording.tools.append(line)
+        elif record == "session" and isinstance(line.get("history"), list):
+            recording.history = [m for m in line["history"] if isinstance(m, dict)]
         elif "kind" in line:
             recording.events.append(line)
     return recording
