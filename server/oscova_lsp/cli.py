@@ -391,7 +391,7 @@ def _test(args: argparse.Namespace) -> int:
 
     if args.save is not None or args.name is not None:
         if args.save is None or args.paths or args.update:
-            print("oscova-lsp: --save RUN_ID [--name NAME] takes no PATH and no --update", file=sys.stderr)
+            print("oscova-lsp: --name goes with --save RUN_ID, which takes no PATH and no --update", file=sys.stderr)
             return EXIT_USAGE
         root = _workspace_root(args.root)
         if root is None:

@@ -39,7 +39,6 @@ from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recordin
 TESTS_DIRECTORY = os.path.join(".oscova", "tests")
 CASE_SUFFIX = ".jsonl"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$")
-FORMATS = ("text", "json", "github", "junit")
 DRIFT_WORDS = "drifted from the recording"
 """In the error of a replayed run that stopped at a drift (`replay.ReplayDrift`), unlike a run that failed."""
 CaseStatus = Literal["passed", "failed", "updated", "error"]
