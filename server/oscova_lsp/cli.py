@@ -290,6 +290,7 @@ def _replay(args: argparse.Namespace) -> int:
     than recorded, 2 for a transcript that cannot be replayed."""
     import asyncio
 
+    from .reporting import display_path
     from .runs.diff import resolve_transcript
     from .runs.replay import DRIFTED, RecordingError, replay_run
     from .runs.terminal import JsonLines, LiveTranscript
@@ -303,6 +304,9 @@ def _replay(args: argparse.Namespace) -> int:
     listener = JsonLines(sys.stdout) if args.json else LiveTranscript(sys.stdout, sys.stderr, spinner=False)
     try:
         path = resolve_transcript(root, args.replay)
+        if not args.json:
+            print(f"replaying {display_path(path)} offline" + (" (live tools)" if args.live_tools else ""),
+                  file=sys.stderr)
         outcome = asyncio.run(replay_run(root, args.agent_id, path, input=args.input, live_tools=args.live_tools,
                                          on_event=listener))
     except RecordingError as error:

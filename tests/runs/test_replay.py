@@ -182,6 +182,7 @@ async def test_old_transcripts_get_a_clear_message(workspace, tmp_path):
     with pytest.raises(RecordingError, match=r"old\.jsonl was recorded before transcript version 2.*record the "
                                              r"run again"):
         await replay_run(str(workspace), None, str(old))
+    assert [e["kind"] for e in read_transcript(str(old))] == ["started", "completed"]  # still readable
     not_json = tmp_path / "notes.jsonl"
     not_json.write_text("just words\n")
     with pytest.raises(RecordingError, match="is not a run transcript"):
@@ -296,7 +297,8 @@ async def test_an_agent_called_as_a_tool_is_recorded_and_replays_with_and_withou
     echo.write_text(echo.read_text().replace("Repeat the query.", "Repeat the query twice."))
     drifted = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
     assert drifted.status == DRIFTED
-    assert (drifted.difference or "").startswith("model request 2 differs in the instructions")
+    assert (drifted.difference or "").splitlines()[0] == ("model request 2 differs in the instructions (a request "
+                                                          "made inside the tool call e1)")
     assert attempts == []
 
 
@@ -423,3 +425,39 @@ async def test_a_cancelled_run_replays_to_a_cancelled_run(service, fake_openai, 
     replayed = await replay_run(str(workspace), None, result["transcript"])
     assert replayed.matched and replayed.status == "cancelled" and replayed.result["text"] == result["text"]
     assert attempts == []
+
+
+async def test_live_tool_results_no_later_request_carries_are_compared_too(service, fake_openai, workspace,
+                                                                           no_network):
+    # Three identical calls in one round: the repeated-call guard stops the third and ends the loop, so
+    # the results of the first two reach no later model request.
+    calls = [ToolCall("read_file", {"path": "notes.txt"}, f"c{n}") for n in (1, 2, 3)]
+    fake_openai.enqueue(Reply(text="Reading.", tool_calls=calls))
+    result = await service.run("helper", "read it thrice")
+    assert result["status"] == "completed" and len(fake_openai.requests) == 1
+    attempts = no_network()
+    (workspace / "data" / "notes.txt").write_text("The launch is on Friday.\n")
+    assert (await replay_run(str(workspace), None, result["transcript"])).matched
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert live.status == DRIFTED and not live.matched
+    lines = (live.difference or "").splitlines()
+    assert lines[0] == "the tool calls or their results differ from the recording"
+    assert "-← read_file: The launch is on Tuesday." in lines and "+← read_file: The launch is on Friday." in lines
+    assert attempts == []
+
+
+async def test_a_damaged_transcript_gets_a_clear_message(service, fake_openai, workspace):
+    result = await record(service, fake_openai)
+    path = Path(result["transcript"])
+    text = path.read_text()
+    cut = path.with_name("cut.jsonl")
+    cut.write_text(text[: len(text) - 20])  # a crash in the middle of the last line
+    with pytest.raises(RecordingError, match=r"cut\.jsonl is damaged: line \d+ is not a JSON object"):
+        load_recording(str(cut))
+    lines = [json.loads(line) for line in text.splitlines()]
+    model = next(n for n, line in enumerate(lines) if line.get("record") == "model")
+    del lines[model]["request"]
+    broken = path.with_name("broken.jsonl")
+    broken.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(RecordingError, match=rf"line {model + 1} is a model record without a request object"):
+        await replay_run(str(workspace), None, str(broken))

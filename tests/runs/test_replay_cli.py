@@ -58,8 +58,10 @@ def test_replay_by_run_id_matches_offline_and_exits_0(workspace, fake_openai, of
     del offline_env[KEY_VARIABLE]  # a replay needs no key (CI without secrets)
     result = oscova("run", "helper", "--replay", run_id, cwd=workspace, env=offline_env)
     assert result.returncode == 0, result.stderr
+    transcript = next((workspace / ".oscova" / "runs").glob(f"*-{run_id}.jsonl"))
     assert result.stdout == "The launch is on Tuesday.\n"
     assert "← read_file: The launch is on Tuesday." in result.stderr
+    assert result.stderr.splitlines()[0] == f"replaying .oscova/runs/{transcript.name} offline"
     assert "✓ replay matches the recording" in result.stderr
     assert len(fake_openai.requests) == served and CANARY_KEY not in result.stdout + result.stderr
 

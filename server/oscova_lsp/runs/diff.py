@@ -98,9 +98,9 @@ def unified(a: Sequence[str], b: Sequence[str], from_name: str, to_name: str) ->
 
 
 def request_difference(number: int, recorded: dict[str, Any] | None, now: dict[str, Any] | None,
-                       from_name: str = "recorded", to_name: str = "now") -> str:
+                       from_name: str = "recorded", to_name: str = "now", within: str | None = None) -> str:
     """Which part of model request `number` differs, then the unified diff of the two requests (an absent
-    request is empty)."""
+    request is empty). `within`: the tool call the request was made in (an agent called as a tool)."""
     a = request_lines(recorded) if recorded is not None else []
     b = request_lines(now) if now is not None else []
     if recorded is None:
@@ -109,6 +109,8 @@ def request_difference(number: int, recorded: dict[str, Any] | None, now: dict[s
         headline = f"model request {number} is not in the {to_name} run"
     else:
         headline = f"model request {number} differs in {PART_NAMES[_first_part(a, b)]}"
+    if within:
+        headline += f" (a request made inside the tool call {within})"
     body = unified([line for _, line in a], [line for _, line in b], f"{from_name} request {number}",
                    f"{to_name} request {number}")
     return f"{headline}\n{body}" if body else headline
@@ -117,9 +119,10 @@ def request_difference(number: int, recorded: dict[str, Any] | None, now: dict[s
 # -- whole runs ---------------------------------------------------------------------------------------
 
 
-def _tool_lines(recording: Recording) -> list[str]:
+def tool_lines(events: Sequence[dict[str, Any]]) -> list[str]:
+    """The tool calls (`→ name {arguments}`) and results (`← name: result`) of a run's events."""
     lines = []
-    for event in recording.events:
+    for event in events:
         if event["kind"] == "toolCall":
             lines.append(f"→ {event.get('name', '')} {_compact(event.get('arguments'))}")
         elif event["kind"] == "toolResult":
@@ -147,7 +150,7 @@ def diff_recordings(a: Recording, b: Recording) -> str:
         if first != second:
             sections.append(f"First difference: {request_difference(number, first, second, name_a, name_b)}")
             break
-    tools = unified(_tool_lines(a), _tool_lines(b), f"{name_a} tool calls", f"{name_b} tool calls")
+    tools = unified(tool_lines(a.events), tool_lines(b.events), f"{name_a} tool calls", f"{name_b} tool calls")
     if tools:
         sections.append(f"Tool calls differ:\n{tools}")
     answers = unified(_answer_lines(a), _answer_lines(b), f"{name_a} answer", f"{name_b} answer")

@@ -7,7 +7,9 @@ results, unless `live_tools` (then the tools run, and an agent called as a tool 
 
 The first request that differs stops the run: the model call raises `ReplayDrift`, the run ends as
 `failed`, and the result's `status` is `drifted` with the unified diff of the two requests in
-`difference`. A replay that asks for fewer requests than were recorded drifts too.
+`difference`. A replay that asks for fewer requests than were recorded drifts too, and so does one whose
+tool calls or results (the `toolCall` / `toolResult` events) differ from the recorded ones: with live
+tools, results of a last round that no later request carried.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from oscova_runtime.recording import facts_at
 from oscova_runtime.session import AgentSession
 from oscova_runtime.tools import APPROVAL_DENIED
 
-from .diff import request_difference
+from .diff import request_difference, tool_lines, unified
 from .events import jsonable
 from .recorder import Recorder, message_from_record
 from .transcript import Recording, RecordingError, load_recording, relocate
@@ -117,7 +119,7 @@ class Replayer(Recorder):
         recorded = self._pending.popleft()
         expected = relocate(recorded.get("request"), self.recording.root, self.root)
         if expected != now:
-            raise self._stop(request_difference(self._asked, expected, now))
+            raise self._stop(request_difference(self._asked, expected, now, within=recorded.get("within")))
         return recorded
 
     def finish(self) -> str | None:
@@ -242,6 +244,9 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
     finally:
         await service.aclose()
     drift = replayer.finish()
+    if drift is None:  # results no later request carried (the last round) are compared here
+        tools = unified(tool_lines(recording.events), tool_lines(events), "recorded tool calls", "now tool calls")
+        drift = f"the tool calls or their results differ from the recording\n{tools}" if tools else None
     status = DRIFTED if drift is not None else str(result["status"])
     matched = drift is None and status == recording.status and result.get("text", "") == recording.text
     return ReplayResult(matched, status, drift, events, result.get("transcript"), result)

@@ -158,21 +158,50 @@ def relocate(value: Any, old_root: str | None, new_root: str | None) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False).replace(old, new))
 
 
+def _damage(line: dict[str, Any]) -> str | None:
+    """What is wrong with a recording line a replay relies on, if anything."""
+    record = line.get("record")
+    if record == "model" and not (isinstance(line.get("request"), dict)
+                                  and isinstance(line.get("response", {}), dict | None)
+                                  and isinstance(line.get("error", {}), dict | None)):
+        return "a model record without a request object (or with a response or error that is not one)"
+    if record == "tool" and not (isinstance(line.get("callId"), str) and isinstance(line.get("error", {}), dict)):
+        return "a tool record without a call id (or with an error that is not an object)"
+    return None
+
+
 def load_recording(path: str) -> Recording:
     """Reads a transcript for replay; raises `RecordingError` with a sentence when it cannot serve."""
     shown = os.path.basename(path)
     try:
-        lines = read_lines(path)
+        with open(path, encoding="utf-8") as handle:
+            texts = handle.read().splitlines()
     except FileNotFoundError:
         raise RecordingError(f"no transcript at {path}") from None
     except IsADirectoryError:
         raise RecordingError(f"{path} is a folder, not a transcript") from None
     except OSError as error:
         raise RecordingError(f"the transcript {path} cannot be read: {error.strerror or error}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RecordingError(f"{shown} is not a run transcript (JSON lines)") from None
-    if not lines or not all(isinstance(line, dict) for line in lines):
-        raise RecordingError(f"{shown} is not a run transcript (JSON lines)")
+    except UnicodeDecodeError:
+        raise RecordingError(f"{shown} is not a run transcript (not UTF-8 text)") from None
+    lines: list[dict[str, Any]] = []
+    for number, text in enumerate(texts, start=1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            line = None
+        if not isinstance(line, dict):
+            if not lines:
+                raise RecordingError(f"{shown} is not a run transcript (JSON lines)")
+            raise RecordingError(f"{shown} is damaged: line {number} is not a JSON object (cut short by a crash?)")
+        problem = _damage(line)
+        if problem:
+            raise RecordingError(f"{shown} is damaged: line {number} is {problem}")
+        lines.append(line)
+    if not lines:
+        raise RecordingError(f"{shown} is not a run transcript: it is empty")
     header = lines[0]
     if header.get("record") != "header":
         if "kind" in header:
