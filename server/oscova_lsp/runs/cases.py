@@ -32,6 +32,7 @@ from typing import Any, Literal
 from xml.etree import ElementTree
 
 from ..analysis.workspace import workspace_roots
+from ..reporting import display_path
 from .errors import RunError
 from .events import describe_exception
 from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording
@@ -299,11 +300,6 @@ def _replace(path: str, source: str) -> None:
 # ------------------------------------------------------------------------------------------- reports
 
 
-def _display(path: str) -> str:
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
-
-
 def _count(results: Iterable[CaseResult]) -> dict[str, int]:
     counts = {"passed": 0, "failed": 0, "updated": 0, "error": 0}
     for result in results:
@@ -351,7 +347,7 @@ def format_github(results: Sequence[CaseResult]) -> str:
             continue
         what = "drifted" if r.status == "failed" else "could not run"
         body = "\n".join(x for x in (r.error, r.difference) if x)
-        lines.append(f"::error file={_github_escape(_display(r.case.path), property=True)},line=1,"
+        lines.append(f"::error file={_github_escape(display_path(r.case.path), property=True)},line=1,"
                      f"title={_github_escape(f'Agent test {r.case.name} {what}', property=True)}::"
                      f"{_github_escape(body)}")
     lines.append(summary(results))
@@ -372,12 +368,12 @@ def format_junit(results: Sequence[CaseResult]) -> str:
     suites.set("time", f"{sum(r.duration for r in results):.3f}")
     for root, items in by_root.items():
         counts = _count(items)
-        suite = ElementTree.SubElement(suites, "testsuite", name=_display(root) or ".", tests=str(len(items)),
+        suite = ElementTree.SubElement(suites, "testsuite", name=display_path(root) or ".", tests=str(len(items)),
                                        failures=str(counts["failed"]), errors=str(counts["error"]), skipped="0",
                                        time=f"{sum(r.duration for r in items):.3f}")
         for r in items:
             case = ElementTree.SubElement(suite, "testcase", name=r.case.name,
-                                          classname=f"oscova.{r.agent_id or 'case'}", file=_display(r.case.path),
+                                          classname=f"oscova.{r.agent_id or 'case'}", file=display_path(r.case.path),
                                           time=f"{r.duration:.3f}")
             if r.status == "failed":
                 failure = ElementTree.SubElement(case, "failure", message=r.error or "the agent's requests drifted "

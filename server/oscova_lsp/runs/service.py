@@ -51,7 +51,6 @@ from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from .errors import RunError, describe_failure, unanswered_calls_message
 from .events import (
-    FINAL_KINDS,
     Redactor,
     StreamRedactor,
     describe_exception,
@@ -95,7 +94,8 @@ class RunHandle:
         self.finishing = False
 
     def __await__(self) -> Generator[Any, None, dict[str, Any]]:
-        assert self.task is not None
+        if self.task is None:
+            raise RuntimeError(f"the run {self.run_id} was not started; RunService.start_run gives a started handle")
         return self.task.__await__()
 
     def done(self) -> bool:
@@ -596,8 +596,7 @@ class RunService:
                                "totalTokens": run.usage.total_tokens}
         if error is not None:
             fields["error"] = error
-        assert status in FINAL_KINDS
-        run.emit(status, **fields)
+        run.emit(status, **fields)  # a final kind: RunStatus and FINAL_KINDS agree (tests/runs/test_status.py)
         if run.writer is not None:
             run.writer.close()
         self._runs.pop(handle.run_id, None)
