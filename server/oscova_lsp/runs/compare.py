@@ -1,5 +1,5 @@
 """Comparing a run with the previous run of the same agent, as an editor's diff view shows it: each run's
-model requests rendered as text (the rendering `diff.request_lines` gives `oscova-lsp diff`), side by side.
+model requests rendered as text (`diff.render_requests`, the form `oscova-lsp diff` shows), side by side.
 """
 
 from __future__ import annotations
@@ -8,21 +8,11 @@ import os
 import re
 from typing import Any
 
-from .diff import request_lines
-from .transcript import Recording, RecordingError, load_recording
+from .diff import render_requests
+from .transcript import RecordingError, load_recording
 
+NO_REQUEST = "(this run sent no model request)\n"
 TRANSCRIPT_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6})-(?P<agent>.+)-(?P<run>[0-9A-Za-z]+)\.jsonl$")
-
-
-def requests_text(recording: Recording) -> str:
-    """Every model request of a run, in order, each headed by its number."""
-    blocks = []
-    for number, exchange in enumerate(recording.exchanges, 1):
-        within = exchange.get("within")
-        head = f"# model request {number}" + (f" (inside the tool call {within})" if within else "")
-        lines = [line for _, line in request_lines(exchange.get("request") or {})]
-        blocks.append("\n".join([head, *lines]))
-    return "\n\n".join(blocks) + "\n" if blocks else "(this run sent no model request)\n"
 
 
 def previous_transcript(path: str) -> str | None:
@@ -59,5 +49,5 @@ def compare_with_previous(path: str, previous: str | None = None) -> dict[str, A
                              f"{os.path.dirname(os.path.abspath(path))}")
     before = load_recording(before_path)
     return {"agentId": current.agent_id,
-            "previous": {"transcript": before.path, "runId": before.run_id, "requests": requests_text(before)},
-            "current": {"transcript": current.path, "runId": current.run_id, "requests": requests_text(current)}}
+            "previous": {"transcript": before.path, "runId": before.run_id, "requests": render_requests(before) or NO_REQUEST},
+            "current": {"transcript": current.path, "runId": current.run_id, "requests": render_requests(current) or NO_REQUEST}}
