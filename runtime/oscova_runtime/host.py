@@ -163,7 +163,7 @@ class ConfiguredHost:
         config = self.config
 
         async def model(context: InvokingContext) -> dict[str, Any]:
-            # frozen for a run (a replay renders the same), in the user's zone as `user_now` reads it
+            # The user's time zone, at the run's frozen clock: a replay renders the recorded time.
             now = run_clock(user_now(config.user.timezone).tzinfo)
             user_context = ""
             if definition.shared and config.host.user_id:

@@ -92,7 +92,6 @@ class Replayer(Recorder):
         self.recording = recording
         self.live_tools = live_tools
         self._pending = deque(e for e in recording.exchanges if live_tools or e.get("within") is None)
-        self._expected = len(self._pending)
         self._asked = 0
         self._tools = {t.get("callId"): t for t in recording.tools}
         self.drift: str | None = None
@@ -191,7 +190,7 @@ class Replayer(Recorder):
             raise self._stop(f"the tool call {call.call_id} differs in the tool-call arguments\n"
                              f"now: {call.name} {shown}\n{was}")
         context.terminate = bool(recorded.get("terminate"))
-        self.write({key: value for key, value in recorded.items()})
+        self.write(dict(recorded))  # the replay's transcript records the result it used
         if recorded.get("error"):
             raise _recreate(recorded["error"])
         return recorded.get("result")
