@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -76,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the workspace whose .oscova/runs/ holds the run ids (default: found from the "
                               "current directory)")
 
+    _test_arguments(sub.add_parser("test", help="replay the agent tests (recorded runs) under .oscova/tests/"))
+
     sub.add_parser("schema", help="print the JSON Schema of agent definitions")
     sub.add_parser("providers", help="list the built-in context provider types (the default order)")
     sub.add_parser("tools", help="list the built-in tools")
@@ -135,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _diff(args)
         if args.command == "preview":
             return _preview(args)
+        if args.command == "test":
+            return _test(args)
         if args.command == "schema":
             return _schema()
         if args.command == "providers":
@@ -368,6 +373,64 @@ def _preview(args: argparse.Namespace) -> int:
     else:
         print(format_preview(preview, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     return EXIT_OK
+
+
+def _test_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="case files or folders (default: the .oscova/tests/ of the current workspace)")
+    parser.add_argument("--format", choices=("text", "json", "github", "junit"), default="text")
+    parser.add_argument("--update", action="store_true",
+                        help="re-record the expected requests of the cases that drifted (the change is intended)")
+    parser.add_argument("--save", default=None, metavar="RUN_ID",
+                        help="make a completed run (its id, or its transcript) a case, instead of running cases")
+    parser.add_argument("--name", default=None, metavar="NAME", help="the saved case's name (default: the agent id)")
+    parser.add_argument("--root", default=None, metavar="DIR",
+                        help="the workspace root for --save and the default PATH (default: found from here)")
+
+
+def _test(args: argparse.Namespace) -> int:
+    """`oscova-lsp test`: exit 0 when every case replays as recorded, 1 when one drifted or could not run,
+    2 on usage errors and when there is no case at all."""
+    import asyncio
+
+    from .runs.cases import CaseError, find_cases, render, run_case, save_case
+
+    if args.save is not None or args.name is not None:
+        if args.save is None or args.paths or args.update:
+            print("oscova-lsp: --name goes with --save RUN_ID, which takes no PATH and no --update", file=sys.stderr)
+            return EXIT_USAGE
+        root = _workspace_root(args.root)
+        if root is None:
+            return EXIT_USAGE
+        try:
+            case = save_case(root, args.save, args.name)
+        except CaseError as error:
+            print(f"oscova-lsp: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"saved the case {case.name}: {os.path.relpath(case.path)}")
+        return EXIT_OK
+    paths = args.paths
+    if not paths:
+        root = _workspace_root(args.root)
+        if root is None:
+            return EXIT_USAGE
+        paths = [root]
+    try:
+        cases = find_cases(paths)
+    except CaseError as error:
+        print(f"oscova-lsp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if not cases:
+        print(f"oscova-lsp: no agent tests under {', '.join(paths)}: save a run as a case with "
+              "`oscova-lsp test --save RUN_ID`", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def main() -> list[Any]:
+        return [await run_case(case, update=args.update) for case in cases]
+
+    results = asyncio.run(main())
+    print(render(results, args.format))
+    return EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS
 
 
 def _schema() -> int:

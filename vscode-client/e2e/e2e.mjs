@@ -6,13 +6,18 @@
 // 2. Runs (when the server advertises `oscova.runAgent`; in CI it must): a scratch workspace whose
 //    model is a local fake OpenAI endpoint; the key set with "Oscova: Set API Key"; "Oscova: Run Agent"
 //    shows the streamed answer and a tool call in the Run view; a second run is cancelled from the view.
-// 3. Restricted Mode: a workspace whose `yaml.py`, `uuid.py`, `pydantic.py`, … and custom tool and
+// 3. Agent tests (when the server advertises `oscova.listTests` / `oscova.runTest`; in CI it must): two
+//    runs recorded with `oscova-lsp run` and saved as cases with `oscova-lsp test --save`, a third saved
+//    from the Run view (which also opens "Compare with previous run"); the Test Explorer lists them, runs
+//    all (all pass), and after an edit of the clock agent's instructions runs one case alone, which fails
+//    with the diff of the recorded and the current instructions in Test Results.
+// 4. Restricted Mode: a workspace whose `yaml.py`, `uuid.py`, `pydantic.py`, … and custom tool and
 //    provider modules write marker files when imported, opened untrusted, with the server started
 //    through each start path: the console script, `python -m oscova_lsp` and `python -P -m oscova_lsp`
 //    (what the Python-extension path runs), each in the workspace folder, its 420 templates parsed by
 //    worker processes. Diagnostics arrive, Preview Prompt shows the built-in rendering and what it did
 //    not load, Run Agent is refused, and no marker appears.
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -113,6 +118,25 @@ tools:
 example_input: What time is it? Use the tool.
 `);
 }
+
+/** Records a run with the CLI (the model: the fake endpoint, served by this process: not spawnSync) and
+ * saves it as a case under .oscova/tests/. */
+async function saveCase(dir, agent, input, name) {
+  const env = { ...process.env, [API_KEY_ENV]: API_KEY };
+  const cli = (...args) => new Promise((resolve, reject) => {
+    execFile(OSCOVA_LSP, args, { cwd: dir, env, encoding: 'utf8', timeout: 60_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`oscova-lsp ${args.join(' ')} failed: ${stderr || error.message}`));
+      else resolve(stdout);
+    });
+  });
+  const runId = JSON.parse((await cli('run', agent, '--input', input, '--json')).split('\n')[0]).runId;
+  await cli('test', '--save', runId, '--name', name);
+}
+
+const GREETER = `id: greeter
+name: Greeter
+instructions: You greet people warmly.
+`;
 
 // Restricted Mode: files that write a marker (outside the workspace) when imported. The shadows are
 // modules the server imports, some lazily; `stamp_tool` and `stamp_provider` are the workspace's own code.
@@ -268,11 +292,18 @@ async function main() {
   log('probing the server for run commands');
   const offered = await advertisedCommands(OSCOVA_LSP);
   const runsOffered = ['oscova.runAgent', 'oscova.listAgents', 'oscova.cancelRun', 'oscova.previewPrompt'].every((c) => offered.includes(c));
+  const testsOffered = ['oscova.listTests', 'oscova.runTest'].every((c) => offered.includes(c));
 
   const fake = await startFakeOpenAI({ apiKey: API_KEY });
   cleanups.push(() => fake.close());
   const runWs = join(work, 'run-ws');
   writeRunWorkspace(runWs, fake.baseUrl);
+  if (testsOffered) {
+    log('recording two runs with the CLI and saving them as agent tests');
+    writeFileSync(join(runWs, 'agents', 'greeter.agent.yaml'), GREETER);
+    await saveCase(runWs, 'clock', 'What time is it? Use the tool.', 'clock-time');
+    await saveCase(runWs, 'greeter', 'Hello there', 'greeting');
+  }
   // Workspace settings name the server too (user settings alone raced once in code-server). The
   // untrusted copy's workspace setting names a program that does not exist: in Restricted Mode it must
   // be ignored (restrictedConfigurations), so the server still starts from the user setting.
@@ -403,6 +434,78 @@ async function main() {
       if (fake.state.requests.length !== requestsBefore) throw new Error('a run reached the model in Restricted Mode');
     }
 
+    let savedFromRunView = false;
+    async function agentTests() {
+      // ---------------------------------------------------------------------------- agent tests
+      if (!testsOffered) {
+        if (CI) throw new Error(`the server does not advertise oscova.listTests and oscova.runTest (it offers: ${JSON.stringify(offered)})`);
+        log('AGENT TESTS NOT TESTED: the server does not advertise oscova.listTests / oscova.runTest');
+        return false;
+      }
+      log('agent tests: the Test Explorer lists the cases');
+      const requestsBefore = fake.state.requests.length;
+      await page.locator('.activitybar .action-item [aria-label^="Testing"]').first().click();
+      const row = (name) => page.locator('.part.sidebar .monaco-list-row').filter({ hasText: name }).first();
+      // A test row's state: its aria-label ("name (Passed)") and its icon (codicon-testing-passed-icon).
+      const state = async (name) => {
+        const label = (await row(name).getAttribute('aria-label')) ?? '';
+        const icons = await row(name).locator('.codicon').evaluateAll((els) => els.map((e) => e.className).join(' '));
+        const icon = /testing-(passed|failed|error)/.exec(icons)?.[1];
+        return `${label}${icon ? ` (${icon[0].toUpperCase()}${icon.slice(1)})` : ''}`;
+      };
+      await row('clock-time').waitFor({ timeout: 60_000 });
+      await row('greeting').waitFor({ timeout: 10_000 });
+      const rowsText = await page.locator('.test-explorer .monaco-list-row').allInnerTexts();
+      if (!rowsText.some((r) => r.includes('clock-time') && r.includes('clock'))) throw new Error(`the Test Explorer rows do not name the agent: ${rowsText.join(' | ')}`);
+      await shot('08-test-explorer-cases');
+
+      log('agent tests: Run All Tests');
+      await runCommand(page, 'Test: Run All Tests');
+      if (savedFromRunView) await row('from-the-run-view').waitFor({ timeout: 30_000 });
+      await waitFor(async () => (await state('clock-time')).includes('(Passed)') && (await state('greeting')).includes('(Passed)')
+        && (!savedFromRunView || (await state('from-the-run-view')).includes('(Passed)')),
+        'both cases to pass', 90_000).catch(async (error) => {
+        await shot('failure-tests-run-all');
+        throw new Error(`${error.message}: clock-time "${await state('clock-time')}", greeting "${await state('greeting')}"`);
+      });
+      log(`agent tests: ${await state('clock-time')}, ${await state('greeting')}`);
+      await shot('09-test-explorer-passed');
+
+      log('agent tests: the clock agent changes, its case alone is run and fails with the diff');
+      const clock = join(runWs, 'agents', 'clock.agent.yaml');
+      writeFileSync(clock, readFileSync(clock, 'utf8').replace('Answer questions about time', 'Answer questions about time zones'));
+      await row('clock-time').hover();
+      await row('clock-time').locator('.action-label[aria-label^="Run Test"]').first().click();
+      await waitFor(async () => (await state('clock-time')).includes('(Failed)'), 'the drifted case to fail', 90_000).catch(async (error) => {
+        await shot('failure-tests-drift');
+        throw new Error(`${error.message}: clock-time "${await state('clock-time')}"`);
+      });
+      if (!(await state('greeting')).includes('(Passed)')) throw new Error(`the case that was not run changed: greeting "${await state('greeting')}"`);
+      // The failure: its message in the Test Results view, with the diff of the recorded and the current request.
+      await runCommand(page, 'Test Results: Focus on Test Results View');
+      const panel = page.locator('.part.panel');
+      await panel.locator('.monaco-list-row').filter({ hasText: 'now sends something other than what was recorded' }).first()
+        .waitFor({ timeout: 30_000 });
+      await waitFor(async () => {
+        const text = (await panel.innerText()).replace(/\s+/g, ' ');
+        return text.includes('model request 1 differs in the instructions')
+          && text.includes('-You are Clock. Answer questions about time with') && text.includes('+You are Clock. Answer questions about time zones with');
+      }, 'the diff of the recorded and the current instructions in Test Results', 30_000).catch(async (error) => {
+        await shot('failure-tests-diff');
+        throw new Error(`${error.message}\n${await panel.innerText().catch(() => '(no panel)')}`);
+      });
+      await shot('10-test-explorer-drift-diff');
+      if (fake.state.requests.length !== requestsBefore) throw new Error('a replay reached the model endpoint');
+      log(`agent tests: listed, run all (${savedFromRunView ? 3 : 2} passed), the drifted case failed with the diff of the instructions; no model request`);
+      return true;
+    }
+
+    if (process.env.OSCOVA_E2E_ONLY === 'tests') { // while developing the agent-test part: that part alone
+      await openWorkbench(page, baseUrl, runWs);
+      const tested = await agentTests();
+      return tested ? 'agent tests only' : 'AGENT TESTS NOT TESTED';
+    }
+
     // ----------------------------------------------------------------------------- diagnostics
     log('opening examples/broken');
     await openWorkbench(page, baseUrl, broken);
@@ -500,6 +603,26 @@ async function main() {
     if (authorized < 2) throw new Error(`the fake endpoint saw ${authorized} requests with the key set by Set API Key`);
     log(`run completed: answer streamed, tool call current_datetime with its result; ${fake.state.requests.length} model requests`);
     await shot('03-run-completed');
+    if (testsOffered) {
+      // "Save as test case" in the Run view: a third case; "Compare with previous run": the diff view of this
+      // run's model requests and those of the clock run recorded with the CLI before.
+      await frame.locator('[data-testid=save-case]').click();
+      const caseName = await quickInputVisible(page);
+      await waitFor(async () => (await caseName.inputValue()) === 'clock', 'the case name prefilled with the agent id', 15_000);
+      await caseName.fill('from-the-run-view');
+      await caseName.press('Enter');
+      await page.locator('.notifications-toasts').filter({ hasText: 'saved the test case from-the-run-view' }).waitFor({ timeout: 30_000 });
+      savedFromRunView = true;
+      await frame.locator('[data-testid=compare]').click();
+      await page.locator('.tabs-container .tab').filter({ hasText: /clock: model requests of run/ }).first().waitFor({ timeout: 30_000 });
+      const diff = page.locator('.monaco-diff-editor').first();
+      // Both runs called the clock tool: the diff opens at its two results (the times differ).
+      await waitFor(async () => (await diff.innerText()).replace(/\s+/g, ' ').includes('[tool call_1]'), 'the compared runs\' requests', 20_000);
+      log('Run view: saved the run as a test case; Compare with previous run opened the diff of the two runs\' model requests');
+      await shot('05a-compare-with-previous-run');
+      await runCommand(page, 'Oscova: Show Run View'); // the diff may have taken the Run view's column
+      await frame.locator('[data-testid=status]').filter({ hasText: 'Completed' }).waitFor({ timeout: 20_000 });
+    }
     // Its transcript (.oscova/runs/…) opens from the Run view.
     await frame.locator('button', { hasText: 'Open transcript' }).click();
     await page.locator('.tabs-container .tab').filter({ hasText: /\.jsonl?$/ }).first().waitFor({ timeout: 20_000 });
@@ -527,8 +650,9 @@ async function main() {
     log('run cancelled: the Run view says Cancelled and the HTTP stream was closed');
     await shot('05-run-cancelled');
 
+    const tested = await agentTests();
     await restrictedMode();
-    return 'diagnostics, runs and restricted mode';
+    return `diagnostics, runs, ${tested ? 'agent tests' : 'AGENT TESTS NOT TESTED'} and restricted mode`;
   } catch (error) {
     for (const [i, p] of page.context().pages().entries()) {
       await p.screenshot({ path: join(screenshots, `failure-${i}.png`) }).catch(() => undefined);

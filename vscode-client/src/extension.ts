@@ -26,6 +26,8 @@ import { applyError, applyResult, isActive, RunStore, type RunEvent, type RunRes
 import { RunView } from './runView';
 import { installCommand, PYTHON_PROBE_ARGS, resolveServerCommand, type Resolution } from './serverCommand';
 import { StatusBar } from './statusBar';
+import { isComparison, RunComparisons } from './compare';
+import { AgentTests } from './testing';
 import { exampleInputFromYaml } from './yamlScalar';
 
 const SERVER_COMMANDS = {
@@ -66,11 +68,17 @@ export class OscovaExtension {
   private readonly previews = new Map<string, string>();
   private readonly previewChanged = new vscode.EventEmitter<vscode.Uri>();
   private starting: Promise<void> | undefined;
+  readonly tests: AgentTests;
+  private readonly comparisons = new RunComparisons();
 
   constructor(private readonly context: vscode.ExtensionContext) {
+    this.tests = new AgentTests((command, arg, token) => this.serverCommand(command, arg, token), (line) => this.output.appendLine(line));
+    context.subscriptions.push(this.tests, this.comparisons);
     this.runView = new RunView(context.extensionUri, this.store, {
       cancel: (key) => void this.cancelRun(key),
       openTranscript: (key) => void this.openTranscript(this.store.get(key)?.transcript, this.store.get(key)?.agentId),
+      compare: (key) => void this.compareWithPrevious(key),
+      saveTestCase: (key) => void this.saveTestCase(key),
     });
     const command = (id: string, fn: (...args: any[]) => unknown) =>
       context.subscriptions.push(vscode.commands.registerCommand(id, fn));
@@ -79,6 +87,8 @@ export class OscovaExtension {
     command('oscova.client.cancelRun', (arg?: string | { runId?: string }) => this.cancelRun(typeof arg === 'string' ? arg : arg?.runId));
     command('oscova.client.showRunTranscript', () => this.showRunTranscript());
     command('oscova.client.showRunView', () => this.runView.show(undefined, false));
+    command('oscova.client.compareWithPreviousRun', (key?: string) => this.compareWithPrevious(key));
+    command('oscova.client.saveRunAsTestCase', (key?: string) => this.saveTestCase(key));
     command('oscova.client.setApiKey', () => this.setApiKey());
     command('oscova.client.restartServer', () => this.restart());
     command('oscova.client.showOutput', () => this.output.show(true));
@@ -164,6 +174,7 @@ export class OscovaExtension {
     client.onNotification('oscova/runEvent', (event: RunEvent) => this.onRunEvent(event));
     try {
       await client.start();
+      void this.tests.refresh();
     } catch (error) {
       this.status.setServer('failed', messageOf(error));
       this.output.appendLine(`[client] the server failed to start: ${messageOf(error)}`);
@@ -468,6 +479,50 @@ export class OscovaExtension {
     try {
       const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(this.transcriptPath(transcript)));
       await vscode.window.showTextDocument(doc, { preview: true });
+    } catch (error) {
+      this.showError(error);
+    }
+  }
+
+  // ------------------------------------------------------------------ compare, save as test case
+
+  /** The run a command acts on: the given one, else the one the Run view shows, else the newest finished run. */
+  private finishedRun(key?: string) {
+    const run = (key ? this.store.get(key) : undefined) ?? this.runView.shown ?? [...this.store.all()].reverse().find((r) => !isActive(r));
+    if (!run || isActive(run) || !run.transcript) {
+      void vscode.window.showInformationMessage('Oscova: no finished run with a transcript yet.');
+      return undefined;
+    }
+    return run;
+  }
+
+  async compareWithPrevious(key?: string): Promise<void> {
+    const run = this.finishedRun(key);
+    if (!run?.transcript) return;
+    try {
+      const answer = await this.serverCommand<unknown>('oscova.compareRuns', { transcript: this.transcriptPath(run.transcript) });
+      if (!isComparison(answer)) throw new UserError('the server gave no comparison');
+      await this.comparisons.open(answer);
+    } catch (error) {
+      this.showError(error);
+    }
+  }
+
+  async saveTestCase(key?: string): Promise<void> {
+    const run = this.finishedRun(key);
+    if (!run?.runId) return;
+    const name = await vscode.window.showInputBox({
+      title: `Save the run of ${run.agentId} as a test case`,
+      prompt: 'The case name (saved as .oscova/tests/<name>.jsonl; `/` makes folders)',
+      value: run.agentId,
+      validateInput: (v) => (/^[A-Za-z0-9][A-Za-z0-9_.-]*(\/[A-Za-z0-9][A-Za-z0-9_.-]*)*$/.test(v.trim()) ? undefined : 'Letters, digits, _ . - and / between folders'),
+    });
+    if (!name) return;
+    try {
+      const transcript = this.transcriptPath(run.transcript ?? '');
+      const saved = await this.serverCommand<{ name?: string }>('oscova.saveTestCase', { runId: transcript, name: name.trim(), uri: vscode.Uri.file(transcript).toString() });
+      await this.tests.refresh();
+      void vscode.window.showInformationMessage(`Oscova: saved the test case ${saved?.name ?? name}.`);
     } catch (error) {
       this.showError(error);
     }

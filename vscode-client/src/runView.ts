@@ -6,6 +6,9 @@ import type { RunState, RunStore } from './runModel';
 export interface RunViewActions {
   cancel(key: string): void;
   openTranscript(key: string): void;
+  /** "Compare with previous run" and "Save as test case" (compare.ts, testing.ts). */
+  compare?(key: string): void;
+  saveTestCase?(key: string): void;
 }
 
 export class RunView implements vscode.Disposable {
@@ -36,6 +39,10 @@ export class RunView implements vscode.Disposable {
           this.actions.cancel(message.key);
         } else if (message?.type === 'openTranscript' && typeof message.key === 'string') {
           this.actions.openTranscript(message.key);
+        } else if (message?.type === 'compare' && typeof message.key === 'string') {
+          this.actions.compare?.(message.key);
+        } else if (message?.type === 'saveTestCase' && typeof message.key === 'string') {
+          this.actions.saveTestCase?.(message.key);
         }
       });
       this.panel.onDidChangeViewState(() => { if (this.panel?.visible) this.post(); });

@@ -14,7 +14,8 @@ DIAGNOSTIC_IDENTIFIER = "oscova"
 WATCHED_GLOBS = ["**/*.agent.yaml", "**/*.agent.yml", "**/*.j2", "**/*.jinja", "**/*.jinja2",
                  "**/oscova.toml", "**/pyproject.toml"]
 COMMANDS = ("oscova.runAgent", "oscova.previewPrompt", "oscova.cancelRun", "oscova.evictAgent",
-            "oscova.invalidateAgents", "oscova.invalidateAll", "oscova.listAgents")
+            "oscova.invalidateAgents", "oscova.invalidateAll", "oscova.listAgents",
+            "oscova.listTests", "oscova.runTest", "oscova.saveTestCase", "oscova.compareRuns")
 """The `workspace/executeCommand` commands (SPEC §6), in the order the server registers them."""
 
 

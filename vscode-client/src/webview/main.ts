@@ -80,6 +80,14 @@ function render() {
     const transcript = el('button', { type: 'button', class: 'secondary' }, 'Open transcript');
     transcript.addEventListener('click', () => vscode.postMessage({ type: 'openTranscript', key: run.key }));
     header.append(transcript);
+    const compare = el('button', { type: 'button', class: 'secondary', 'data-testid': 'compare' }, 'Compare with previous run');
+    compare.addEventListener('click', () => vscode.postMessage({ type: 'compare', key: run.key }));
+    header.append(compare);
+    if (run.status === 'completed') {
+      const save = el('button', { type: 'button', class: 'secondary', 'data-testid': 'save-case' }, 'Save as test case');
+      save.addEventListener('click', () => vscode.postMessage({ type: 'saveTestCase', key: run.key }));
+      header.append(save);
+    }
   }
   root.append(header);
   root.append(el('section', { class: 'input' }, el('div', { class: 'label' }, 'Input'), el('div', { class: 'text', 'data-testid': 'input' }, run.input)));

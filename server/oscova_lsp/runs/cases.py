@@ -1,0 +1,394 @@
+"""Agent tests: recorded runs kept as cases under `<root>/.oscova/tests/` and replayed (`oscova-lsp test`).
+
+A case is one recorded transcript (the JSON-lines file a run writes under `.oscova/runs/`, with its
+requests, responses and tool results), copied to `.oscova/tests/<name>.jsonl` by `save_case`. Its name is
+its path below `.oscova/tests/` without `.jsonl` (`billing/refund` is `.oscova/tests/billing/refund.jsonl`).
+Running a case replays the agent as it is now against the recorded model answers and tool results
+(`replay.replay_run`): it passes when the agent sends what was recorded, and fails with the first
+difference as a unified diff.
+
+`update` re-records the expectation of a case whose change is intended, as snapshot tests do (syrupy, jest):
+the agent's requests are the snapshot, the recorded model answers and tool results are its fixtures. The
+replay answers each request with the recorded answer at the same position, and the requests the agent now
+sends replace the recorded ones. When the recorded answers no longer fit (the agent asks more often than it
+was answered, or a recorded answer calls a tool the agent no longer offers) the case cannot be updated
+this way; it says so, and the case is recorded afresh with a run and `--save`.
+
+Plain Python, shared by the command line and the language server's `oscova.listTests` / `oscova.runTest`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from xml.etree import ElementTree
+
+from ..analysis.workspace import workspace_roots
+from ..reporting import display_path
+from .errors import RunError
+from .events import describe_exception
+from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording
+
+TESTS_DIRECTORY = os.path.join(".oscova", "tests")
+CASE_SUFFIX = ".jsonl"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$")
+DRIFT_WORDS = "drifted from the recording"
+"""In the error of a replayed run that stopped at a drift (`replay.ReplayDrift`), unlike a run that failed."""
+CaseStatus = Literal["passed", "failed", "updated", "error"]
+
+
+class CaseError(Exception):
+    """A usage error with words for the user: no such run, a bad name, a path that is not a case."""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    """The path below `.oscova/tests/` without `.jsonl`, `/`-separated."""
+    path: str
+    """The case file, absolute."""
+    root: str
+    """The workspace root the case belongs to (the folder holding `.oscova/tests/`)."""
+
+    def recording(self) -> Recording:
+        """The recorded run; raises `RecordingError` with words when the file cannot serve as one."""
+        return load_recording(self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "path": self.path, "root": self.root}
+        try:
+            recording = self.recording()
+        except RecordingError as error:
+            out["error"] = str(error)
+            return out
+        out["agentId"] = recording.agent_id
+        out["input"] = recording.input
+        return out
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    status: CaseStatus
+    agent_id: str | None = None
+    difference: str | None = None
+    """The unified diff between what was recorded and what the agent sends now (failed and updated)."""
+    error: str | None = None
+    """Why the case could not be replayed (status `error`) or updated."""
+    duration: float = 0.0
+    events: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("passed", "updated")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.case.name, "path": self.case.path, "status": self.status,
+                               "agentId": self.agent_id, "durationMs": round(self.duration * 1000, 1)}
+        if self.difference is not None:
+            out["difference"] = self.difference
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+# -------------------------------------------------------------------------------------------- finding
+
+
+def tests_dir(root: str) -> str:
+    return os.path.join(root, TESTS_DIRECTORY)
+
+
+def _case_of(path: str) -> Case:
+    """The case a file is: its root is the workspace holding the `.oscova/tests/` folder it is in."""
+    path = os.path.abspath(path)
+    parts = path.split(os.sep)
+    for i in range(len(parts) - 3, 0, -1):
+        if parts[i] == ".oscova" and parts[i + 1] == "tests":
+            root = os.sep.join(parts[:i]) or os.sep
+            name = "/".join(parts[i + 2:])[: -len(CASE_SUFFIX)]
+            return Case(name, path, root)
+    raise CaseError(f"{path} is not a case: cases live under a workspace's {TESTS_DIRECTORY}{os.sep} folder "
+                    "(`oscova-lsp test --save RUN_ID` puts one there)")
+
+
+def _cases_below(folder: str) -> list[Case]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for filename in sorted(filenames):
+            if filename.endswith(CASE_SUFFIX):
+                found.append(_case_of(os.path.join(dirpath, filename)))
+    return found
+
+
+def find_cases(paths: Sequence[str]) -> list[Case]:
+    """The cases at each path: a case file; a folder inside `.oscova/tests/` (the cases below it); any other
+    folder (the `.oscova/tests/` of the workspace holding it and of every workspace nested below it).
+    Raises `CaseError` for a path that does not exist or a file that is not a case."""
+    cases: dict[str, Case] = {}
+    for given in paths:
+        path = os.path.abspath(given)
+        if not os.path.exists(path):
+            raise CaseError(f"no such file or directory: {given}")
+        if os.path.isfile(path):
+            if not path.endswith(CASE_SUFFIX):
+                raise CaseError(f"{given} is not a case: a case is a `{CASE_SUFFIX}` file under {TESTS_DIRECTORY}")
+            found = [_case_of(path)]
+        elif f"{os.sep}.oscova{os.sep}tests" in path + os.sep:
+            found = _cases_below(path)
+        else:
+            found = [c for root in workspace_roots(path) if os.path.isdir(tests_dir(root))
+                     for c in _cases_below(tests_dir(root))]
+        for case in found:
+            cases.setdefault(case.path, case)
+    return list(cases.values())
+
+
+# -------------------------------------------------------------------------------------------- saving
+
+
+def find_run(root: str, run: str) -> str:
+    """The transcript of a run: its run id (or the start of one), or the path of a transcript."""
+    if run.endswith(CASE_SUFFIX) and os.path.isfile(run):
+        return os.path.abspath(run)
+    runs = os.path.join(root, RUNS_DIRECTORY)
+    try:
+        names = sorted(os.listdir(runs))
+    except OSError:
+        names = []
+    matches = [n for n in names if n.endswith(CASE_SUFFIX) and n[: -len(CASE_SUFFIX)].rsplit("-", 1)[-1].startswith(run)]
+    if not run or not matches:
+        raise CaseError(f"no run {run!r} in {runs} (the last line of `oscova-lsp run` names its transcript; "
+                        "the run id is the end of its file name)")
+    if len(matches) > 1:
+        raise CaseError(f"{run!r} names {len(matches)} runs ({', '.join(matches[:3])}…); give more of the run id")
+    return os.path.join(runs, matches[0])
+
+
+def save_case(root: str, run: str, name: str | None = None) -> Case:
+    """Promotes a completed run's transcript to a case; the name defaults to the agent id (`-2`, `-3`, …
+    when taken). Raises `CaseError` with words for the user."""
+    source = find_run(root, run)
+    try:
+        recording = load_recording(source)
+    except RecordingError as error:
+        raise CaseError(str(error)) from None
+    if recording.status != "completed":
+        raise CaseError(f"the run in {source} ended {recording.status or 'without an end'}: only a completed run "
+                        "can become a case (its recorded answers must reach the end)")
+    if name is not None:
+        name = name.strip().removesuffix(CASE_SUFFIX)
+        if not NAME.match(name) or ".." in name.split("/"):
+            raise CaseError(f"the case name {name!r} is not valid: letters, digits, `_`, `.`, `-`, and `/` "
+                            "between folders")
+        target = os.path.join(tests_dir(root), *name.split("/")) + CASE_SUFFIX
+        if os.path.exists(target):
+            raise CaseError(f"a case named {name!r} exists ({target}); choose another --name")
+    else:
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", recording.agent_id)[:64] or "case"
+        name, n = base, 1
+        while os.path.exists(os.path.join(tests_dir(root), name + CASE_SUFFIX)):
+            n += 1
+            name = f"{base}-{n}"
+        target = os.path.join(tests_dir(root), name + CASE_SUFFIX)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copyfile(source, target)
+    return Case(name, target, root)
+
+
+# ------------------------------------------------------------------------------------------- running
+
+
+async def run_case(case: Case, *, update: bool = False) -> CaseResult:
+    """Replays one case (never a network connection: the recorded answers and tool results stand in).
+    With `update`, a drifted case is re-recorded (the module docstring says how) and reports `updated`."""
+    from .replay import replay_run
+
+    began = time.perf_counter()
+    agent_id: str | None = None
+    try:
+        recording = case.recording()
+        agent_id = recording.agent_id
+        result = await replay_run(case.root, agent_id, case.path)
+        failure = result.result.get("error")
+        if not result.matched and failure and recording.status == "completed" and DRIFT_WORDS not in failure:
+            raise CaseError(f"The replay of {agent_id} failed: {failure}")  # not a drift: the agent cannot run
+        if result.matched or not update:
+            return CaseResult(case, "passed" if result.matched else "failed", agent_id,
+                              difference=None if result.matched else _drift(result.difference, result.status),
+                              duration=time.perf_counter() - began, events=result.events)
+        problem = await _rerecord(case, recording)
+        return CaseResult(case, "failed" if problem else "updated", agent_id,
+                          difference=_drift(result.difference, result.status),
+                          error=f"The case cannot be updated: {problem}; record the run again and save it with "
+                                "`oscova-lsp test --save`" if problem else None,
+                          duration=time.perf_counter() - began, events=result.events)
+    except (CaseError, RunError, RecordingError) as error:
+        message = str(error)
+    except OSError as error:
+        message = f"The case cannot be read: {describe_exception(error)}"
+    return CaseResult(case, "error", agent_id, error=message, duration=time.perf_counter() - began)
+
+
+def _drift(difference: str | None, status: str) -> str:
+    """What a failed replay shows: the request that drifted, or (same requests) how the run ended now."""
+    return difference or f"the agent sent what was recorded, but the run now ends {status}, or with another answer"
+
+
+async def _rerecord(case: Case, recording: Recording) -> str | None:
+    """Replays the case answering each model request with the recorded answer at its position, records what
+    the agent sends now, and puts that recording in place of the case once it replays as recorded. Returns
+    why it could not (the case is left as it was), or None."""
+    from .replay import Replayer, replay_run
+    from .service import RunService
+
+    class Rerecorder(Replayer):
+        def _expect(self, request: dict[str, Any]) -> dict[str, Any]:
+            if self.drift is not None:
+                raise self._stop(self.drift)
+            self._asked += 1
+            if not self._pending:
+                raise self._stop(f"the agent now makes model request {self._asked}, which the recording has "
+                                 "no answer for")
+            return self._pending.popleft()
+
+    rerecorder = Rerecorder(recording)
+    with tempfile.TemporaryDirectory(prefix="oscova-update-") as scratch:
+        service = RunService(case.root, runs_dir=scratch)
+        try:
+            handle = service.start_run(recording.agent_id, recording.input, recorder=rerecorder,
+                                       approve=rerecorder.approve if recording.approvals else None)
+            result = await handle
+        finally:
+            await service.aclose()
+        problem = rerecorder.finish()
+        if problem is None and result["status"] != recording.status:
+            problem = f"the run now ends {result['status']}" + (f": {result['error']}" if result.get("error") else "")
+        if problem is None and result.get("transcript") is None:
+            problem = "the new recording could not be written"
+        if problem is not None:
+            return problem.splitlines()[0]
+        again = await replay_run(case.root, recording.agent_id, result["transcript"])
+        if not again.matched:
+            return (again.difference or f"the new recording replays as {again.status}").splitlines()[0]
+        _replace(case.path, result["transcript"])
+    return None
+
+
+def _replace(path: str, source: str) -> None:
+    """Copies the new recording over the case atomically (a crash leaves the old case or the new one)."""
+    handle, temporary = tempfile.mkstemp(prefix=".update-", suffix=CASE_SUFFIX, dir=os.path.dirname(path))
+    os.close(handle)
+    try:
+        shutil.copyfile(source, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+# ------------------------------------------------------------------------------------------- reports
+
+
+def _count(results: Iterable[CaseResult]) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "updated": 0, "error": 0}
+    for result in results:
+        counts[result.status] += 1
+    return counts
+
+
+def summary(results: Sequence[CaseResult]) -> str:
+    counts = _count(results)
+    parts = [f"{counts['passed']} passed"]
+    parts += [f"{counts[k]} {k}" for k in ("failed", "updated") if counts[k]]
+    if counts["error"]:
+        parts.append(f"{counts['error']} could not run")
+    return f"{len(results)} case{'s' if len(results) != 1 else ''}: {', '.join(parts)}"
+
+
+def format_text(results: Sequence[CaseResult]) -> str:
+    lines = []
+    for r in results:
+        word = {"passed": "PASS", "failed": "FAIL", "updated": "UPDATED", "error": "ERROR"}[r.status]
+        lines.append(f"{word} {r.case.name}" + (f" ({r.agent_id})" if r.agent_id else ""))
+        if r.error:
+            lines.append(f"  {r.error}")
+        if r.difference and r.status != "passed":
+            lines.extend("  " + line for line in r.difference.rstrip("\n").splitlines())
+    lines.append(summary(results))
+    return "\n".join(lines)
+
+
+def format_json(results: Sequence[CaseResult]) -> str:
+    return json.dumps({"cases": [r.to_json() for r in results], **_count(results)}, indent=2, ensure_ascii=False)
+
+
+def _github_escape(text: str, *, property: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property else text
+
+
+def format_github(results: Sequence[CaseResult]) -> str:
+    """GitHub workflow commands: an `::error` annotation on the case file of each case that failed."""
+    lines = []
+    for r in results:
+        if r.ok:
+            lines.append(f"{'PASS' if r.status == 'passed' else 'UPDATED'} {r.case.name}")
+            continue
+        what = "drifted" if r.status == "failed" else "could not run"
+        body = "\n".join(x for x in (r.error, r.difference) if x)
+        lines.append(f"::error file={_github_escape(display_path(r.case.path), property=True)},line=1,"
+                     f"title={_github_escape(f'Agent test {r.case.name} {what}', property=True)}::"
+                     f"{_github_escape(body)}")
+    lines.append(summary(results))
+    return "\n".join(lines)
+
+
+def format_junit(results: Sequence[CaseResult]) -> str:
+    """JUnit XML (the Ant/Jenkins layout that CI systems read): a test suite per workspace root, a test
+    case per case; drift is a `failure`, a case that cannot run an `error`."""
+    suites = ElementTree.Element("testsuites", name="oscova agent tests")
+    by_root: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by_root.setdefault(r.case.root, []).append(r)
+    total = _count(results)
+    suites.set("tests", str(len(results)))
+    suites.set("failures", str(total["failed"]))
+    suites.set("errors", str(total["error"]))
+    suites.set("time", f"{sum(r.duration for r in results):.3f}")
+    for root, items in by_root.items():
+        counts = _count(items)
+        suite = ElementTree.SubElement(suites, "testsuite", name=display_path(root) or ".", tests=str(len(items)),
+                                       failures=str(counts["failed"]), errors=str(counts["error"]), skipped="0",
+                                       time=f"{sum(r.duration for r in items):.3f}")
+        for r in items:
+            case = ElementTree.SubElement(suite, "testcase", name=r.case.name,
+                                          classname=f"oscova.{r.agent_id or 'case'}", file=display_path(r.case.path),
+                                          time=f"{r.duration:.3f}")
+            if r.status == "failed":
+                failure = ElementTree.SubElement(case, "failure", message=r.error or "the agent's requests drifted "
+                                                 "from the recording", type="drift")
+                failure.text = r.difference or ""
+            elif r.status == "error":
+                error = ElementTree.SubElement(case, "error", message=r.error or "the case could not run",
+                                               type="error")
+                error.text = r.error or ""
+            elif r.status == "updated":
+                out = ElementTree.SubElement(case, "system-out")
+                out.text = f"updated: the recording now holds the requests the agent sends\n{r.difference or ''}"
+    ElementTree.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
+
+
+def render(results: Sequence[CaseResult], format: str) -> str:
+    return {"text": format_text, "json": format_json, "github": format_github, "junit": format_junit}[format](results)

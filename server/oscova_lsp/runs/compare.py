@@ -1,0 +1,53 @@
+"""Comparing a run with the previous run of the same agent, as an editor's diff view shows it: each run's
+model requests rendered as text (`diff.render_requests`, the form `oscova-lsp diff` shows), side by side.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from .diff import render_requests
+from .transcript import RecordingError, load_recording
+
+NO_REQUEST = "(this run sent no model request)\n"
+TRANSCRIPT_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6})-(?P<agent>.+)-(?P<run>[0-9A-Za-z]+)\.jsonl$")
+
+
+def previous_transcript(path: str) -> str | None:
+    """The transcript of the run of the same agent that started before this one, in the same folder."""
+    folder, name = os.path.split(os.path.abspath(path))
+    match = TRANSCRIPT_NAME.match(name)
+    if match is None:
+        return None
+
+    def key(candidate: str) -> tuple[str, int]:
+        try:
+            mtime = os.stat(os.path.join(folder, candidate)).st_mtime_ns
+        except OSError:
+            mtime = 0
+        return (candidate[:15], mtime)
+
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    same = [n for n in names if (m := TRANSCRIPT_NAME.match(n)) and m["agent"] == match["agent"]]
+    current = key(name)
+    earlier = [n for n in same if n != name and key(n) <= current]
+    return os.path.join(folder, max(earlier, key=key)) if earlier else None
+
+
+def compare_with_previous(path: str, previous: str | None = None) -> dict[str, Any]:
+    """`{agentId, previous: {transcript, runId, requests}, current: {…}}`; raises `RecordingError` with words
+    when there is no earlier run or a transcript cannot be read."""
+    current = load_recording(path)
+    before_path = previous or previous_transcript(path)
+    if before_path is None:
+        raise RecordingError(f"no earlier run of {current.agent_id or 'this agent'} to compare with, in "
+                             f"{os.path.dirname(os.path.abspath(path))}")
+    before = load_recording(before_path)
+    return {"agentId": current.agent_id,
+            "previous": {"transcript": before.path, "runId": before.run_id, "requests": render_requests(before) or NO_REQUEST},
+            "current": {"transcript": current.path, "runId": current.run_id, "requests": render_requests(current) or NO_REQUEST}}

@@ -1,0 +1,98 @@
+/**
+ * The Test Explorer's model: the agent tests the server lists (`oscova.listTests`) and the outcome of one
+ * replay (`oscova.runTest`), as plain data. Pure (no VS Code), so it is unit-tested.
+ */
+
+/** A case as `oscova.listTests` lists it. */
+export interface TestCaseInfo {
+  name: string;
+  path: string;
+  uri: string;
+  root: string;
+  agentId?: string | null;
+  input?: string | null;
+  error?: string;
+}
+
+/** One replay, as `oscova.runTest` answers it. */
+export interface TestCaseResult {
+  name: string;
+  uri?: string;
+  status: 'passed' | 'failed' | 'updated' | 'error';
+  agentId?: string | null;
+  durationMs?: number;
+  difference?: string;
+  error?: string;
+}
+
+export type Outcome =
+  | { kind: 'passed'; durationMs?: number }
+  | { kind: 'failed'; message: string; expected: string; actual: string; durationMs?: number }
+  | { kind: 'errored'; message: string; durationMs?: number };
+
+/** The cases of a `oscova.listTests` answer that are well formed, by name (a bad answer lists nothing). */
+export function casesOf(answer: unknown): TestCaseInfo[] {
+  if (!Array.isArray(answer)) return [];
+  const cases = answer.filter((c): c is TestCaseInfo =>
+    !!c && typeof c === 'object' && typeof c.name === 'string' && typeof c.uri === 'string' && typeof c.path === 'string');
+  return cases.sort((a, b) => a.name.localeCompare(b.name) || a.uri.localeCompare(b.uri));
+}
+
+/** What the test item shows beside its name: the agent it replays, and its input. */
+export function describeCase(info: TestCaseInfo): string {
+  const input = typeof info.input === 'string' ? info.input.replace(/\s+/g, ' ').trim() : '';
+  const shown = input.length > 60 ? `${input.slice(0, 59)}…` : input;
+  return [info.agentId ?? '', shown ? `“${shown}”` : ''].filter(Boolean).join(' · ');
+}
+
+/**
+ * The two sides of a unified diff, hunk by hunk: what was recorded (context and `-` lines) and what the
+ * agent sends now (context and `+` lines), so the editor's diff view can show them side by side.
+ */
+export function sidesOfDiff(diff: string): { expected: string; actual: string } {
+  const expected: string[] = [];
+  const actual: string[] = [];
+  let inHunk = false;
+  for (const line of diff.split('\n')) {
+    if (line.startsWith('@@')) {
+      if (inHunk) { expected.push('⋯'); actual.push('⋯'); }
+      inHunk = true;
+      continue;
+    }
+    if (!inHunk || line.startsWith('\\')) continue; // file headers (--- / +++), "\ No newline at end of file"
+    if (line.startsWith('-')) expected.push(line.slice(1));
+    else if (line.startsWith('+')) actual.push(line.slice(1));
+    else {
+      const text = line.startsWith(' ') ? line.slice(1) : line;
+      expected.push(text);
+      actual.push(text);
+    }
+  }
+  while (expected.length && expected[expected.length - 1] === '' && actual[actual.length - 1] === '') {
+    expected.pop();
+    actual.pop();
+  }
+  return { expected: expected.join('\n'), actual: actual.join('\n') };
+}
+
+/** The outcome of a `oscova.runTest` answer, for `TestRun.passed` / `failed` / `errored`. */
+export function outcomeOf(result: TestCaseResult | null | undefined): Outcome {
+  if (!result || typeof result !== 'object' || typeof result.status !== 'string') {
+    return { kind: 'errored', message: 'the server gave no result for this case' };
+  }
+  const durationMs = typeof result.durationMs === 'number' ? result.durationMs : undefined;
+  if (result.status === 'passed' || result.status === 'updated') return { kind: 'passed', durationMs };
+  if (result.status === 'failed') {
+    const difference = result.difference ?? '';
+    const { expected, actual } = sidesOfDiff(difference);
+    const first = result.error ? `${result.error}\n` : '';
+    return {
+      kind: 'failed',
+      message: `${first}${result.agentId ?? 'The agent'} now sends something other than what was recorded:\n${difference}`,
+      expected,
+      actual,
+      durationMs,
+    };
+  }
+  return { kind: 'errored', message: result.error ?? `the case could not run (${result.status})`, durationMs };
+}
