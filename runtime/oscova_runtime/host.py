@@ -40,9 +40,13 @@ from .providers import (
     load_custom_provider,
     memory_tools,
 )
+from .telemetry import AgentInvocationScopes, observed_model_client
 from .templates import TemplateError, TemplateRenderer
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool
 from .workspace import granted_directories
+
+AGENT_INVOCATIONS = AgentInvocationScopes()
+"""Every agent a host builds runs as an observed invocation (nothing happens unless a run observes calls)."""
 
 
 class HostConfigurationError(Exception):
@@ -153,10 +157,11 @@ class ConfiguredHost:
                 f"add [models.{name}] or pick one of: {', '.join(sorted(self.config.models))}")
         from .chat_client import OpenAIChatClient
 
-        client = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
-                                  timeout=settings.timeout, model_name=name)
+        raw = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
+                               timeout=settings.timeout, model_name=name)
+        self._owned_clients.append(raw)
+        client = observed_model_client(raw, settings.model, settings.base_url)
         self._chat_clients[name] = client
-        self._owned_clients.append(client)
         return client
 
     def instruction_template(self, definition: AgentDefinition) -> str | None:
@@ -294,7 +299,7 @@ class ConfiguredHost:
             available_agent_definitions=self.definitions,
             context_provider_factory=self.provider_factory,
             workspace_resolver=self.workspace_directories,
-            **{"tool_policy": self.tool_policy, **overrides},
+            **{"tool_policy": self.tool_policy, "run_scope_factory": AGENT_INVOCATIONS, **overrides},
         )
 
     async def get_agent(self, definition: AgentDefinition | str, **overrides: Any):  # type: ignore[no-untyped-def]

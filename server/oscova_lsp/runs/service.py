@@ -44,6 +44,7 @@ from oscova_runtime.observer import (
 from oscova_runtime.orchestrator import AgentOrchestrator
 from oscova_runtime.paths import is_inside
 from oscova_runtime.session import AgentSession
+from oscova_runtime.telemetry import observe_calls
 from oscova_runtime.tools import APPROVAL_DENIED, ApprovalRequest, approval_channel
 
 from ..analysis.diagnostics import Severity
@@ -52,14 +53,18 @@ from ..analysis.files import DefinitionFile, FileKind, file_kind
 from .errors import RunError, describe_failure, unanswered_calls_message
 from .events import (
     FINAL_KINDS,
+    CallLog,
     Redactor,
     StreamRedactor,
     describe_exception,
     jsonable,
     message_to_dict,
+    milliseconds,
     now_iso,
+    usage_fields,
 )
 from .preview import assemble_preview, not_loaded
+from .tracing import run_tracer
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
 
 log = logging.getLogger(__name__)
@@ -130,6 +135,7 @@ class _Run:
         self.call_names: dict[str, str] = {}
         self.usage = UsageDetails()
         self.input_message: ChatMessage | None = None
+        self.calls = CallLog(self.emit)
         self._unsent: list[str] = []
         self._last_delta = 0.0
         self._timer: asyncio.TimerHandle | None = None
@@ -210,6 +216,9 @@ class _Run:
                     fields["result"] = jsonable(content.result)
                     if content.result == APPROVAL_DENIED:
                         fields["denied"] = True
+                duration = self.calls.tool_durations.pop(content.call_id or "", None)
+                if duration is not None:
+                    fields["durationMs"] = milliseconds(duration)
                 self.emit("toolResult", **fields)
 
     def text(self) -> str:
@@ -549,7 +558,9 @@ class RunService:
                 accessor.observer = AgentTaskRunObserver(task_run)
                 agent = await host.get_agent(definition, configure_builder=use_agent_run_observer(accessor))
                 run.input_message = ChatMessage.of("user", input)
-                with approval_channel(self._approval_handler(run, approve) if approve else None):
+                tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id)
+                with approval_channel(self._approval_handler(run, approve) if approve else None), \
+                        observe_calls(run.calls, *([tracer] if tracer is not None else [])):
                     async for update in agent.run_streaming(input, session=session):
                         run.on_update(update)
                         if self._pacer is not None:
@@ -576,8 +587,7 @@ class RunService:
         text = run.text()
         fields: dict[str, Any] = {"text": text}
         if status == "completed":
-            fields["usage"] = {"inputTokens": run.usage.input_tokens, "outputTokens": run.usage.output_tokens,
-                               "totalTokens": run.usage.total_tokens}
+            fields["usage"] = usage_fields(run.usage)
         if error is not None:
             fields["error"] = error
         assert status in FINAL_KINDS
