@@ -142,6 +142,8 @@ class CallLog:
     def __init__(self, emit: Callable[..., Any]) -> None:
         self.emit = emit
         self.tool_durations: dict[str, float] = {}
+        self.usage = UsageDetails()
+        """The tokens of every model call of the run."""
 
     def call_started(self, call: ObservedCall) -> None:
         pass
@@ -153,6 +155,7 @@ class CallLog:
             if call.response_model:
                 fields["responseModel"] = call.response_model
             if call.usage is not None:
+                self.usage.add(call.usage)
                 fields["usage"] = usage_fields(call.usage)
             if call.error is not None:
                 fields["failed"] = True

@@ -33,7 +33,6 @@ from oscova_runtime.messages import (
     FunctionResultContent,
     TextContent,
     UpdateAccumulator,
-    UsageDetails,
 )
 from oscova_runtime.observer import (
     AgentRunObserverAccessor,
@@ -133,7 +132,6 @@ class _Run:
         self.text_pieces: list[str] = []
         self.reported_messages = 0
         self.call_names: dict[str, str] = {}
-        self.usage = UsageDetails()
         self.input_message: ChatMessage | None = None
         self.calls = CallLog(self.emit)
         self._unsent: list[str] = []
@@ -198,7 +196,6 @@ class _Run:
 
     def on_update(self, update: ChatResponseUpdate) -> None:
         self.updates.add(update)
-        self.usage.add(update.usage)
         for content in update.contents:
             if isinstance(content, TextContent) and update.role == "assistant":
                 if content.text:
@@ -587,7 +584,7 @@ class RunService:
         text = run.text()
         fields: dict[str, Any] = {"text": text}
         if status == "completed":
-            fields["usage"] = usage_fields(run.usage)
+            fields["usage"] = usage_fields(run.calls.usage)  # every model call, agents used as tools' too
         if error is not None:
             fields["error"] = error
         assert status in FINAL_KINDS
