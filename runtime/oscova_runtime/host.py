@@ -104,7 +104,8 @@ class ConfiguredHost:
         self.trusted = trusted
         """False: the workspace's `[tools.*]` and `[providers.*]` code is never imported (nor run)."""
         self.renderer = TemplateRenderer(self.root)
-        self._chat_clients: dict[str, ChatClient] = dict(chat_clients or {})
+        self._chat_clients: dict[str, ChatClient] = {  # observed like the clients the host makes
+            name: observed_model_client(client, *self._endpoint_of(name)) for name, client in (chat_clients or {}).items()}
         self._owned_clients: list[ChatClient] = []
         """The clients this host created, which it closes; clients passed in belong to the caller."""
         self._tools_synced = False
@@ -136,6 +137,11 @@ class ConfiguredHost:
         root only with `[host] allow_outside_workspaces` (the checker reports them: OSC043, OSC044)."""
         return granted_directories(self.root, [*definition.workspaces, *self.config.environment.workspace_directories],
                                    allow_outside=self.config.host.allow_outside_workspaces)
+
+    def _endpoint_of(self, name: str) -> tuple[str, str | None]:
+        """The model and base URL `[models.NAME]` configures (the name alone for a client passed in)."""
+        settings = self.config.models.get(name)
+        return (settings.model, settings.base_url) if settings is not None else (name, None)
 
     def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
         """The host-managed client of the definition's model. `requested`: the agent whose build reached this

@@ -232,6 +232,8 @@ def observed_model_client(client: ChatClient, model: str, base_url: str | None) 
     """`client` (an OpenAI-compatible endpoint at `base_url`) with its calls observed."""
     from urllib.parse import urlsplit
 
+    from .chat_client import OpenAIChatClient  # imports no `openai` until a call
+
     address: str | None = None
     port: int | None = None
     if base_url:
@@ -240,8 +242,8 @@ def observed_model_client(client: ChatClient, model: str, base_url: str | None) 
             address, port = parts.hostname, parts.port  # never the user:password part of the URL
         except ValueError:
             pass
-    else:
-        address = "api.openai.com"
+    elif isinstance(client, OpenAIChatClient):
+        address = "api.openai.com"  # the `openai` client's default endpoint
     return ObservedChatClient(client, model, server_address=address, server_port=port)
 
 

@@ -67,7 +67,7 @@ def test_the_terminal_summary_lists_every_call_with_tokens_and_time(tmp_path, fa
     done = next(n for n, line in enumerate(lines) if line.startswith("✓ completed"))
     assert lines[done] == f"✓ completed · {total} tokens"
     summary = textwrap.dedent("\n".join(line for line in lines[done + 1:] if line.startswith("  ")))
-    timing = r"\s+\d+ ms"
+    timing = r"\s+(\d+ ms|\d+\.\d s)"
     patterns = [
         rf"model\s+coordinator → fake-model-2025\s+23 in · 9 out{timing}",
         rf"model\s+repeater → fake-model-2025\s+5 in · 3 out{timing}",
