@@ -2,7 +2,8 @@
 
 An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (SPEC §6 `oscova/runEvent`).
 `modelCall` (one per model call, nested agents' included) carries `agentId`, `model`, `responseModel`,
-`durationMs` and `usage` `{inputTokens, outputTokens, totalTokens}`; `toolResult` carries `durationMs`.
+`durationMs`, `usage` `{inputTokens, outputTokens, totalTokens}` and `failed` (when it did); `toolResult`
+carries `durationMs`.
 """
 
 from __future__ import annotations
