@@ -34,6 +34,7 @@ from .messages import (
 )
 from .telemetry import observed_tool
 from .tools import AIFunction
+from .workspace import PATH_ARGUMENT_NAMES, WorkspaceViolation, resolve_inside, workspaces_in_effect
 
 MAXIMUM_ITERATIONS_PER_REQUEST = 40
 MAXIMUM_CONSECUTIVE_ERRORS_PER_REQUEST = 3
@@ -221,6 +222,30 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             return await chain[index](ctx, lambda c: call(index + 1, c))
 
         return await observed_tool(context.call, context.function.description, lambda: call(0, context))
+
+
+class WorkspaceValidation:
+    """Function middleware: refuses a call whose path arguments leave the definition's workspaces.
+
+    The resolver is called on each checked call, so changed grants apply without a rebuild.
+    """
+
+    def __init__(self, resolver: Callable[[], Sequence[str]]) -> None:
+        self._resolver = resolver
+
+    async def __call__(
+        self, context: FunctionInvocationContext, call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]
+    ) -> Any:
+        names = set(context.function.path_parameters) or PATH_ARGUMENT_NAMES
+        checked = [v for k, v in context.arguments.items() if k in names and isinstance(v, str)]
+        allowed = tuple(self._resolver())
+        for value in checked:
+            try:
+                resolve_inside(value, allowed, must_exist=False)
+            except WorkspaceViolation as violation:  # a failed call: it counts towards the error limit
+                raise ToolCallRefusedError(str(violation)) from violation
+        with workspaces_in_effect(allowed):
+            return await call_next(context)
 
 
 REPEATED_CALL_LIMIT = 3

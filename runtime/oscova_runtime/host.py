@@ -9,10 +9,9 @@ order and with its state keys. File locations, relative to the workspace root:
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .catalogue import PlannedProvider, plan_providers
 from .chat import ChatClient
@@ -42,7 +41,7 @@ from .providers import (
 )
 from .telemetry import AgentInvocationScopes, observed_model_client
 from .templates import TemplateError, TemplateRenderer
-from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool
+from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool, user_now
 from .workspace import granted_directories
 
 AGENT_INVOCATIONS = AgentInvocationScopes()
@@ -68,17 +67,6 @@ class InactiveProvider(AIContextProvider):
 
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         return AIContext()
-
-
-def _zone(name: str | None) -> _dt.tzinfo | None:
-    if not name:
-        return None
-    try:
-        from zoneinfo import ZoneInfo
-
-        return ZoneInfo(name)
-    except Exception:  # noqa: BLE001
-        return None
 
 
 class ConfiguredHost:
@@ -185,7 +173,7 @@ class ConfiguredHost:
         config = self.config
 
         async def model(context: InvokingContext) -> dict[str, Any]:
-            now = _dt.datetime.now(_zone(config.user.timezone))
+            now = user_now(config.user.timezone)
             user_context = ""
             if definition.shared and config.host.user_id:
                 user_context = await self.personal_repository.get(definition.id) or ""
@@ -239,8 +227,8 @@ class ConfiguredHost:
         elif kind == "skills":
             provider = SkillsContextProvider(os.path.join(self.root, "skills"), definition.skills)
         elif kind == "memory":
-            assert user_id
-            store = MemoryStore(os.path.join(self.root, config.memory.root), user_id, definition.id)
+            # the plan marks memory inactive without `[host] user_id` (catalogue._inactive_reason)
+            store = MemoryStore(os.path.join(self.root, config.memory.root), cast(str, user_id), definition.id)
             prompt = self.renderer.read_source(config.memory.system_prompt) if config.memory.system_prompt else None
             provider = MemoryContextProvider(store, memory_tools(store), self.renderer, system_prompt=prompt,
                                              token_budget=config.memory.token_budget)

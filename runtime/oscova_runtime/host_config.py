@@ -15,8 +15,6 @@ from .definition import ToolMode
 Severity = Literal["error", "warning", "information", "hint"]
 Contribution = Literal["instructions", "messages", "tools"]
 
-HOST_CONFIG_FILENAME = "oscova.toml"
-
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -119,9 +117,3 @@ class HostConfig(_Section):
     providers: dict[str, CustomProviderSettings] = Field(default_factory=dict)
     lint: LintSettings = Field(default_factory=LintSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
-
-
-def host_section_models() -> dict[str, type[BaseModel]]:
-    """Section name -> model, for completion and unknown-key suggestions."""
-    return {name: field.annotation for name, field in HostConfig.model_fields.items()  # type: ignore[misc]
-            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)}

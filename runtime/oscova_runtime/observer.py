@@ -40,14 +40,17 @@ class AgentTaskRunObserver:
     """Stateful: create one per run."""
 
     def __init__(self, run: AgentTaskRun) -> None:
-        if run.live_messages is None:
-            raise ValueError("Initialize AgentTaskRun.live_messages before observing a run")
         self.run = run
+        self._live()
         self._seen_call_ids: set[str] = set()
 
+    def _live(self) -> list[ChatMessage]:
+        if self.run.live_messages is None:
+            raise ValueError("Initialize AgentTaskRun.live_messages before observing a run")
+        return self.run.live_messages
+
     def observe_request(self, messages: Sequence[ChatMessage], options: ChatOptions | None) -> None:
-        run = self.run
-        assert run.live_messages is not None
+        run, live = self.run, self._live()
         appended = False
         if run.instructions is None and options is not None and options.instructions:
             run.instructions = options.instructions
@@ -59,22 +62,21 @@ class AgentTaskRunObserver:
                 and message.source.type is MessageSourceType.EXTERNAL
             ):
                 run.user_message = message
-                run.live_messages.append(message)
+                live.append(message)
                 appended = True
                 continue
             results = message.function_results
             if results:
                 ids = [r.call_id for r in results]
                 if any(i is None for i in ids) or any(i not in self._seen_call_ids for i in ids):
-                    run.live_messages.append(message)
+                    live.append(message)
                     appended = True
                 self._seen_call_ids.update(i for i in ids if i is not None)
         if appended:
             run.raise_live_messages_changed()
 
     def observe_response(self, response: ChatResponse) -> None:
-        assert self.run.live_messages is not None
-        self.run.live_messages.extend(response.messages)
+        self._live().extend(response.messages)
         self.run.raise_live_messages_changed()
 
 

@@ -12,13 +12,17 @@ from .agent import ChatClientAgent, ChatClientAgentOptions
 from .chat import ChatClient, ChatClientBuilder
 from .context import AIContextProvider, InvalidOperationError
 from .definition import AgentDefinition
-from .function_invocation import FunctionInvocationSettings, FunctionInvokingChatClient, RepeatedCallGuard
+from .function_invocation import (
+    FunctionInvocationSettings,
+    FunctionInvokingChatClient,
+    RepeatedCallGuard,
+    WorkspaceValidation,
+)
 from .governance import ALLOW_ALL, ToolPolicy
 from .messages import ChatOptions
 from .reducer import SummarizingChatReducer
 from .session import ChatReducer, InMemoryChatHistoryProvider
 from .tools import AIFunction
-from .workspace import WorkspaceValidation
 
 
 @dataclass(frozen=True, slots=True)

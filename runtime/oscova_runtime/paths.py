@@ -1,7 +1,8 @@
 """Where a workspace path may lead, and how a file there is read: one boundary for the checker, the editor
 features, preview and runs.
 
-- `is_inside(path, folder)`: compares real paths, so neither `..` nor a symlink leaves the folder.
+- `is_inside(path, folder)`: compares real paths, so neither `..` nor a symlink leaves the folder (or, with
+  `real=False`, the paths as written).
 - `read_bytes` / `read_text`: only regular files inside the root, at most `limit` bytes read (a symlink to
   `/dev/zero`, `/dev/stdin` or a FIFO is refused before it can hang a reader or fill its memory).
 - `decode_text`: UTF-8 with or without a byte-order mark, UTF-16 and UTF-32 with one.
@@ -23,11 +24,16 @@ class FileRefused(Exception):
     """A file that is not read; the message says why in a sentence fragment ("it is a FIFO, not a file")."""
 
 
-def is_inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
-    """True when `path` is `folder` or lies under it, both compared as real paths (symlinks resolved)."""
-    real = os.path.realpath(path)
-    root = os.path.realpath(folder)
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+def is_inside(path: str | os.PathLike[str], folder: str | os.PathLike[str], *, real: bool = True) -> bool:
+    """True when `path` is `folder` or lies under it: the one "is this path inside that folder" test.
+
+    `real=True` compares real paths (symlinks resolved): the check for anything read, rendered or granted.
+    `real=False` compares the absolute paths as written, without touching the disk: for paths that are
+    already keys of the index (a filter over thousands of files, a path shown relative to a folder).
+    """
+    normal = os.path.realpath if real else os.path.abspath
+    inner, outer = normal(path), normal(folder)
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
 
 
 def resolve_in_root(root: str, base: str, target: str) -> str | None:

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import BaseLoader, Environment, Template, TemplateNotFound, nodes
 from jinja2.sandbox import SandboxedEnvironment
@@ -90,9 +90,7 @@ class BoundedEnvironment(SandboxedEnvironment):
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
-        result = _CountLoops().visit(tree)
-        assert isinstance(result, nodes.Template)
-        return result
+        return cast(nodes.Template, _CountLoops().visit(tree))  # the transformer rewrites nodes inside the tree
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - jinja's
         _spend()
@@ -153,7 +151,8 @@ class WorkspaceLoader(BaseLoader):
             source = read_template(self.root, template)
         except TemplateError as error:
             raise TemplateNotFound(template, str(error)) from None
-        assert full is not None
+        if full is None:  # read_template refuses a path leaving the root first; this narrows the type
+            raise TemplateNotFound(template)
         mtime = _mtime(full)
         return source, full, lambda: mtime is not None and _mtime(full) == mtime
 

@@ -15,6 +15,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .paths import open_regular
+from .workspace import current_workspaces, resolve_inside
+
 ToolCallable = Callable[..., Any]
 
 
@@ -77,8 +80,9 @@ class approval_channel:  # noqa: N801 - used as a context manager
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._token is not None
-        _approval_handler.reset(self._token)
+        token, self._token = self._token, None
+        if token is not None:  # None only when exited without being entered
+            _approval_handler.reset(token)
 
 
 APPROVAL_DENIED = "The user denied this call."
@@ -219,28 +223,28 @@ class BuiltinToolContext:
     """Defaults to the directories of the tool call in progress (set by workspace validation)."""
 
 
-def _zone(name: str | None) -> _dt.tzinfo | None:
-    if not name:
-        return None
-    try:
-        from zoneinfo import ZoneInfo
+def user_now(timezone: str | None) -> _dt.datetime:
+    """The current time in the user's time zone (`[user] timezone`), aware; local time when it is unset or
+    unknown. The personal provider's `current_date`/`current_time` and the `current_datetime` tool use it."""
+    zone: _dt.tzinfo | None = None
+    if timezone:
+        try:
+            from zoneinfo import ZoneInfo
 
-        return ZoneInfo(name)
-    except Exception:  # noqa: BLE001 - unknown zone: local time
-        return None
+            zone = ZoneInfo(timezone)
+        except Exception:  # noqa: BLE001 - unknown zone: local time
+            zone = None
+    return _dt.datetime.now(zone).astimezone(zone)
 
 
 def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
     """The selectable built-in tools. Paths are checked again by workspace validation before each call."""
-    from .paths import open_regular
-    from .workspace import current_workspaces, resolve_inside
-
     def workspaces() -> Sequence[str]:
         return (ctx.workspace_resolver or current_workspaces)()
 
     def current_datetime() -> str:
         """The current date and time in the user's time zone, ISO 8601."""
-        return _dt.datetime.now(_zone(ctx.timezone)).astimezone(_zone(ctx.timezone)).isoformat(timespec="seconds")
+        return user_now(ctx.timezone).isoformat(timespec="seconds")
 
     async def read_file(path: str) -> str:
         """Reads a UTF-8 text file inside the agent's workspaces."""

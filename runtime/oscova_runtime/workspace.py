@@ -1,13 +1,16 @@
-"""Workspace validation of tool paths: real paths against the allowed directories (no `..` or symlink escape)."""
+"""Workspace grants of tool paths: real paths against the allowed directories (no `..` or symlink escape).
+
+The function middleware that applies them to each tool call (`WorkspaceValidation`) lives with the tool loop
+in `function_invocation`; this module sits below `tools` and imports nothing of the loop.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import os
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
-from .function_invocation import FunctionInvocationContext, ToolCallRefusedError
 from .paths import is_inside
 
 PATH_ARGUMENT_NAMES = frozenset({"path", "file", "file_path", "directory", "folder", "image_path"})
@@ -81,28 +84,11 @@ def granted_directories(root: str, folders: Sequence[str], *, allow_outside: boo
     return found
 
 
-class WorkspaceValidation:
-    """Function middleware: refuses a call whose path arguments leave the definition's workspaces.
-
-    The resolver is called on each checked call, so changed grants apply without a rebuild.
-    """
-
-    def __init__(self, resolver: Callable[[], Sequence[str]]) -> None:
-        self._resolver = resolver
-
-    async def __call__(
-        self, context: FunctionInvocationContext, call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]
-    ) -> Any:
-        names = set(context.function.path_parameters) or PATH_ARGUMENT_NAMES
-        checked = [v for k, v in context.arguments.items() if k in names and isinstance(v, str)]
-        allowed = tuple(self._resolver())
-        for value in checked:
-            try:
-                resolve_inside(value, allowed, must_exist=False)
-            except WorkspaceViolation as violation:  # a failed call: it counts towards the error limit
-                raise ToolCallRefusedError(str(violation)) from violation
-        token = _current_workspaces.set(allowed)
-        try:
-            return await call_next(context)
-        finally:
-            _current_workspaces.reset(token)
+@contextlib.contextmanager
+def workspaces_in_effect(allowed: tuple[str, ...]) -> Iterator[None]:
+    """What `current_workspaces()` answers while a checked tool call runs (the tool's own path checks)."""
+    token = _current_workspaces.set(allowed)
+    try:
+        yield
+    finally:
+        _current_workspaces.reset(token)

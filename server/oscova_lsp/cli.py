@@ -134,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from oscova_runtime.paths import is_inside
+
     from .analysis.checks import LintOptions
     from .analysis.diagnostics import Diagnostic, Severity
     from .analysis.engine import Analysis
@@ -159,8 +161,9 @@ def _check(args: argparse.Namespace) -> int:
         gc.freeze()  # the parsed workspace lives until its diagnostics are out: keep the collector off it
         for notice in analysis.workspace.notices:
             print(f"note: {notice}", file=sys.stderr)
-        found = analysis.all_diagnostics(
-            None if args.workspaces else [p for p in paths if _inside(p, root) or _inside(root, p)])
+        # compared as written, as the index keys files: a folder symlinked into the root is still under it
+        under = [p for p in paths if is_inside(p, root, real=False) or is_inside(root, p, real=False)]
+        found = analysis.all_diagnostics(None if args.workspaces else under)
         if found:
             checked.append(root)
         files += len(found)
@@ -188,10 +191,6 @@ def _check(args: argparse.Namespace) -> int:
         if body:
             print(body)
     return EXIT_FINDINGS if failing else EXIT_OK
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _serve(args: argparse.Namespace) -> int:

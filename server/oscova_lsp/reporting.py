@@ -7,6 +7,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from oscova_runtime.paths import is_inside
+
 from . import __version__
 from .analysis.diagnostics import Diagnostic, Severity
 from .analysis.rules import RULES
@@ -16,8 +18,7 @@ FORMATS = ("text", "json", "sarif", "github")
 
 def display_path(path: str) -> str:
     """Relative to the current directory when below it; absolute otherwise."""
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
+    return os.path.relpath(path) if is_inside(path, os.getcwd(), real=False) else path
 
 
 def format_text(diagnostics: Iterable[Diagnostic]) -> str:

@@ -174,7 +174,7 @@ def test_instructions_file_message_says_what_it_is_relative_to(tmp_path: Path) -
     [missing] = ws.diagnostics("agents/x.agent.yaml")
     assert missing.code == "OSC040"
     assert missing.message == ("template `templates/billing.j2` does not exist "
-                               "(`instructions_file` is relative to agents/x.agent.yaml)")
+                               "(relative to the definition file agents/x.agent.yaml)")
     assert ws.codes("agents/y.agent.yaml") == []
 
 

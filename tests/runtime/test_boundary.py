@@ -157,3 +157,13 @@ def test_the_read_file_tool_refuses_a_fifo_in_a_granted_folder(tmp_path: Path) -
     assert within(30, lambda: asyncio.run(read_file.invoke({"path": "note.txt"}))) == "hello"
     with pytest.raises(FileRefused, match="FIFO"):
         within(30, lambda: asyncio.run(read_file.invoke({"path": "pipe.txt"})))
+
+
+def test_the_analyze_image_tool_refuses_a_fifo_in_a_granted_folder(tmp_path: Path) -> None:
+    from oscova_runtime.paths import FileRefused
+    from oscova_runtime.providers.vision import AnalyzeImageTool
+
+    os.mkfifo(tmp_path / "camera.png")
+    tool = AnalyzeImageTool(None, lambda: [str(tmp_path)]).as_function()  # type: ignore[arg-type]  # not reached
+    with pytest.raises(FileRefused, match="FIFO"):
+        within(30, lambda: asyncio.run(tool.invoke({"path": "camera.png"})))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import mimetypes
+import os
 from collections.abc import Callable, Sequence
 
 from ..chat import ChatClient
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..messages import ChatMessage, ChatOptions, DataContent, TextContent
+from ..paths import open_regular
 from ..tools import AIFunction, function_from_callable
 from ..workspace import resolve_inside
 
@@ -30,7 +32,7 @@ class AnalyzeImageTool:
             return f"{path} is not an image."
 
         def _read() -> bytes:
-            with open(target, "rb") as handle:
+            with os.fdopen(open_regular(target), "rb") as handle:  # a FIFO or device is refused, not waited on
                 return handle.read(MAX_IMAGE_BYTES + 1)
 
         data = await asyncio.to_thread(_read)

@@ -25,7 +25,6 @@ from oscova_runtime.catalogue import (
 )
 from oscova_runtime.definition import AgentDefinition, ProviderEntry
 from oscova_runtime.host_config import HostConfig
-from oscova_runtime.paths import OUTSIDE_ROOT
 from oscova_runtime.workspace import grant_outside, grant_too_wide
 
 from .diagnostics import Diagnostic, Fix, Related, TextEdit
@@ -40,7 +39,7 @@ from .files import (
     variable_ranges,
 )
 from .jinja_source import TemplateFacts, VariableUse
-from .rules import RULES
+from .rules import ROOT_BASE, RULES, template_missing, template_outside_root
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument
 from .workspace import LISTED_USES, TemplateUse, Workspace
@@ -116,21 +115,19 @@ class Checker:
             if not self.ws.inside(target):
                 out.append(self._outside_root(path, rng, definition.instructions_file))
             elif not os.path.isfile(target) and target not in self.ws.files:
-                out.append(self._simple(path, rng, "OSC040",
-                                        f"template `{definition.instructions_file}` does not exist "
-                                        f"(`instructions_file` is relative to {self._rel(path)})"))
+                out.append(self._simple(path, rng, "OSC040", template_missing(
+                    definition.instructions_file, f"the definition file {self._rel(path)}")))
         out += self._grants(path, doc, ("workspaces",), definition.workspaces)
         model = self._model(parsed, definition, doc, host)
         if model is not None:
             out.append(model)
         inline = parsed.inline if "instructions" not in parsed.borrowed else None
-        for error in inline.facts.syntax_errors if inline is not None else []:
-            assert inline is not None
-            start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
-            rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else (
-                doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
-            out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
         if inline is not None:
+            for error in inline.facts.syntax_errors:
+                start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
+                rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else (
+                    doc.value_range(("instructions",)) or doc.best_range(("instructions",)))
+                out.append(self._simple(path, rng, "OSC100", f"template syntax error: {error.message}"))
             use = TemplateUse("personal", f"agent `{definition.id}` instructions", path, path)
             out += self._template_checks(parsed, [use])
         return out
@@ -223,23 +220,23 @@ class Checker:
     def _state_key_problem(self, parsed: DefinitionFile, doc: YamlDocument, provider: PlannedProvider,
                            key: str, code: str, first: PlannedProvider | None,
                            taken: frozenset[str]) -> Diagnostic:
-        path = parsed.path
-        assert parsed.definition is not None
-        if provider.entry_index is None:  # a default provider colliding can only be the chat-history key
+        path, definition = parsed.path, parsed.definition
+        # A default provider colliding can only be the chat-history key (and a plan implies a definition).
+        if provider.entry_index is None or definition is None:
             rng = doc.key_range(("id",)) or doc.best_range(())
             return self._simple(path, rng, code, f"`{provider.type}` has the state key `{key}`")
         file_index = self._file_index(parsed, provider.entry_index)
-        entry = parsed.definition.context_providers[provider.entry_index]
+        entry = definition.context_providers[provider.entry_index]
         key_path: Path = ("context_providers", file_index, "state_key")
         explicit = doc.value_range(key_path) if isinstance(entry, ProviderEntry) and entry.state_key else None
         rng = explicit or self._entry_range(doc, file_index)
         new_key = _unique_state_key(provider, taken)
-        fix = Fix(f"Set `state_key: {new_key}`", self._state_key_edits(parsed, doc, file_index, entry, new_key))
-        if code == "OSC012":
+        edits = self._state_key_edits(parsed, doc, file_index, entry, new_key)
+        fix = Fix(f"Set `state_key: {new_key}`", edits) if edits else None
+        if first is None:  # OSC012: the key of the chat-history provider; OSC011 names the first owner
             message = (f"`{provider.type}` uses the state key `{key}`, which belongs to the chat-history provider "
                        "that every agent has: the agent fails when it is built")
             return self._simple(path, rng, code, message, fix=fix)
-        assert first is not None
         related = (Related(path, self._provider_origin_range(parsed, doc, first),
                            f"`{first.type}` ({first.class_name}) already has the state key `{key}`"),)
         where = (f"`{first.type}` of the default order" if first.origin == "default"
@@ -263,14 +260,16 @@ class Checker:
         path = parsed.path
         item_path: Path = ("context_providers", index)
         item = doc.span(item_path)
-        assert item is not None
+        if item is None:  # no span to edit: the diagnostic goes without a quick fix
+            return ()
         if isinstance(entry, str):
             return (TextEdit(path, item.value, f"{{type: {entry}, state_key: {new_key}}}"),)
         existing = doc.value_range((*item_path, "state_key"))
         if existing is not None:
             return (TextEdit(path, existing, new_key),)
         type_span = doc.span((*item_path, "type"))
-        assert type_span is not None
+        if type_span is None:
+            return ()
         if item.style == "[":
             return (TextEdit(path, Range(type_span.value.end, type_span.value.end), f", state_key: {new_key}"),)
         indent = type_span.key.start.character if type_span.key else type_span.value.start.character
@@ -380,17 +379,19 @@ class Checker:
                     related = (Related(path, doc.value_range(("agent_tools", definition.agent_tools.index(name)))
                                        or rng, "agent tool"),)
                 if why:
-                    fix = Fix(f"Remove the duplicate `{name}`", (TextEdit(path, self._list_item_delete(doc, key, index), ""),))
+                    delete = self._list_item_delete(doc, key, index)
+                    fix = Fix(f"Remove the duplicate `{name}`", (TextEdit(path, delete, ""),)) if delete else None
                     out.append(self._simple(path, rng, "OSC030",
                                             f"{why}: the tool merge does not deduplicate, so the model sees it twice",
                                             fix=fix, related=related))
                 seen.setdefault(name, rng)
         return out
 
-    def _list_item_delete(self, doc: YamlDocument, key: str, index: int) -> Range:
+    def _list_item_delete(self, doc: YamlDocument, key: str, index: int) -> Range | None:
         span = doc.span((key, index))
         parent = doc.span((key,))
-        assert span is not None
+        if span is None:  # no span to delete: the diagnostic goes without a quick fix
+            return None
         if parent is not None and parent.style == "[":
             text = doc.text
             end = span.end_offset
@@ -620,7 +621,7 @@ class Checker:
 
     def _outside_root(self, path: str, rng: Range, value: str) -> Diagnostic:
         """A template path that resolves outside the root (absolute, `..`, a symlink leaving): never read."""
-        return self._simple(path, rng, "OSC040", f"template `{value}` is {OUTSIDE_ROOT}")
+        return self._simple(path, rng, "OSC040", template_outside_root(value))
 
     def _grants(self, path: str, doc: YamlDocument | TomlDocument, key: Path, folders: list[str]) -> list[Diagnostic]:
         """OSC043 for a grant leaving the root without `[host] allow_outside_workspaces`; OSC044 for `/` or
@@ -653,8 +654,7 @@ class Checker:
                 continue
             if target in self.ws.files or os.path.isfile(target):
                 continue
-            out.append(self._simple(parsed.path, rng, "OSC040",
-                                    f"template `{ref.path}` does not exist (paths resolve against the workspace root)"))
+            out.append(self._simple(parsed.path, rng, "OSC040", template_missing(ref.path, ROOT_BASE)))
         return out
 
     # ----------------------------------------------------------------------------------------- host
@@ -687,8 +687,7 @@ class Checker:
                 continue
             if target in self.ws.files or os.path.isfile(target):
                 continue
-            out.append(self._simple(parsed.path, rng, "OSC040", f"template `{value}` does not exist "
-                                    "(paths in the host configuration resolve against the workspace root)"))
+            out.append(self._simple(parsed.path, rng, "OSC040", template_missing(value, ROOT_BASE)))
         out += self._grants(parsed.path, doc, (*prefix, "environment", "workspace_directories"),
                             config.environment.workspace_directories)
         return out

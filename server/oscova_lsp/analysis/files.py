@@ -172,7 +172,8 @@ def decode(data: bytes) -> tuple[str | None, str | None]:
 def parse_file(path: str, text: str | None, skipped: str | None = None) -> ParsedFile:
     """The file's facts; never raises: a parser failing on hostile input leaves the file with an OSC001."""
     kind = file_kind(path)
-    assert kind is not None, path
+    if kind is None:  # a caller's mistake, not the file's: only discovered or opened workspace files come here
+        raise ValueError(f"not an agent definition, template or host configuration: {path}")
     if text is None:
         return _unread(path, kind, skipped)
     try:
@@ -257,9 +258,13 @@ def _index_map(length: int, null_entries: list[int]) -> dict[int, int]:
     return dict(enumerate(i for i in range(length) if i not in nulls))
 
 
+NULL_ENTRY = "null entry in `context_providers`: the agent fails when it is built"
+
+
 def _null_entry_problem(doc: YamlDocument, index: int) -> Problem:
     span = doc.span(("context_providers", index))
-    assert span is not None
+    if span is None:  # the index comes from this document's own list; without its span, no fix
+        return Problem("OSC010", doc.best_range(("context_providers",)), NULL_ENTRY)
     text = doc.text
     dash = text.rfind("-", 0, span.start_offset + 1)
     if span.start_offset == span.end_offset and dash != -1:
@@ -274,8 +279,7 @@ def _null_entry_problem(doc: YamlDocument, index: int) -> Problem:
         "", "null", "~", "Null", "NULL")
     # A block item alone on its line goes with its line; a flow item (`[a, null]`) goes by itself.
     delete = Range(Position(line, 0), Position(line + 1, 0)) if alone_on_its_line else rng
-    return Problem("OSC010", rng, "null entry in `context_providers`: the agent fails when it is built",
-                   fix=("Remove the null entry", ((delete, ""),)))
+    return Problem("OSC010", rng, NULL_ENTRY, fix=("Remove the null entry", ((delete, ""),)))
 
 
 def _yaml_problems(problems: list[YamlProblem]) -> list[Problem]:
@@ -517,13 +521,15 @@ def variable_ranges(parsed: ParsedFile) -> list[tuple[VariableUse, Range]]:
         lines = parsed.lines
         return [(use, Range(lines.position_of_char(use.line, use.column),
                             lines.position_of_char(use.line, use.end_column))) for use in facts.free_uses]
-    assert isinstance(parsed, DefinitionFile) and parsed.inline is not None
+    inline = parsed.inline if isinstance(parsed, DefinitionFile) else None
+    if inline is None:  # facts come from a template file or a definition's inline instructions only
+        return []
     out: list[tuple[VariableUse, Range]] = []
     nth: dict[str, int] = {}
     for use in facts.free_uses:
         count = nth.get(use.name, 0)
         nth[use.name] = count + 1
-        pos = parsed.inline.map.position(parsed.lines, parsed.text, use.line, use.column, use.name, count)
+        pos = inline.map.position(parsed.lines, parsed.text, use.line, use.column, use.name, count)
         out.append((use, Range(pos, Position(pos.line, pos.character + len(use.name)))))
     return out
 
@@ -538,9 +544,10 @@ def reference_ranges(parsed: ParsedFile) -> list[tuple[TemplateReference, Range]
         if isinstance(parsed, TemplateFile):
             rng = Range(parsed.lines.position_of_char(ref.line, ref.column),
                         parsed.lines.position_of_char(ref.line, ref.end_column))
-        else:
-            assert isinstance(parsed, DefinitionFile) and parsed.inline is not None
+        elif isinstance(parsed, DefinitionFile) and parsed.inline is not None:
             pos = parsed.inline.map.position(parsed.lines, parsed.text, ref.line, ref.column, ref.path, 0)
             rng = Range(pos, Position(pos.line, pos.character + ref.end_column - ref.column))
+        else:  # facts come from a template file or a definition's inline instructions only
+            continue
         out.append((ref, rng))
     return out

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oscova_runtime.paths import OUTSIDE_ROOT
+
 from .diagnostics import Severity
 
 
@@ -166,6 +168,23 @@ extends reaches this file. It is checked as agent instructions."""),
 )
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}
+
+
+# -- messages built from values, beside their rule's words
+
+ROOT_BASE = "the workspace root"
+"""What template paths in templates and in the host configuration are relative to."""
+
+
+def template_missing(value: str, base: str) -> str:
+    """OSC040 for a template path that names no file; `base` is what the path is relative to (`ROOT_BASE`,
+    or the definition file for `instructions_file`)."""
+    return f"template `{value}` does not exist (relative to {base})"
+
+
+def template_outside_root(value: str) -> str:
+    """OSC040 for a template path that leads outside the root (absolute, `..`, a symlink): never read."""
+    return f"template `{value}` is {OUTSIDE_ROOT}"
 
 
 def rule(code: str) -> Rule:

@@ -130,9 +130,10 @@ class Framer:
         """Called when no byte came for STALL_SECONDS: a body that swallowed the next header is dropped."""
         if not self.awaiting_overrun():
             return None
-        assert self._body is not None and self._overrun is not None
-        start, length = self._body
-        at, self._body, self._overrun = self._overrun, None, None
+        body, at = self._body, self._overrun
+        if body is None or at is None:  # awaiting_overrun holds both; this only narrows their types
+            return None
+        (start, length), self._body, self._overrun = body, None, None
         got = at - start
         if self.strict:
             raise FramingError(f"a message claimed {length:,} bytes but the next one began after {got:,}")

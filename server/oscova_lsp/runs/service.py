@@ -51,7 +51,6 @@ from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from .errors import RunError, describe_failure, unanswered_calls_message
 from .events import (
-    FINAL_KINDS,
     CallLog,
     Redactor,
     StreamRedactor,
@@ -98,7 +97,8 @@ class RunHandle:
         self.finishing = False
 
     def __await__(self) -> Generator[Any, None, dict[str, Any]]:
-        assert self.task is not None
+        if self.task is None:
+            raise RuntimeError(f"the run {self.run_id} was not started; RunService.start_run gives a started handle")
         return self.task.__await__()
 
     def done(self) -> bool:
@@ -587,8 +587,7 @@ class RunService:
             fields["usage"] = usage_fields(run.calls.usage)  # every model call, agents used as tools' too
         if error is not None:
             fields["error"] = error
-        assert status in FINAL_KINDS
-        run.emit(status, **fields)
+        run.emit(status, **fields)  # a final kind: RunStatus and FINAL_KINDS agree (tests/runs/test_status.py)
         if run.writer is not None:
             run.writer.close()
         self._runs.pop(handle.run_id, None)

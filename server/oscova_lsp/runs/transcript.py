@@ -58,7 +58,8 @@ class TranscriptWriter:
 
     def _drain(self) -> None:
         handle = self._handle
-        assert handle is not None
+        if handle is None:  # the writer thread starts only once the file is open
+            return
         try:
             while True:
                 event = self._queue.get()

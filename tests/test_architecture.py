@@ -1,0 +1,260 @@
+"""The architecture's import invariants (docs/architecture.md), enforced.
+
+Two kinds of check: imports in a fresh interpreter (what `sys.modules` holds after importing a layer: the
+truth at run time, including what a dependency drags in), and a static reading of every `import` statement
+with `ast` (lazy imports inside functions included, so a layer cannot hide a forbidden import in a function
+that the subprocess check never calls).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = {"oscova_lsp": REPO / "server" / "oscova_lsp", "oscova_runtime": REPO / "runtime" / "oscova_runtime"}
+PROTOCOL = ("pygls", "lsprotocol")
+
+# Which project packages each layer may import (besides itself and the standard library / third parties).
+# `oscova_lsp.lsp` and `oscova_lsp.cli` sit on top and may import any layer below them.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "oscova_runtime": (),
+    "oscova_lsp.analysis": ("oscova_runtime",),
+    "oscova_lsp.ide": ("oscova_lsp.analysis", "oscova_runtime"),
+    "oscova_lsp.reporting": ("oscova_lsp.analysis", "oscova_runtime"),
+    "oscova_lsp.runs": ("oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
+}
+
+ALLOWED_ASSERTS = {
+    # Files other branches rewrite at the same time (issue 10: 10host, 10bindings; issue 15: 15gaps); remove
+    # each entry once its branch is merged and the file has no `assert` left.
+    "server/oscova_lsp/lsp/runs.py", "server/oscova_lsp/ide/navigation.py", "server/oscova_lsp/analysis/checks.py",
+}
+
+INSIDE_HELPERS = {
+    "runtime/oscova_runtime/paths.py",  # is_inside itself
+    # Being moved onto is_inside by issue 10's analysis host (branch issue-10host); remove once it is merged.
+    "server/oscova_lsp/lsp/session.py", "server/oscova_lsp/analysis/engine.py",
+}
+
+ALLOWED_CYCLES: set[frozenset[str]] = {
+    # Being broken by issue 10's analysis host (branch issue-10host): `lsp/runs.py` names the server type and
+    # `lsp/server.py` registers the run commands. Remove this entry once that branch is merged.
+    frozenset({"oscova_lsp.lsp.runs", "oscova_lsp.lsp.server"}),
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the two packages by dotted name (a package by its `__init__.py`)."""
+    found: dict[str, Path] = {}
+    for top, base in PACKAGES.items():
+        for path in sorted(base.rglob("*.py")):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join([top, *parts])] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
+    """(imported module, line) for every import statement of the file, at any depth, relative ones resolved.
+    `from package import name` yields the package and, when `name` is a submodule, the submodule."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            yield target, node.lineno
+            for alias in node.names:
+                if f"{target}.{alias.name}" in MODULES:
+                    yield f"{target}.{alias.name}", node.lineno
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _loaded_after_importing(modules: list[str], *, then: str = "") -> list[str]:
+    """The top-level packages in `sys.modules` of a fresh interpreter after importing `modules` (and running
+    `then`)."""
+    code = "\n".join([
+        "import importlib, json, sys",
+        f"for name in {modules!r}:",
+        "    importlib.import_module(name)",
+        then,
+        "print(json.dumps(sorted({name.partition('.')[0] for name in sys.modules})))",
+    ])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    loaded: list[str] = json.loads(result.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def _of(package: str) -> list[str]:
+    return [name for name in MODULES if _within(name, package)]
+
+
+# ------------------------------------------------------------------------------------- in a subprocess
+
+
+def test_the_analysis_and_ide_layers_load_no_protocol_library() -> None:
+    modules = _of("oscova_lsp.analysis") + _of("oscova_lsp.ide")
+    assert len(modules) > 10
+    loaded = _loaded_after_importing(modules)
+    assert [name for name in PROTOCOL if name in loaded] == []
+
+
+def test_the_runtime_loads_neither_the_language_server_nor_openai() -> None:
+    loaded = _loaded_after_importing(_of("oscova_runtime"))
+    assert "oscova_lsp" not in loaded
+    assert "openai" not in loaded  # the model client imports it on first use (tests/runtime/test_imports.py)
+
+
+def test_the_command_line_and_the_server_start_load_no_openai() -> None:
+    # `check` runs the whole engine over the example workspace; `create_server` registers every feature.
+    loaded = _loaded_after_importing(
+        ["oscova_lsp.cli", "oscova_lsp.lsp.launch", "oscova_lsp.lsp.server"],
+        then="import contextlib, io\n"
+             "from oscova_lsp.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    assert main(['check', 'examples']) == 0\n"
+             "from oscova_lsp.lsp.server import create_server\n"
+             "create_server()",
+    )
+    assert "pygls" in loaded  # the server was really built
+    assert "openai" not in loaded
+
+
+def test_check_loads_no_protocol_library() -> None:
+    loaded = _loaded_after_importing(
+        ["oscova_lsp.cli"],
+        then="import contextlib, io\n"
+             "from oscova_lsp.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    assert main(['check', 'examples']) == 0",
+    )
+    assert [name for name in (*PROTOCOL, "openai") if name in loaded] == []
+
+
+# ------------------------------------------------------------------------------------------- statically
+
+
+def test_only_the_lsp_package_imports_pygls_or_lsprotocol() -> None:
+    offenders = [
+        f"{MODULES[name].relative_to(REPO)}:{line} imports {target}"
+        for name in MODULES if not _within(name, "oscova_lsp.lsp")
+        for target, line in _imports(name, MODULES[name])
+        if any(_within(target, library) for library in PROTOCOL)
+    ]
+    assert offenders == []
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    offenders = []
+    for name, path in MODULES.items():
+        layer = next((layer for layer in LAYERS if _within(name, layer)), None)
+        if layer is None:
+            continue
+        for target, line in _imports(name, path):
+            project = any(_within(target, top) for top in PACKAGES) and target not in ("oscova_lsp",)
+            if project and not any(_within(target, allowed) for allowed in (layer, *LAYERS[layer])):
+                offenders.append(f"{path.relative_to(REPO)}:{line} ({layer}) imports {target}")
+    assert offenders == []
+
+
+def test_production_code_uses_no_assert() -> None:
+    # `python -O` strips them: a check that matters is an `if` with an answer, a type is narrowed by a branch
+    # or `typing.cast`, and an invariant between two facts is a test.
+    offenders = [
+        f"{relative}:{node.lineno}"
+        for path in MODULES.values()
+        if (relative := path.relative_to(REPO).as_posix()) not in ALLOWED_ASSERTS
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Assert)
+    ]
+    assert offenders == []
+
+
+def _hand_written_inside(node: ast.AST) -> bool:
+    """`x.startswith(folder + os.sep)` or `relpath(...).startswith("..")`: an "is this inside that folder" test."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith"):
+        return False
+    for arg in node.args:
+        for part in ast.walk(arg):
+            if isinstance(part, ast.Attribute) and part.attr == "sep" and isinstance(part.value, ast.Name) \
+                    and part.value.id == "os":
+                return True
+            if isinstance(part, ast.Constant) and part.value == "..":
+                return True
+    return False
+
+
+def test_one_is_inside_helper() -> None:
+    # `oscova_runtime.paths.is_inside` is the only one (`real=False` for paths compared as written).
+    offenders = [
+        f"{relative}:{node.lineno}"
+        for path in MODULES.values()
+        if (relative := path.relative_to(REPO).as_posix()) not in INSIDE_HELPERS
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if _hand_written_inside(node)
+    ]
+    assert offenders == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan), i.e. the import cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_project_has_no_import_cycles() -> None:
+    # Every import counts, lazy ones inside functions and `TYPE_CHECKING` ones too: a cycle hidden in a
+    # function still ties the two modules together (the runtime's function_invocation -> tools -> workspace
+    # -> function_invocation was one).
+    graph = {name: {t for t, _ in _imports(name, path) if t in MODULES and t != name} for name, path in MODULES.items()}
+    cycles = [sorted(cycle) for cycle in _cycles(graph) if cycle not in ALLOWED_CYCLES]
+    assert cycles == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [frozenset({"a", "b", "c"})]
