@@ -391,6 +391,7 @@ class OpenAIChatClient:
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
         usage: UsageDetails | None = None
+        answered_by: str | None = None
         done = False
         what = "a stream chunk"
         try:
@@ -401,7 +402,7 @@ class OpenAIChatClient:
                     whole = self._completion(_loads(await response.http_response.aread(), "sent an answer"))
                     for message in whole.messages:
                         yield ChatResponseUpdate("assistant", list(message.contents))
-                    yield ChatResponseUpdate("assistant", [], whole.usage, whole.finish_reason)
+                    yield ChatResponseUpdate("assistant", [], whole.usage, whole.finish_reason, whole.model)
                     return
                 async for kind, data in _server_sent_events(response.iter_lines()):
                     if data.strip() == "[DONE]":
@@ -412,6 +413,7 @@ class OpenAIChatClient:
                         payload = {"error": payload}
                     choice = _first_choice(payload, what)
                     usage = _usage(payload.get("usage"), what) or usage
+                    answered_by = payload.get("model") if isinstance(payload.get("model"), str) else answered_by
                     if choice is None:
                         continue
                     finish = choice.get("finish_reason") or finish
@@ -443,7 +445,7 @@ class OpenAIChatClient:
             raise self._mid_stream(error) from None
         except _Malformed as malformed:
             raise self._failure(malformed) from None
-        yield ChatResponseUpdate("assistant", list(finished), usage, finish)
+        yield ChatResponseUpdate("assistant", list(finished), usage, finish, answered_by)
 
 
 def _error_detail(error: Any) -> str:

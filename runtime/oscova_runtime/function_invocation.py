@@ -32,6 +32,7 @@ from .messages import (
     UpdateAccumulator,
     UsageDetails,
 )
+from .telemetry import observed_tool
 from .tools import AIFunction
 from .workspace import PATH_ARGUMENT_NAMES, WorkspaceViolation, resolve_inside, workspaces_in_effect
 
@@ -220,7 +221,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 return await ctx.function.invoke(ctx.arguments)
             return await chain[index](ctx, lambda c: call(index + 1, c))
 
-        return await call(0, context)
+        return await observed_tool(context.call, context.function.description, lambda: call(0, context))
 
 
 class WorkspaceValidation:

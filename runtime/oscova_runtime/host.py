@@ -41,9 +41,13 @@ from .providers import (
     memory_tools,
 )
 from .recording import now as run_clock
+from .telemetry import AgentInvocationScopes, observed_model_client
 from .templates import TemplateError, TemplateRenderer
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool, user_now
 from .workspace import granted_directories
+
+AGENT_INVOCATIONS = AgentInvocationScopes()
+"""Every agent a host builds runs as an observed invocation (nothing happens unless a run observes calls)."""
 
 
 class HostConfigurationError(Exception):
@@ -90,7 +94,8 @@ class ConfiguredHost:
         self.trusted = trusted
         """False: the workspace's `[tools.*]` and `[providers.*]` code is never imported (nor run)."""
         self.renderer = TemplateRenderer(self.root)
-        self._chat_clients: dict[str, ChatClient] = dict(chat_clients or {})
+        self._chat_clients: dict[str, ChatClient] = {  # observed like the clients the host makes
+            name: observed_model_client(client, *self._endpoint_of(name)) for name, client in (chat_clients or {}).items()}
         self._owned_clients: list[ChatClient] = []
         """The clients this host created, which it closes; clients passed in belong to the caller."""
         self._tools_synced = False
@@ -123,6 +128,11 @@ class ConfiguredHost:
         return granted_directories(self.root, [*definition.workspaces, *self.config.environment.workspace_directories],
                                    allow_outside=self.config.host.allow_outside_workspaces)
 
+    def _endpoint_of(self, name: str) -> tuple[str, str | None]:
+        """The model and base URL `[models.NAME]` configures (the name alone for a client passed in)."""
+        settings = self.config.models.get(name)
+        return (settings.model, settings.base_url) if settings is not None else (name, None)
+
     def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
         """The host-managed client of the definition's model. `requested`: the agent whose build reached this
         one through `agent_tools`, so an error can name the chain."""
@@ -143,10 +153,11 @@ class ConfiguredHost:
                 f"add [models.{name}] or pick one of: {', '.join(sorted(self.config.models))}")
         from .chat_client import OpenAIChatClient
 
-        client = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
-                                  timeout=settings.timeout, model_name=name)
+        raw = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
+                               timeout=settings.timeout, model_name=name)
+        self._owned_clients.append(raw)
+        client = observed_model_client(raw, settings.model, settings.base_url)
         self._chat_clients[name] = client
-        self._owned_clients.append(client)
         return client
 
     def instruction_template(self, definition: AgentDefinition) -> str | None:
@@ -301,7 +312,7 @@ class ConfiguredHost:
             available_agent_definitions=self.definitions,
             context_provider_factory=self.provider_factory,
             workspace_resolver=self.workspace_directories,
-            **{"tool_policy": self.tool_policy, **overrides},
+            **{"tool_policy": self.tool_policy, "run_scope_factory": AGENT_INVOCATIONS, **overrides},
         )
 
     async def get_agent(self, definition: AgentDefinition | str, **overrides: Any):  # type: ignore[no-untyped-def]

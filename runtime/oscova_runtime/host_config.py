@@ -93,6 +93,17 @@ class LintSettings(_Section):
     severity: dict[str, Severity] = Field(default_factory=dict)
 
 
+class TelemetrySettings(_Section):
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="The OTLP/HTTP base URL of a trace collector (`http://127.0.0.1:4318`, or Phoenix's "
+                    "`http://127.0.0.1:6006`): every run exports OpenTelemetry spans there (needs "
+                    "`oscova-lsp[otel]`). The environment variable OTEL_EXPORTER_OTLP_ENDPOINT, when set, wins.")
+    capture_content: bool = Field(
+        default=False, description="Spans carry the messages, instructions, tool arguments and tool results "
+                                   "(keys redacted); off by default: only names, models, token counts, timings.")
+
+
 class HostConfig(_Section):
     """The whole host configuration; every section has its default, so `HostConfig()` is a bare host."""
 
@@ -105,3 +116,4 @@ class HostConfig(_Section):
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     providers: dict[str, CustomProviderSettings] = Field(default_factory=dict)
     lint: LintSettings = Field(default_factory=LintSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)

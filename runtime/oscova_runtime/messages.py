@@ -152,6 +152,8 @@ class ChatResponseUpdate:
     contents: list[Content] = field(default_factory=list)
     usage: UsageDetails | None = None
     finish_reason: str | None = None
+    model: str | None = None
+    """The model that answered, as the endpoint names it (on the last update of a stream)."""
 
     @property
     def text(self) -> str:

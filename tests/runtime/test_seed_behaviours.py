@@ -193,7 +193,7 @@ async def test_eviction_drops_references_and_the_owner_closes(tmp_path, fake_ope
     host = ConfiguredHost(tmp_path, cfg, definitions, chat_clients={"other": given})
     agent = await host.get_agent("a")
     await host.get_agent("b")
-    created = agent.chat_client.inner
+    created = agent.chat_client.get_service(OpenAIChatClient)
     assert isinstance(created, OpenAIChatClient)
     assert host.orchestrator.evict_agent("a")
     host.orchestrator.invalidate_all()

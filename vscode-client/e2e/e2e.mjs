@@ -595,6 +595,13 @@ async function main() {
     if (!/result/i.test(toolText) || !/\d{4}-\d{2}-\d{2}/.test(toolText)) throw new Error(`the tool call has no result: ${toolText}`);
     const runInput = await frame.locator('[data-testid=input]').innerText();
     if (runInput !== 'What time is it? Use the tool.') throw new Error(`the Run view shows the input "${runInput}"`);
+    // Tokens and time per call (`modelCall` events): the fake endpoint reports usage on its answer only.
+    const tokens = await frame.locator('[data-testid=tokens]').innerText();
+    if (tokens !== '18 tokens') throw new Error(`the Run view's token total: "${tokens}"`);
+    const calls = await frame.locator('[data-testid=calls-summary]').innerText();
+    if (!/^2 model calls · 11 in · 7 out · [\d.]+ m?s; 1 tool call · [\d.]+ m?s$/.test(calls)) throw new Error(`the Run view's calls: "${calls}"`);
+    const toolTime = await tool.locator('[data-testid=tool-time]').innerText();
+    if (!/^\s*· [\d.]+ m?s$/.test(toolTime)) throw new Error(`the tool call's time: "${toolTime}"`);
     // The assembled instructions (from oscova.previewPrompt), collapsed until opened.
     await frame.locator('details.instructions summary').click();
     const instructions = await frame.locator('pre.instructions').innerText();

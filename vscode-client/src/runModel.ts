@@ -29,8 +29,21 @@ export interface ToolItem {
   status: 'running' | 'done' | 'error' | 'denied';
   result?: string;
   error?: string;
+  /** How long the tool ran (`toolResult`'s `durationMs`). */
+  durationMs?: number;
 }
 export type RunItem = AnswerItem | MessageItem | ToolItem;
+
+export interface Usage { inputTokens: number; outputTokens: number; totalTokens: number }
+
+/** One model call (`modelCall` event): an agent used as a tool reports its own calls too. */
+export interface ModelCall {
+  agentId?: string;
+  model: string;
+  usage?: Usage;
+  durationMs?: number;
+  failed?: boolean;
+}
 
 export interface RunState {
   /** Client-side key: the server's runId once known, else a local id. */
@@ -48,6 +61,10 @@ export interface RunState {
   error?: string;
   transcript?: string;
   lastSeq: number;
+  /** Every model call of the run, in the order they ended. */
+  modelCalls?: ModelCall[];
+  /** The run's total (`completed`'s `usage`: every model call, nested agents' too). */
+  usage?: Usage;
 }
 
 export const TERMINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
@@ -73,6 +90,40 @@ export function newRun(key: string, agentId: string, input: string, now: number)
 
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
+}
+
+function num(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+function usageOf(value: unknown): Usage | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const u = value as Record<string, unknown>;
+  const inputTokens = num(u.inputTokens) ?? 0;
+  const outputTokens = num(u.outputTokens) ?? 0;
+  return { inputTokens, outputTokens, totalTokens: num(u.totalTokens) ?? inputTokens + outputTokens };
+}
+
+export function formatTokens(usage: Usage): string {
+  return `${usage.inputTokens} in · ${usage.outputTokens} out`;
+}
+
+/** The totals the Run view shows: tokens of every model call, time spent in model calls and in tools. */
+export function callTotals(run: RunState): { modelCalls: number; usage: Usage; modelMs: number; toolCalls: number; toolMs: number } {
+  const calls = run.modelCalls ?? [];
+  const summed = calls.reduce((sum, c) => ({
+    inputTokens: sum.inputTokens + (c.usage?.inputTokens ?? 0),
+    outputTokens: sum.outputTokens + (c.usage?.outputTokens ?? 0),
+    totalTokens: sum.totalTokens + (c.usage?.totalTokens ?? 0),
+  }), { inputTokens: 0, outputTokens: 0, totalTokens: 0 });
+  const tools = run.items.filter((i): i is ToolItem => i.type === 'tool' && typeof i.durationMs === 'number');
+  return {
+    modelCalls: calls.length,
+    usage: run.usage ?? summed,
+    modelMs: calls.reduce((sum, c) => sum + (c.durationMs ?? 0), 0),
+    toolCalls: tools.length,
+    toolMs: tools.reduce((sum, t) => sum + (t.durationMs ?? 0), 0),
+  };
 }
 
 /** Any JSON-ish value as display text: strings as they are, others as pretty JSON. */
@@ -176,25 +227,40 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
       const tool: ToolItem = { type: 'tool', callId, name: str(e.name) ?? '(tool)', arguments: display(e.arguments), status: 'running' };
       return { ...run, status: 'running', items: [...closeAnswer(run.items), tool] };
     }
+    case 'modelCall': {
+      const call: ModelCall = { model: str(e.responseModel) ?? str(e.model) ?? '(model)' };
+      const agentId = str(e.agentId);
+      const usage = usageOf(e.usage);
+      const durationMs = num(e.durationMs);
+      if (agentId !== undefined) call.agentId = agentId;
+      if (usage !== undefined) call.usage = usage;
+      if (durationMs !== undefined) call.durationMs = durationMs;
+      if (e.failed === true) call.failed = true;
+      return { ...run, modelCalls: [...(run.modelCalls ?? []), call] };
+    }
     case 'toolResult': {
       const callId = str(e.callId);
       const error = errorText(e.error);
+      const durationMs = num(e.durationMs);
+      const timed = durationMs === undefined ? {} : { durationMs };
       let matched = false;
       const items = run.items.map((i) => {
         if (matched || i.type !== 'tool' || i.callId !== callId) return i;
         matched = true;
-        if (error !== undefined) return { ...i, status: 'error' as const, error };
-        if (e.denied === true) return { ...i, status: 'denied' as const, result: display(e.result) };
-        return { ...i, status: 'done' as const, result: display(e.result) };
+        if (error !== undefined) return { ...i, status: 'error' as const, error, ...timed };
+        if (e.denied === true) return { ...i, status: 'denied' as const, result: display(e.result), ...timed };
+        return { ...i, status: 'done' as const, result: display(e.result), ...timed };
       });
       if (!matched) {
         items.push({ type: 'tool', callId: callId ?? `call-${run.items.length}`, name: str(e.name) ?? '(tool)', arguments: '',
-          status: error !== undefined ? 'error' : 'done', result: error === undefined ? display(e.result) : undefined, error });
+          status: error !== undefined ? 'error' : 'done', result: error === undefined ? display(e.result) : undefined, error, ...timed });
       }
       return { ...run, items };
     }
     case 'completed': {
-      const done = finish(run, 'completed', now);
+      const finished = finish(run, 'completed', now);
+      const usage = usageOf(e.usage);
+      const done = usage ? { ...finished, usage } : finished;
       const text = str(e.text);
       const withText = text && !done.items.some((i) => i.type === 'answer')
         ? { ...done, items: [...done.items, { type: 'answer' as const, text, streaming: false }] }

@@ -1,19 +1,24 @@
 """Run events and results as plain JSON-ready dicts, and the redaction every outgoing text passes through.
 
 An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (SPEC §6 `oscova/runEvent`).
+`modelCall` (one per model call, nested agents' included) carries `agentId`, `model`, `responseModel`,
+`durationMs`, `usage` `{inputTokens, outputTokens, totalTokens}` and `failed` (when it did); `toolResult`
+carries `durationMs`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from oscova_runtime.host_config import HostConfig
-from oscova_runtime.messages import ChatMessage, FunctionCallContent, FunctionResultContent
+from oscova_runtime.messages import ChatMessage, FunctionCallContent, FunctionResultContent, UsageDetails
+from oscova_runtime.telemetry import ObservedCall
 
-EVENT_KINDS = ("started", "message", "delta", "toolCall", "toolResult", "completed", "failed", "cancelled")
+EVENT_KINDS = ("started", "message", "delta", "modelCall", "toolCall", "toolResult", "completed", "failed",
+               "cancelled")
 FINAL_KINDS = frozenset({"completed", "failed", "cancelled"})
 REDACTED = "***"
 MIN_SECRET_LENGTH = 4
@@ -118,3 +123,43 @@ def message_to_dict(message: ChatMessage) -> dict[str, Any]:
     if results:
         out["toolResults"] = [{"callId": r.call_id, "result": jsonable(r.result)} for r in results]
     return out
+
+
+def usage_fields(usage: UsageDetails) -> dict[str, int]:
+    """Token usage as events carry it."""
+    return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+
+
+def milliseconds(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
+class CallLog:
+    """Observes a run's calls (a `CallObserver`) for its events: a `modelCall` event as each model call
+    ends, and the duration of each tool call of the requested agent for its `toolResult` event."""
+
+    wants_content = False
+
+    def __init__(self, emit: Callable[..., Any]) -> None:
+        self.emit = emit
+        self.tool_durations: dict[str, float] = {}
+        self.usage = UsageDetails()
+        """The tokens of every model call of the run."""
+
+    def call_started(self, call: ObservedCall) -> None:
+        pass
+
+    def call_ended(self, call: ObservedCall) -> None:
+        if call.kind == "model":
+            fields: dict[str, Any] = {"agentId": call.agent_id, "model": call.name,
+                                      "durationMs": milliseconds(call.duration)}
+            if call.response_model:
+                fields["responseModel"] = call.response_model
+            if call.usage is not None:
+                self.usage.add(call.usage)
+                fields["usage"] = usage_fields(call.usage)
+            if call.error is not None:
+                fields["failed"] = True
+            self.emit("modelCall", **fields)
+        elif call.kind == "tool" and call.call_id and call.parent is not None and call.parent.parent is None:
+            self.tool_durations[call.call_id] = call.duration

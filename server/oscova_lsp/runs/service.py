@@ -33,7 +33,6 @@ from oscova_runtime.messages import (
     FunctionResultContent,
     TextContent,
     UpdateAccumulator,
-    UsageDetails,
 )
 from oscova_runtime.observer import (
     AgentRunObserverAccessor,
@@ -44,6 +43,7 @@ from oscova_runtime.observer import (
 from oscova_runtime.orchestrator import AgentOrchestrator
 from oscova_runtime.paths import is_inside
 from oscova_runtime.session import AgentSession
+from oscova_runtime.telemetry import observe_calls
 from oscova_runtime.tools import APPROVAL_DENIED, ApprovalRequest, approval_channel
 
 from ..analysis.diagnostics import Severity
@@ -52,15 +52,19 @@ from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.host import AnalysisHost, Snapshot
 from .errors import RunError, describe_failure, unanswered_calls_message
 from .events import (
+    CallLog,
     Redactor,
     StreamRedactor,
     describe_exception,
     jsonable,
     message_to_dict,
+    milliseconds,
     now_iso,
+    usage_fields,
 )
 from .preview import assemble_preview, not_loaded
 from .recorder import Recorder
+from .tracing import run_tracer
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
 
 log = logging.getLogger(__name__)
@@ -130,9 +134,9 @@ class _Run:
         self.text_pieces: list[str] = []
         self.reported_messages = 0
         self.call_names: dict[str, str] = {}
-        self.usage = UsageDetails()
         self.input_message: ChatMessage | None = None
         self.recorder = Recorder()
+        self.calls = CallLog(self.emit)
         self._unsent: list[str] = []
         self._last_delta = 0.0
         self._timer: asyncio.TimerHandle | None = None
@@ -200,7 +204,6 @@ class _Run:
 
     def on_update(self, update: ChatResponseUpdate) -> None:
         self.updates.add(update)
-        self.usage.add(update.usage)
         for content in update.contents:
             if isinstance(content, TextContent) and update.role == "assistant":
                 if content.text:
@@ -218,6 +221,9 @@ class _Run:
                     fields["result"] = jsonable(content.result)
                     if content.result == APPROVAL_DENIED:
                         fields["denied"] = True
+                duration = self.calls.tool_durations.pop(content.call_id or "", None)
+                if duration is not None:
+                    fields["durationMs"] = milliseconds(duration)
                 self.emit("toolResult", **fields)
 
     def text(self) -> str:
@@ -595,8 +601,10 @@ class RunService:
                 configure = run.recorder.configure_builder(use_agent_run_observer(accessor))
                 agent = await host.get_agent(definition, configure_builder=configure)
                 run.input_message = ChatMessage.of("user", input)
+                tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id)
                 with approval_channel(self._approval_handler(run, approve) if approve else None), \
-                        run.recorder.active():
+                        run.recorder.active(), \
+                        observe_calls(run.calls, *([tracer] if tracer is not None else [])):
                     async for update in agent.run_streaming(input, session=session):
                         run.on_update(update)
                         if self._pacer is not None:
@@ -623,8 +631,7 @@ class RunService:
         text = run.text()
         fields: dict[str, Any] = {"text": text}
         if status == "completed":
-            fields["usage"] = {"inputTokens": run.usage.input_tokens, "outputTokens": run.usage.output_tokens,
-                               "totalTokens": run.usage.total_tokens}
+            fields["usage"] = usage_fields(run.calls.usage)  # every model call, agents used as tools' too
         if error is not None:
             fields["error"] = error
         run.emit(status, **fields)  # a final kind: RunStatus and FINAL_KINDS agree (tests/runs/test_status.py)

@@ -63,6 +63,30 @@ def _wants_color(stream: IO[str]) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
+def format_duration(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
+
+
+def call_summary(calls: list[dict[str, Any]]) -> list[str]:
+    """One aligned line per model call (`modelCall` events) and tool call (`toolResult` events with a
+    duration), in the order they ended: what each cost in tokens and time."""
+    rows: list[tuple[str, str, str, str]] = []
+    for event in calls:
+        duration = format_duration(float(event.get("durationMs") or 0))
+        if event["kind"] == "modelCall":
+            usage = event.get("usage") or {}
+            tokens = f"{usage.get('inputTokens', 0)} in · {usage.get('outputTokens', 0)} out" if usage else "no usage"
+            model = event.get("responseModel") or event.get("model") or ""
+            rows.append(("model", f"{event.get('agentId') or ''} → {model}", tokens, duration))
+        else:
+            rows.append(("tool", str(event.get("name") or ""), "", duration))
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return [f"  {kind:<{widths[0]}}  {what:<{widths[1]}}  {tokens:>{widths[2]}}  {duration:>8}".rstrip()
+            for kind, what, tokens, duration in rows]
+
+
 class LiveTranscript:
     """Renders run events as they come. With a TTY on stderr, a spinner shows while nothing streams."""
 
@@ -79,6 +103,8 @@ class LiveTranscript:
         self.paused = False
         self.final: dict[str, Any] | None = None
         self.transcript: str | None = None
+        self.calls: list[dict[str, Any]] = []
+        """`modelCall` events and timed `toolResult` events, for the summary at the end."""
 
     # -- spinner -------------------------------------------------------------------------------------
 
@@ -136,7 +162,11 @@ class LiveTranscript:
         elif kind == "toolCall":
             self.status = f"running {event.get('name')}"
             self.note(style.cyan(f"→ {event.get('name')}({_arguments(event.get('arguments'))})"))
+        elif kind == "modelCall":
+            self.calls.append(event)
         elif kind == "toolResult":
+            if "durationMs" in event:
+                self.calls.append(event)
             self.status = "waiting for the model"
             if "error" in event:
                 self.note(style.red(f"← {event.get('name')} failed: {_one_line(event['error'])}"))
@@ -156,6 +186,8 @@ class LiveTranscript:
                 self.err.write(style.red("✗ ") + str(event.get("error") or "The run failed.") + "\n")
             else:
                 self.err.write(style.red("✗ cancelled") + "\n")
+            for line in call_summary(self.calls):
+                self.err.write(style.dim(line) + "\n")
             if self.transcript:
                 self.err.write(style.dim(f"transcript: {display_path(self.transcript)}") + "\n")
             self.err.flush()

@@ -3,7 +3,7 @@
  * DOM APIs and `textContent` only: model output and tool results are never parsed as HTML.
  */
 import type { RunItem, RunState } from '../runModel';
-import { durationMs, formatDuration, isActive } from '../runModel';
+import { callTotals, durationMs, formatDuration, formatTokens, isActive } from '../runModel';
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -54,10 +54,31 @@ function renderItem(run: RunState, item: RunItem, index: number): HTMLElement {
       if (item.status === 'error') body.append(el('div', { class: 'label' }, 'Error'), el('pre', { class: 'result error' }, item.error ?? ''));
       if (item.status === 'denied') body.append(el('div', { class: 'label' }, 'Denied'), el('pre', { class: 'result error' }, item.result || 'The call was not approved.'));
       const icon = { running: '⏳', error: '✖', denied: '⊘', done: '✔' }[item.status];
-      const summary = el('span', {}, el('span', { class: `tool-status ${item.status}` }, icon), ' ', el('code', {}, item.name));
+      const summary = el('span', {}, el('span', { class: `tool-status ${item.status}` }, icon), ' ', el('code', {}, item.name),
+        item.durationMs !== undefined ? el('span', { class: 'call-time', 'data-testid': 'tool-time' }, ` · ${formatDuration(item.durationMs)}`) : undefined);
       return details(`${run.key}:tool:${item.callId}:${index}`, summary, body, `tool ${item.status}`, true);
     }
   }
+}
+
+/** Every model call with its tokens and time, and the totals (tools included): what the run cost. */
+function renderCalls(run: RunState): HTMLElement | undefined {
+  const calls = run.modelCalls ?? [];
+  if (!calls.length) return undefined;
+  const totals = callTotals(run);
+  const rows = calls.map((c) => el('tr', {},
+    el('td', {}, c.agentId ?? ''), el('td', {}, el('code', {}, c.model)),
+    el('td', { class: 'num' }, c.usage ? String(c.usage.inputTokens) : '—'),
+    el('td', { class: 'num' }, c.usage ? String(c.usage.outputTokens) : '—'),
+    el('td', { class: 'num' }, c.durationMs !== undefined ? formatDuration(c.durationMs) : '—')));
+  const table = el('table', { class: 'calls', 'data-testid': 'model-calls' },
+    el('thead', {}, el('tr', {}, el('th', {}, 'Agent'), el('th', {}, 'Model'), el('th', { class: 'num' }, 'In'),
+      el('th', { class: 'num' }, 'Out'), el('th', { class: 'num' }, 'Time'))),
+    el('tbody', {}, ...rows));
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  const summary = `${plural(totals.modelCalls, 'model call')} · ${formatTokens(totals.usage)} · ${formatDuration(totals.modelMs)}`
+    + (totals.toolCalls ? `; ${plural(totals.toolCalls, 'tool call')} · ${formatDuration(totals.toolMs)}` : '');
+  return details(`${run.key}:calls`, el('span', { 'data-testid': 'calls-summary' }, summary), table, 'calls-section');
 }
 
 function render() {
@@ -72,6 +93,8 @@ function render() {
     el('h1', {}, run.agentName ? `${run.agentName} ` : '', el('code', {}, run.agentId)),
     el('span', { class: `status ${run.status}`, 'data-testid': 'status' }, statusLabel(run)),
     el('span', { class: 'duration', 'data-testid': 'duration' }, formatDuration(durationMs(run, now))));
+  const tokens = run.modelCalls?.length ? callTotals(run).usage.totalTokens : undefined;
+  if (tokens !== undefined) header.append(el('span', { class: 'tokens', 'data-testid': 'tokens' }, `${tokens} tokens`));
   if (isActive(run)) {
     const cancel = el('button', { type: 'button', 'data-testid': 'cancel' }, 'Cancel');
     cancel.addEventListener('click', () => vscode.postMessage({ type: 'cancel', key: run.key }));
@@ -97,6 +120,8 @@ function render() {
   run.items.forEach((item, i) => timeline.append(renderItem(run, item, i)));
   if (!run.items.length && isActive(run)) timeline.append(el('div', { class: 'waiting' }, 'Waiting for the model…'));
   root.append(timeline);
+  const calls = renderCalls(run);
+  if (calls) root.append(calls);
   if (run.error) root.append(el('div', { class: 'error', role: 'alert', 'data-testid': 'error' }, run.error));
 }
 

@@ -1,0 +1,215 @@
+"""Tracing against a real collector: runs export OpenTelemetry spans to Arize Phoenix (`phoenix serve` on a
+free loopback port, its SQLite database in a temporary folder), and the spans are read back from
+Phoenix's REST API: names, parent links, `gen_ai.*` attributes, token usage, and never the API key.
+
+One Phoenix serves the whole module. It must start: in CI a Phoenix that does not come up fails the tests
+with its log (it is installed by the test extra); only outside CI, without Phoenix installed, they skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from oscova_lsp.runs import RunService, tracing
+
+from . import delegation
+from .conftest import CANARY_KEY, host_toml, make_workspace
+from .test_cli import cli_env, oscova
+
+START_TIMEOUT = 180.0
+"""Seconds Phoenix may take to answer /healthz (it imports a lot; the machine may be loaded)."""
+SPANS_TIMEOUT = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _phoenix_command() -> list[str] | None:
+    script = Path(sys.executable).with_name("phoenix")
+    if script.exists():
+        return [str(script), "serve"]
+    found = shutil.which("phoenix")
+    return [found, "serve"] if found else None
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback only
+        return json.loads(response.read())
+
+
+class Phoenix:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.otlp = url  # Phoenix takes OTLP/HTTP at <url>/v1/traces
+
+    def spans(self) -> list[dict[str, Any]]:
+        return _get(f"{self.url}/v1/projects/default/spans?limit=1000")["data"]
+
+    def trace_of(self, conversation_id: str, count: int) -> list[dict[str, Any]]:
+        """The spans of the run whose root span names `conversation_id`, once `count` of them arrived."""
+        deadline = time.monotonic() + SPANS_TIMEOUT
+        found: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            spans = self.spans()
+            roots = [s for s in spans if s["attributes"].get("gen_ai.conversation.id") == conversation_id]
+            if roots:
+                trace_id = roots[0]["context"]["trace_id"]
+                found = [s for s in spans if s["context"]["trace_id"] == trace_id]
+                if len(found) >= count:
+                    return found
+            time.sleep(0.25)
+        raise AssertionError(f"Phoenix has {len(found)} of the {count} spans of the run after {SPANS_TIMEOUT:g} s")
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+    command = _phoenix_command()
+    if command is None:
+        if os.environ.get("CI"):
+            pytest.fail("`phoenix` is not installed: the test extra installs arize-phoenix (pip install -e '.[test]')")
+        pytest.skip("arize-phoenix is not installed (pip install -e '.[test]')")
+    folder = tmp_path_factory.mktemp("phoenix")
+    port, grpc_port = _free_port(), _free_port()
+    env = {**os.environ, "PHOENIX_WORKING_DIR": str(folder), "PHOENIX_PORT": str(port),
+           "PHOENIX_GRPC_PORT": str(grpc_port), "PHOENIX_HOST": "127.0.0.1", "PHOENIX_TELEMETRY_ENABLED": "false"}
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    log = (folder / "phoenix.log").open("wb")
+    process = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"Phoenix exited with {process.returncode} before it was ready:\n"
+                            + (folder / "phoenix.log").read_text(errors="replace")[-3000:])
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"Phoenix did not answer on {url} within {START_TIMEOUT:g} s:\n"
+                            + (folder / "phoenix.log").read_text(errors="replace")[-3000:])
+            time.sleep(0.5)
+        yield Phoenix(url)
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+        log.close()
+
+
+def _by_name(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for span in spans:
+        out.setdefault(span["name"], []).append(span)
+    return out
+
+
+def _assert_run_tree(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The shape every traced run of `coordinator` has; returns the spans by name."""
+    names = _by_name(spans)
+    assert sorted((name, len(group)) for name, group in names.items()) == [
+        ("chat fake-model", 3), ("execute_tool read_file", 1), ("execute_tool repeater", 1),
+        ("invoke_agent Coordinator", 1), ("invoke_agent Repeater", 1)]
+    ids = {s["context"]["span_id"]: s for s in spans}
+    root = names["invoke_agent Coordinator"][0]
+    assert root["parent_id"] is None
+    parent = {s["name"] if s is not root else "root": ids[s["parent_id"]]["name"] for s in spans if s is not root}
+    assert parent == {"execute_tool read_file": "invoke_agent Coordinator",
+                      "execute_tool repeater": "invoke_agent Coordinator",
+                      "invoke_agent Repeater": "execute_tool repeater",  # the agent used as a tool: a child span
+                      "chat fake-model": parent.get("chat fake-model")}
+    chat_parents = sorted(ids[s["parent_id"]]["name"] for s in names["chat fake-model"])
+    assert chat_parents == ["invoke_agent Coordinator", "invoke_agent Coordinator", "invoke_agent Repeater"]
+
+    attrs = root["attributes"]
+    assert (attrs["gen_ai.operation.name"], attrs["gen_ai.agent.name"], attrs["gen_ai.agent.id"]) == (
+        "invoke_agent", "Coordinator", "coordinator")
+    repeater = names["invoke_agent Repeater"][0]["attributes"]
+    assert (repeater["gen_ai.agent.id"], repeater["gen_ai.agent.description"]) == ("repeater", "Repeats what it is told.")
+
+    usage = {}
+    for span in names["chat fake-model"]:
+        a = span["attributes"]
+        assert (a["gen_ai.operation.name"], a["gen_ai.provider.name"], a["gen_ai.system"]) == ("chat", "openai", "openai")
+        assert (a["gen_ai.request.model"], a["gen_ai.response.model"]) == ("fake-model", "fake-model-2025")
+        assert a["server.address"] == "127.0.0.1"
+        usage[ids[span["parent_id"]]["name"], a["gen_ai.usage.input_tokens"]] = a["gen_ai.usage.output_tokens"]
+    assert usage == {("invoke_agent Coordinator", delegation.FIRST[0]): delegation.FIRST[1],
+                     ("invoke_agent Coordinator", delegation.SECOND[0]): delegation.SECOND[1],
+                     ("invoke_agent Repeater", delegation.REPEATER[0]): delegation.REPEATER[1]}
+    for tool, call_id in (("read_file", "call_file"), ("repeater", "call_agent")):
+        a = names[f"execute_tool {tool}"][0]["attributes"]
+        assert (a["gen_ai.operation.name"], a["gen_ai.tool.name"], a["gen_ai.tool.call.id"]) == (
+            "execute_tool", tool, call_id)
+    for span in spans:  # the API key is in the environment of the run: never in a span
+        assert CANARY_KEY not in json.dumps(span), span["name"]
+    return names
+
+
+def test_a_cli_run_exports_its_spans_to_the_collector_named_by_the_environment(tmp_path, fake_openai, phoenix):
+    fake_openai.responder = delegation.responder()
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url, agents=delegation.AGENTS)
+    result = oscova("run", "coordinator", "--input", "When is the launch?", "--json", cwd=root,
+                    env=cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix.otlp))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    session = events[0]["sessionId"]
+    names = _assert_run_tree(phoenix.trace_of(session, 7))  # exported before the process exited
+    # contents only when asked for
+    for span in (s for group in names.values() for s in group):
+        assert not {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+                    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} & set(span["attributes"])
+
+
+async def test_capture_content_from_oscova_toml_adds_messages_and_redacts_keys(tmp_path, fake_openai, phoenix,
+                                                                             canary_key, monkeypatch):
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    fake_openai.responder = delegation.responder(leak=f" (key {CANARY_KEY})")  # a model that leaks the key
+    extra = f'\n[telemetry]\notlp_endpoint = "{phoenix.otlp}"\ncapture_content = true\n'
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url, host=host_toml(fake_openai.base_url, extra=extra),
+                          agents=delegation.AGENTS)
+    service = RunService(root)
+    try:
+        result = await service.run("coordinator", "When is the launch?")
+    finally:
+        await service.aclose()
+    assert result["status"] == "completed", result.get("error")
+    tracing.flush()
+    names = _assert_run_tree(phoenix.trace_of(result["sessionId"], 7))  # includes: no key in any attribute
+
+    first = min(names["chat fake-model"], key=lambda s: s["start_time"])["attributes"]
+    [instructions] = json.loads(first["gen_ai.system_instructions"])
+    assert instructions["type"] == "text"
+    assert instructions["content"].endswith("\nAsk the repeater, read the notes, answer.")  # after the environment
+    sent = json.loads(first["gen_ai.input.messages"])
+    assert sent[-1] == {"role": "user", "parts": [{"type": "text", "content": "When is the launch?"}]}
+    answered = json.loads(first["gen_ai.output.messages"])
+    assert [p["name"] for p in answered[0]["parts"] if p["type"] == "tool_call"] == ["repeater", "read_file"]
+    read = names["execute_tool read_file"][0]["attributes"]
+    assert json.loads(read["gen_ai.tool.call.arguments"]) == {"path": "notes.txt"}
+    assert "Tuesday" in read["gen_ai.tool.call.result"]
+    repeated = names["execute_tool repeater"][0]["attributes"]["gen_ai.tool.call.result"]
+    assert repeated == f"{delegation.REPEATER_ANSWER} (key ***)"  # the leaked key, redacted
