@@ -110,6 +110,7 @@ class _Response:
             self.usage.add(update.usage)
             self.has_usage = True
         self.finish = update.finish_reason or self.finish
+        self.model = update.model or self.model
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"text": "".join(self.text), "toolCalls": self.calls,

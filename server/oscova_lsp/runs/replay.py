@@ -153,7 +153,8 @@ class Replayer(Recorder):
             raise _recreate(recorded["error"])
         if recorded.get("incomplete"):  # the recorded run was stopped here
             raise _cancelled()
-        yield ChatResponseUpdate("assistant", calls, _usage(response.get("usage")), response.get("finishReason"))
+        yield ChatResponseUpdate("assistant", calls, _usage(response.get("usage")), response.get("finishReason"),
+                                 response.get("model"))
 
     async def _answer(self, request: dict[str, Any]) -> ChatResponse:
         recorded = self._expect(request)
