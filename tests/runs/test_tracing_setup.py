@@ -18,7 +18,7 @@ from .test_cli import cli_env
 RUN_TWICE = """\
 import asyncio, sys
 {prelude}
-from oscova_lsp.lsp.server import create_server
+from oscova_lsp.lsp.handlers import create_server
 from oscova_lsp.runs import RunService
 
 create_server()
