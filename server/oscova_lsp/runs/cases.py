@@ -35,7 +35,7 @@ from ..analysis.workspace import workspace_roots
 from ..reporting import display_path
 from .errors import RunError
 from .events import describe_exception
-from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording
+from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording, transcripts_of_run
 
 TESTS_DIRECTORY = os.path.join(".oscova", "tests")
 CASE_SUFFIX = ".jsonl"
@@ -161,11 +161,7 @@ def find_run(root: str, run: str) -> str:
     if run.endswith(CASE_SUFFIX) and os.path.isfile(run):
         return os.path.abspath(run)
     runs = os.path.join(root, RUNS_DIRECTORY)
-    try:
-        names = sorted(os.listdir(runs))
-    except OSError:
-        names = []
-    matches = [n for n in names if n.endswith(CASE_SUFFIX) and n[: -len(CASE_SUFFIX)].rsplit("-", 1)[-1].startswith(run)]
+    matches = [os.path.basename(path) for path in transcripts_of_run(runs, run, prefix=True)]
     if not run or not matches:
         raise CaseError(f"no run {run!r} in {runs} (the last line of `oscova-lsp run` names its transcript; "
                         "the run id is the end of its file name)")

@@ -5,14 +5,12 @@ model requests rendered as text (`diff.render_requests`, the form `oscova-lsp di
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from .diff import render_requests
-from .transcript import RecordingError, load_recording
+from .transcript import TRANSCRIPT_NAME, RecordingError, load_recording
 
 NO_REQUEST = "(this run sent no model request)\n"
-TRANSCRIPT_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6})-(?P<agent>.+)-(?P<run>[0-9A-Za-z]+)\.jsonl$")
 
 
 def previous_transcript(path: str) -> str | None:

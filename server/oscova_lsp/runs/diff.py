@@ -9,13 +9,19 @@ unified diff of that text, with a first line saying which request and which part
 from __future__ import annotations
 
 import difflib
-import glob
 import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording, relocate
+from .transcript import (
+    RUNS_DIRECTORY,
+    Recording,
+    RecordingError,
+    load_recording,
+    relocate,
+    transcripts_of_run,
+)
 
 PARTS = ("instructions", "messages", "tools", "options")
 PART_NAMES = {"instructions": "the instructions", "messages": "the messages", "tool-call": "the tool-call arguments",
@@ -180,8 +186,7 @@ def resolve_transcript(root: str | None, reference: str) -> str:
     if os.path.isfile(reference):
         return reference
     if root is not None and reference and os.sep not in reference and "/" not in reference:
-        safe = glob.escape(reference)
-        found = sorted(glob.glob(os.path.join(root, RUNS_DIRECTORY, f"*-{safe}.jsonl")))
+        found = transcripts_of_run(os.path.join(root, RUNS_DIRECTORY), reference)
         if len(found) == 1:
             return found[0]
         if len(found) > 1:

@@ -24,6 +24,24 @@ log = logging.getLogger(__name__)
 RUNS_DIRECTORY = os.path.join(".oscova", "runs")
 
 
+TRANSCRIPT_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6})-(?P<agent>.+)-(?P<run>[0-9A-Za-z]+)\.jsonl$")
+"""The file names `transcript_path` makes: time, agent id (made safe), run id."""
+
+
+def transcripts_of_run(runs_dir: str, run: str, *, prefix: bool = False) -> list[str]:
+    """The transcripts under `runs_dir` whose run id is `run` (or starts with it, with `prefix`), sorted."""
+    try:
+        names = sorted(os.listdir(runs_dir))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        match = TRANSCRIPT_NAME.match(name)
+        if match and (match["run"].startswith(run) if prefix else match["run"] == run):
+            found.append(os.path.join(runs_dir, name))
+    return found
+
+
 def transcript_path(runs_dir: str, agent_id: str, run_id: str) -> str:
     """`<runs_dir>/<UTC time>-<agent id>-<run id>.jsonl`: sorted by name is sorted by time."""
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
