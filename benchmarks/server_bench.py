@@ -86,6 +86,13 @@ class Client:
         at, message = self.wait(lambda m: m.get("id") == msg_id and "method" not in m)
         return at - started, message.get("result")
 
+    def shutdown(self) -> None:
+        """The orderly end: `shutdown`, its answer, `exit`, the process gone."""
+        msg_id = self.request("shutdown", None)
+        self.wait(lambda m: m.get("id") == msg_id)
+        self.notify("exit", None)
+        self.proc.wait(10)
+
 
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
@@ -198,10 +205,7 @@ def main() -> int:
             times.append(seconds * 1000)
         results["hover_agent_id"] = summary("hover", times)
         results["server_peak_rss_mb"] = round(peak_rss_mb(client.proc.pid), 1)
-        shutdown = client.request("shutdown", None)
-        client.wait(lambda m: m.get("id") == shutdown)
-        client.notify("exit", None)
-        client.proc.wait(10)
+        client.shutdown()
     finally:
         if client.proc.poll() is None:
             client.proc.kill()

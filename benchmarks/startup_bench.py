@@ -81,10 +81,7 @@ def once(root: Path) -> dict[str, Any]:
             scan_end, _ = client.wait(lambda m: m.get("method") == "$/progress" and
                                       m["params"]["value"].get("kind") == "end", timeout=600)
         out["initial_scan_end_s"] = scan_end - client.spawned
-        shutdown = client.request("shutdown", None)
-        client.wait(lambda m: m.get("id") == shutdown)
-        client.notify("exit", None)
-        client.proc.wait(10)
+        client.shutdown()
     finally:
         if client.proc.poll() is None:
             client.proc.kill()

@@ -19,6 +19,8 @@ from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from tests.support.fake_openai import FakeOpenAI
+
 HERE = Path(__file__).parent
 WORKSPACE = HERE / "workspace"
 VSCODE_INITIALIZE = Path("/work/shared/recipes/vscode-1.139-initialize.json")
@@ -198,3 +200,11 @@ def read_source(root: Path, rel: str) -> str:
 
 
 __all__ = ["Editor", "codes", "copy_workspace", "vscode_capabilities", "SERVER_COMMAND", "WORKSPACE", "os"]
+
+
+@pytest.fixture(scope="module")
+def fake() -> Any:
+    """A local OpenAI-compatible endpoint (127.0.0.1) for the run tests of a module."""
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()

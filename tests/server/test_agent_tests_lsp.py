@@ -30,13 +30,6 @@ KEY_VARIABLE = "OSCOVA_LSP_AGENT_TESTS_KEY"
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env={**os.environ, KEY_VARIABLE: "sk-agent-tests-0123"})
 
 
-@pytest.fixture(scope="module")
-def fake() -> Any:
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
 async def start(client: LanguageClient, root: Path, trusted: bool) -> None:
     @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
     def register(params: lsp.RegistrationParams) -> None:

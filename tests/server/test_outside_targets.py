@@ -59,11 +59,6 @@ async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFa
     await lsp_client.shutdown_session()
 
 
-@pytest.fixture(scope="module")
-def editor(client: LanguageClient) -> Editor:
-    return client.editor  # type: ignore[attr-defined]
-
-
 def inside(editor: Editor, uri: str) -> bool:
     return is_inside(to_fs_path(uri) or "", editor.root)
 

@@ -27,13 +27,6 @@ WRITER = "id: writer\nname: Writer\ninstructions_file: ../templates/writer.j2\n"
 TEMPLATE = "Write in English for {{ user_name }}.\n"
 
 
-@pytest.fixture(scope="module")
-def fake() -> Any:
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def client(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("edits") / "ws"

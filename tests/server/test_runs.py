@@ -151,13 +151,6 @@ async def start_session(lsp_client: LanguageClient, root: Path, fake: FakeOpenAI
     return session
 
 
-@pytest.fixture(scope="module")
-def fake() -> Any:
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
-
-
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def client(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory):
     root = make_workspace(tmp_path_factory.mktemp("runs") / "ws", fake.base_url)
