@@ -52,6 +52,7 @@ from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.host import AnalysisHost, Snapshot
 from .errors import RunError, describe_failure, unanswered_calls_message
 from .events import (
+    FINAL_KINDS,
     CallLog,
     Redactor,
     StreamRedactor,
@@ -140,6 +141,9 @@ class _Run:
         self._unsent: list[str] = []
         self._last_delta = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self.finished = False
+        """Set by the final event: nothing is emitted after it (a cancelled stream's inner generators may
+        be finalised later by the loop, and their model call would end after the run did)."""
 
     @property
     def redact(self) -> Redactor:
@@ -155,11 +159,14 @@ class _Run:
         if self.writer is not None:
             self.writer.write(self.redact(line))
 
-    def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def emit(self, kind: str, **fields: Any) -> dict[str, Any] | None:
+        if self.finished:
+            return None
         if kind != "delta":  # the text streamed so far goes out first, so events stay in order
             self.send_text(final=True)
         event = self.redact({"runId": self.handle.run_id, "seq": next(self.seq), "kind": kind, "time": now_iso(),
                              **fields})
+        self.finished = kind in FINAL_KINDS
         if self.writer is not None:
             self.writer.write(event)
         if self.on_event is not None:
@@ -605,10 +612,13 @@ class RunService:
                 with approval_channel(self._approval_handler(run, approve) if approve else None), \
                         run.recorder.active(), \
                         observe_calls(run.calls, *([tracer] if tracer is not None else [])):
-                    async for update in agent.run_streaming(input, session=session):
-                        run.on_update(update)
-                        if self._pacer is not None:
-                            await self._pacer.step()
+                    # closed here, not by the loop later: a cancellation landing between two updates (the
+                    # pacing wait) still ends the model call before the final event
+                    async with contextlib.aclosing(agent.run_streaming(input, session=session)) as updates:
+                        async for update in updates:
+                            run.on_update(update)
+                            if self._pacer is not None:
+                                await self._pacer.step()
             unanswered = run.unanswered_calls()
             if unanswered:  # the tool loop hands back calls it could not run: say so, not `completed`
                 raise RunError(unanswered_calls_message(unanswered, sum(m.role == "tool" for m in run.updates.messages())))
