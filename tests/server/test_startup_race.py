@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
+from oscova_lsp.lsp.server import READY_TIMEOUT_ENV
+from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
@@ -208,3 +210,29 @@ async def test_answers_right_after_open_on_a_larger_workspace(tmp_path: Path):
     rng = random.Random(11)
     for _ in range(2):
         assert await right_after_open(root, rng.uniform(0, 0.5)) == expected
+
+
+async def test_past_the_wait_bound_a_request_is_refused_never_answered_from_a_partial_index(small: Path):
+    """A scan slower than the bound a request waits for: the request gets ContentModified (the editor asks
+    again) instead of an empty or partial answer; a pull for diagnostics is cancelled with
+    `retriggerRequest`; asked again once the scan ended, both are right."""
+    expected = await settled(small)
+    started = await start(small, {"OSCOVA_LSP_TEST_SCAN_DELAY": "4", READY_TIMEOUT_ENV: "0.5"})
+    try:
+        started.open("agents/frontline.agent.yaml")
+        agent = lsp.TextDocumentIdentifier(uri=started.uri("agents/frontline.agent.yaml"))
+        with pytest.raises(JsonRpcException) as refused:
+            await started.client.text_document_definition_async(
+                lsp.DefinitionParams(text_document=agent, position=REFUNDS_ITEM))
+        assert refused.value.code == lsp.LSPErrorCodes.ContentModified
+        assert "still being read" in refused.value.message
+        with pytest.raises(JsonRpcException) as cancelled:
+            await started.client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(text_document=agent))
+        assert cancelled.value.code == lsp.LSPErrorCodes.ServerCancelled
+        assert cancelled.value.data == {"retriggerRequest": True}
+        await wait_checked(started)
+        again = await started.client.text_document_definition_async(
+            lsp.DefinitionParams(text_document=agent, position=REFUNDS_ITEM))
+        assert started.client.protocol._converter.unstructure(again) == expected["definition"]
+    finally:
+        await stop(started)

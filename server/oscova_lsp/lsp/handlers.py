@@ -3,7 +3,8 @@
 A request about a document goes through `document`: the document's pending edit applied, then a snapshot of
 the host, the parsed file and its path. Requests about a root still being read wait for it first
 (`answer_when_ready`), so no answer comes from a partial index; requests about a ready root are answered at
-once, in the order they came.
+once, in the order they came. A request still waiting after the bound (`READY_TIMEOUT`) is refused:
+ContentModified, or ServerCancelled with `retriggerRequest` for a diagnostics pull.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
 
 from ..analysis.files import DefinitionFile, ParsedFile
 from ..analysis.host import Snapshot
@@ -29,6 +30,7 @@ from .server import OscovaServer
 from .settings import Settings
 
 Result = TypeVar("Result")
+SERVER_CANCELLED = int(lsp.LSPErrorCodes.ServerCancelled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +70,8 @@ def answer_when_ready(feature: Callable[[OscovaServer, Document, Any], Result]) 
         path = convert.path_of(params.text_document.uri)
         if path is None:
             return None
-        if not ls.is_ready(path):
-            yield ls.ready, (path,), None
+        if not ls.is_ready(path) and not (yield ls.ready, (path,), None):
+            raise JsonRpcContentModified(ls.not_ready(path))  # the client asks again; never a partial answer
         found = document(ls, params.text_document.uri)
         return feature(ls, found, params) if found is not None else None
 
@@ -199,7 +201,8 @@ async def document_diagnostic(ls: OscovaServer, params: lsp.DocumentDiagnosticPa
     path = convert.path_of(params.text_document.uri)
     if path is None or not ls.host.is_tracked(path):
         return lsp.RelatedFullDocumentDiagnosticReport(items=[])
-    await ls.ready(path)
+    if not await ls.ready(path):  # the client pulls again (LSP `ServerCancelled` with `retriggerRequest`)
+        raise JsonRpcException(ls.not_ready(path), code=SERVER_CANCELLED, data={"retriggerRequest": True})
     await ls.publisher.settled(path)
     found = ls.publisher.diagnostics(path)
     result_id = ls.publisher.result_id(path, found)

@@ -80,7 +80,8 @@ class RunsServer(Protocol):
 
     def root_ready(self, path: str) -> asyncio.Event: ...
     def apply_pending_edits(self) -> None: ...
-    async def ready(self, path: str) -> None: ...
+    async def ready(self, path: str) -> bool: ...
+    def not_ready(self, path: str) -> str: ...
     def caps(self, *path: str) -> Any: ...
     def spawn(self, coro: Any) -> asyncio.Task[Any]: ...
     def window_log_message(self, params: lsp.LogMessageParams) -> None: ...
@@ -198,7 +199,8 @@ class Runs:
     async def service(self, root: str) -> RunService:
         """The root's run service, over the server's analysis host once the root is read; it applies the
         editor's debounced edits before each read (a run compares what the editor shows with the saved files)."""
-        await self.server.ready(os.path.join(root, "_"))
+        if not await self.server.ready(os.path.join(root, "_")):
+            raise JsonRpcRequestFailed(self.server.not_ready(os.path.join(root, "_")))
         while root in self._loading:
             await asyncio.shield(self._loading[root])
         found = self.services.get(root)
@@ -344,7 +346,8 @@ class Runs:
         server = self.server
         if document_uri is not None:
             root = self.root_for(document_uri, params.command)
-            await server.ready(os.path.join(root, "_"))
+            if not await server.ready(os.path.join(root, "_")):
+                raise JsonRpcRequestFailed(server.not_ready(os.path.join(root, "_")))
             roots = [root]
         else:
             with contextlib.suppress(TimeoutError):

@@ -42,7 +42,16 @@ from .transport import Dropped, FdReader, Framer, FramingError, Message, pump
 logger = logging.getLogger(__name__)
 
 READY_TIMEOUT = 10.0
-"""Seconds a request waits for the root it asks about to be read before answering from what is read."""
+"""Seconds a request waits for the root it asks about to be read; past that it is refused (`ready`)."""
+READY_TIMEOUT_ENV = "OSCOVA_LSP_TEST_READY_TIMEOUT"
+"""Test only: replaces `READY_TIMEOUT` (tests/server/test_startup_race.py). Unset in real use."""
+
+
+def ready_timeout() -> float:
+    try:
+        return float(os.environ.get(READY_TIMEOUT_ENV) or READY_TIMEOUT)
+    except ValueError:
+        return READY_TIMEOUT
 
 
 class _BadRequest:
@@ -378,18 +387,25 @@ class OscovaServer(LanguageServer):
     def is_ready(self, path: str) -> bool:
         return self.root_ready(path).is_set()
 
-    async def ready(self, path: str) -> None:
-        """Waits until the root holding `path` is read, at most `READY_TIMEOUT` seconds: a request is answered
-        from a state that holds everything it depends on (after the bound, from what is read, with a log line)."""
+    async def ready(self, path: str) -> bool:
+        """Waits until the root holding `path` is read, at most `READY_TIMEOUT` seconds. False past the bound:
+        the caller refuses the request (`not_ready`) rather than answer from a partial index."""
         event = self.root_ready(path)
         if event.is_set():
-            return
+            return True
         try:
-            async with asyncio.timeout(READY_TIMEOUT):
+            async with asyncio.timeout(ready_timeout()):
                 await event.wait()
         except TimeoutError:
-            logger.warning("%s is still being read after %.0f s; answering from the part read so far",
-                           self.host.root_of(path), READY_TIMEOUT)
+            return False
+        return True
+
+    def not_ready(self, path: str) -> str:
+        """Why a request about `path` is refused while its root is read."""
+        root = self.host.root_of(path)
+        logger.info("a request about %s came while %s was still being read; refused", path, root)
+        return (f"The workspace {root} is still being read ({ready_timeout():.0f} s so far), so this answer would "
+                "be incomplete; ask again in a moment.")
 
     # ------------------------------------------------------------------------------ workspace check
 
