@@ -80,11 +80,11 @@ def open_regular(path: str) -> int:
     return fd
 
 
-def check_inside(path: str, root: str | None) -> None:
+def check_inside(path: str, root: str | None, done: str = "read") -> None:
     """FileRefused when `path` (after symlinks) leaves `root` (None: no boundary)."""
     if root is not None and not is_inside(path, root):
-        raise FileRefused(f"it is {OUTSIDE_ROOT}" if not os.path.islink(path)
-                          else f"it is a symlink that leads {OUTSIDE_ROOT}")
+        where = OUTSIDE_ROOT if done == "read" else f"outside the workspace root; only files inside it are {done}"
+        raise FileRefused(f"it is {where}" if not os.path.islink(path) else f"it is a symlink that leads {where}")
 
 
 def _read_upto(path: str, root: str | None, count: int) -> tuple[bytes, int]:
@@ -123,13 +123,23 @@ def read_head(path: str, *, root: str | None = None, limit: int) -> tuple[bytes,
 
 
 def write_text(path: str, text: str, *, root: str | None = None, append: bool = False) -> None:
-    """Writes (or appends) UTF-8 text to the regular file at `path`, creating it and its folders, or FileRefused:
-    the file or a folder on its way leads outside `root` (checked before any folder is made), or it is a FIFO,
-    a device or a socket (opened without waiting, and refused before anything is written)."""
-    check_inside(path, root)
+    """Writes (or appends) UTF-8 text to the regular file at `path`, creating it and its folders, or FileRefused
+    (see `open_for_writing`)."""
+    with os.fdopen(open_for_writing(path, root=root, append=append), "a" if append else "w",
+                   encoding="utf-8") as handle:
+        if not append:
+            handle.truncate(0)
+        handle.write(text)
+
+
+def open_for_writing(path: str, *, root: str | None = None, append: bool = False) -> int:
+    """A write descriptor of the regular file at `path`, created with its folders, or FileRefused: the file or a
+    folder on its way leads outside `root` (checked before any folder is made), or it is a FIFO, a device or a
+    socket (opened without waiting, and refused before anything is written)."""
+    check_inside(path, root, "written")
     try:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        check_inside(path, root)  # a folder swapped for a link while it was made
+        check_inside(path, root, "written")  # a folder swapped for a link while it was made
         flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o666)
     except OSError as error:
@@ -140,10 +150,7 @@ def write_text(path: str, text: str, *, root: str | None = None, append: bool = 
     if why:
         os.close(fd)
         raise FileRefused(why)
-    with os.fdopen(fd, "a" if append else "w", encoding="utf-8") as handle:
-        if not append:
-            handle.truncate(0)
-        handle.write(text)
+    return fd
 
 
 def _mode(path: str) -> int:

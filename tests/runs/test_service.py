@@ -168,6 +168,25 @@ async def test_preview_of_an_unknown_agent_says_so(service):
         await service.preview("nobody")
 
 
+async def test_a_dot_oscova_link_leading_out_gets_no_transcript_written_outside(workspace, fake_openai, tmp_path,
+                                                                                 caplog):
+    """`.oscova` is a symlink to a folder outside the workspace: the run is refused (its memory would live
+    there: OSC040), and its transcript is not written there either (a log line says why)."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (workspace / ".oscova").symlink_to(outside, target_is_directory=True)
+    service = RunService(workspace)
+    try:
+        with caplog.at_level(logging.WARNING):
+            result = await service.run("helper", "hi")
+    finally:
+        await service.aclose()
+    assert result["status"] == "failed" and "leads outside the workspace root" in result["error"]
+    assert list(outside.rglob("*")) == []
+    assert result["transcript"] is None
+    assert "was not written: it is outside the workspace root; only files inside it are written" in caplog.text
+
+
 # -- cancellation ------------------------------------------------------------------------------------
 
 

@@ -275,6 +275,8 @@ class RunService:
         self._files = host or AnalysisHost([self._source_root])
         self._owns_files = host is None
         self.runs_dir = runs_dir or os.path.join(self.root, RUNS_DIRECTORY)
+        self._runs_boundary = runs_dir or self.root
+        """Transcripts stay inside it: a `.oscova` link leading out of the workspace gets none written."""
         self.orchestrator = AgentOrchestrator(function_invocation)
         self._pacer = _Pacer(stream_share) if stream_share is not None else None
         self._host: ConfiguredHost | None = None
@@ -534,7 +536,7 @@ class RunService:
         run_id = uuid.uuid4().hex[:12]
         session_id = session_id or uuid.uuid4().hex[:12]
         path = transcript_path(self.runs_dir, agent_id, run_id)
-        writer = TranscriptWriter(path)
+        writer = TranscriptWriter(path, root=self._runs_boundary)
         handle = RunHandle(run_id, agent_id, session_id, writer.path)
         config = self._loaded_config()
         run = _Run(handle, on_event, Redactor.for_config(config) if config else Redactor(), writer)

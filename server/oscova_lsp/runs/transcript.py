@@ -19,6 +19,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from oscova_runtime.paths import FileRefused, open_for_writing
+
 log = logging.getLogger(__name__)
 
 RUNS_DIRECTORY = os.path.join(".oscova", "runs")
@@ -53,16 +55,17 @@ class TranscriptWriter:
     """Appends events as they happen, from a thread of its own: JSON encoding and file writes stay off the
     event loop. Each batch of events is flushed, so a crash keeps what ran."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, root: str | None = None) -> None:
+        """`root`: the workspace root the transcript must stay inside (a `.oscova` link leading out is refused,
+        and the run goes on without a transcript)."""
         self.path: str | None = path
         self._handle: IO[str] | None = None
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by the writer thread
-        except OSError as error:
-            log.warning("The run transcript %s could not be written: %s", path, error.strerror or error)
+            self._handle = os.fdopen(open_for_writing(path, root=root, append=True), "a", encoding="utf-8")
+        except FileRefused as refused:
+            log.warning("The run transcript %s was not written: %s", path, refused)
             self.path = None
             return
         self._thread = threading.Thread(target=self._drain, name="oscova-transcript", daemon=True)
