@@ -40,6 +40,43 @@ def is_inside(path: str | os.PathLike[str], folder: str | os.PathLike[str], *, r
     return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
 
 
+class Boundary:
+    """`is_inside(path, root)` for the many paths of one pass over a workspace (a check, a load): the root's
+    real path and each folder's are resolved once, and a path costs one `lstat` (a symlink is still resolved
+    in full). Folders are remembered for the pass only: a boundary is made for a pass and then dropped, so
+    a folder later swapped for a link is seen by the next pass."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.path.abspath(root)
+        self.real_root = os.path.realpath(self.root)
+        self._prefix = self.real_root.rstrip(os.sep) + os.sep
+        self._folders: dict[str, str] = {}
+
+    def real(self, path: str | os.PathLike[str]) -> str:
+        """`os.path.realpath(path)`, with the folder part remembered."""
+        absolute = os.fspath(path)
+        if not os.path.isabs(absolute):
+            absolute = os.path.join(os.getcwd(), absolute)
+        if ".." in absolute.split(os.sep):  # `..` after a link goes up from where the link leads: resolve it all
+            return os.path.realpath(absolute)
+        folder, name = os.path.split(absolute)
+        real_folder = self._folders.get(folder)
+        if real_folder is None:
+            real_folder = self._folders[folder] = os.path.realpath(folder)
+        if not name:
+            return real_folder
+        try:
+            if stat.S_ISLNK(os.lstat(absolute).st_mode):
+                return os.path.realpath(absolute)
+        except OSError:  # missing: realpath keeps the name as written
+            pass
+        return os.path.join(real_folder, name)
+
+    def contains(self, path: str | os.PathLike[str]) -> bool:
+        real = self.real(path)
+        return real == self.real_root or real.startswith(self._prefix)
+
+
 def resolve_in_root(root: str, base: str, target: str) -> str | None:
     """`target` joined to `base` (absolute targets taken as they are), or None when its real path leaves
     `root`. The returned path is the lexical one, as the workspace indexes files by it."""
@@ -80,14 +117,16 @@ def open_regular(path: str) -> int:
     return fd
 
 
-def check_inside(path: str, root: str | None, done: str = "read") -> None:
+def check_inside(path: str, root: str | Boundary | None, done: str = "read") -> None:
     """FileRefused when `path` (after symlinks) leaves `root` (None: no boundary)."""
-    if root is not None and not is_inside(path, root):
+    if root is None:
+        return
+    if not (root.contains(path) if isinstance(root, Boundary) else is_inside(path, root)):
         where = OUTSIDE_ROOT if done == "read" else f"outside the workspace root; only files inside it are {done}"
         raise FileRefused(f"it is {where}" if not os.path.islink(path) else f"it is a symlink that leads {where}")
 
 
-def _read_upto(path: str, root: str | None, count: int) -> tuple[bytes, int]:
+def _read_upto(path: str, root: str | Boundary | None, count: int) -> tuple[bytes, int]:
     """At most `count` bytes of the regular file at `path` inside `root`, and its size as `fstat` saw it."""
     check_inside(path, root)
     fd = open_regular(path)
@@ -107,7 +146,7 @@ def _read_upto(path: str, root: str | None, count: int) -> tuple[bytes, int]:
         os.close(fd)
 
 
-def read_bytes(path: str, *, root: str | None = None, limit: int = MAX_TEXT_BYTES) -> bytes:
+def read_bytes(path: str, *, root: str | Boundary | None = None, limit: int = MAX_TEXT_BYTES) -> bytes:
     """The file's bytes, or FileRefused: outside `root` (after symlinks), not a regular file, or larger than
     `limit` (found while reading: at most `limit + 1` bytes are read)."""
     data, size = _read_upto(path, root, limit + 1)

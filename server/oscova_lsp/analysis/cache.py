@@ -30,6 +30,7 @@ import base64
 import contextlib
 import gc
 import hashlib
+import itertools
 import json
 import os
 import sys
@@ -470,9 +471,14 @@ def _template_from_json(text: str, data: Any) -> TemplateFacts:
 
 
 def _rows(value: Any, shape: tuple[tuple[type, ...], ...]) -> bool:
-    return type(value) is list and all(
-        type(row) is list and len(row) == len(shape) and all(type(cell) in kinds for cell, kinds in zip(row, shape, strict=True))
-        for row in value)
+    allowed = _ROW_TYPES.get(shape)
+    if allowed is None:
+        allowed = _ROW_TYPES[shape] = frozenset(itertools.product(*shape))
+    # A row's exact cell types as one tuple, looked up among the allowed ones (mapped in C: entries are many).
+    return type(value) is list and all(type(row) is list and tuple(map(type, row)) in allowed for row in value)
+
+
+_ROW_TYPES: dict[tuple[tuple[type, ...], ...], frozenset[tuple[type, ...]]] = {}
 
 
 # A YAML value: JSON's own types as they are; what JSON cannot hold (mappings with keys other than strings,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from oscova_runtime.catalogue import (
@@ -30,7 +30,7 @@ from .files import (
     TemplateFile,
     reference_ranges,
     template_facts,
-    variable_ranges,
+    variable_places,
 )
 from .jinja_source import TemplateFacts, VariableUse
 from .rules import ROOT_BASE, RULES, memory_root_outside, template_missing, template_outside_root
@@ -55,11 +55,17 @@ def _diag(path: str, problem: Problem) -> Diagnostic:
                       related, fixes)
 
 
+_VARIABLES_WITH_CHECKS = frozenset({"current_time", "user_context", "working_directory"})
+"""Names checked wherever they are bound (OSC102, OSC103, OSC106)."""
+
+
 class Checker:
     """Computes the diagnostics of one file against the workspace's current state."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
+        self._components: tuple[int, dict[str, int]] | None = None
+        """(workspace generation, agent id -> its strongly connected component in the `agent_tools` graph)."""
 
     def check(self, path: str) -> list[Diagnostic]:
         parsed = self.ws.files.get(path)
@@ -102,10 +108,11 @@ class Checker:
         out += self._tools(parsed, definition, doc, host, plan)
         if definition.instructions_file and "instructions_file" not in parsed.borrowed:
             target = self.ws.resolve_relative(path, definition.instructions_file)
-            rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
             if not self.ws.inside(target):
+                rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
                 out.append(self._outside_root(path, rng, definition.instructions_file))
-            elif not os.path.isfile(target) and target not in self.ws.files:
+            elif target not in self.ws.files and not os.path.isfile(target):
+                rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
                 out.append(self._simple(path, rng, "OSC040", template_missing(
                     definition.instructions_file, f"the definition file {self._rel(path)}")))
         out += self._grants(path, doc, ("workspaces",), definition.workspaces)
@@ -271,12 +278,14 @@ class Checker:
         out: list[Diagnostic] = []
         path = parsed.path
         for index, agent_id in enumerate(definition.agent_tools):
-            rng = doc.value_range(("agent_tools", index)) or doc.best_range(("agent_tools",))
+            def rng(index: int = index) -> Range:  # only when reported: most items are fine
+                return doc.value_range(("agent_tools", index)) or doc.best_range(("agent_tools",))
+
             target = self.ws.definition_by_id(agent_id)
             if target is None:
                 choice = closest(agent_id, self.ws.defs_by_id)
-                fix = Fix(f"Use agent `{choice}`", (TextEdit(path, rng, choice),)) if choice else None
-                out.append(self._simple(path, rng, "OSC020",
+                fix = Fix(f"Use agent `{choice}`", (TextEdit(path, rng(), choice),)) if choice else None
+                out.append(self._simple(path, rng(), "OSC020",
                                         f"no agent has the id `{agent_id}`: it is omitted when this agent is built"
                                         + (f"; did you mean `{choice}`?" if choice else ""), fix=fix))
                 continue
@@ -284,14 +293,15 @@ class Checker:
                 related = (Related(target.path, self._id_range(target.path), f"`{agent_id}` is defined here"),)
                 edits = self._expose_edits(target)
                 fix = Fix(f"Set `exposed_as_tool: true` in {self._rel(target.path)}", edits) if edits else None
-                out.append(self._simple(path, rng, "OSC021",
+                out.append(self._simple(path, rng(), "OSC021",
                                         f"`{agent_id}` is not `exposed_as_tool`: it is omitted when this agent is built",
                                         fix=fix, related=related))
                 continue
-            cycle = self._cycle_from(definition.id, agent_id)
-            if cycle is not None:
-                shown = " → ".join(f"`{a}`" for a in [definition.id, *cycle])
-                out.append(self._simple(path, rng, "OSC022", f"`agent_tools` forms a cycle: {shown}"))
+            if self._same_component(definition.id, agent_id):
+                cycle = self._cycle_from(definition.id, agent_id)
+                if cycle is not None:
+                    shown = " → ".join(f"`{a}`" for a in [definition.id, *cycle])
+                    out.append(self._simple(path, rng(), "OSC022", f"`agent_tools` forms a cycle: {shown}"))
         return out
 
     def _expose_edits(self, target: DefinitionFile) -> tuple[TextEdit, ...]:
@@ -311,6 +321,32 @@ class Checker:
             end = Position(line, len(target.lines.line_text(line)))
             return (TextEdit(target.path, Range(end, end), f"\n{' ' * indent}exposed_as_tool: true"),)
         return (TextEdit(target.path, Range(insert, insert), f"{' ' * indent}exposed_as_tool: true\n"),)
+
+    def _same_component(self, origin: str, start: str) -> bool:
+        """Whether `start` can lead back to `origin` (which lists it): both in one strongly connected component
+        of the graph of `agent_tools` edges into exposed agents, computed once per workspace state."""
+        if origin == start:
+            return True
+        if self._components is None or self._components[0] != self.ws.generation:
+            self._components = (self.ws.generation, _components(self._exposed_edges()))
+        components = self._components[1]
+        found = components.get(origin)
+        return found is not None and found == components.get(start)
+
+    def _exposed_edges(self) -> dict[str, list[str]]:
+        """Agent id -> the exposed agents its `agent_tools` lists (the edges `_cycle_from` follows)."""
+        edges: dict[str, list[str]] = {}
+        for agent_id in self.ws.defs_by_id:
+            target = self.ws.definition_by_id(agent_id)
+            if target is None or target.definition is None:
+                continue
+            children = []
+            for child in target.definition.agent_tools:
+                child_def = self.ws.definition_by_id(child)
+                if child_def is not None and child_def.definition is not None and child_def.definition.exposed_as_tool:
+                    children.append(child)
+            edges[agent_id] = children
+        return edges
 
     def _cycle_from(self, origin: str, start: str) -> list[str] | None:
         """The path start → … → origin through exposed agents, if one exists."""
@@ -342,18 +378,20 @@ class Checker:
             name: spec.provider for name, spec in BUILTIN_TOOLS.items()
             if spec.provider is not None and spec.provider in active_types
         }
-        seen: dict[str, Range] = {}
+        seen: dict[str, Callable[[], Range]] = {}
         search_mode = "tool_search" in active_types
         lists: list[tuple[str, list[str]]] = [("tools", definition.tools)]
         if search_mode:
             lists.append(("pinned_tools", definition.pinned_tools))
         for key, names in lists:
             for index, name in enumerate(names):
-                rng = doc.value_range((key, index)) or doc.best_range((key,))
+                def rng(key: str = key, index: int = index) -> Range:  # only when reported
+                    return doc.value_range((key, index)) or doc.best_range((key,))
+
                 if name not in known:
                     choice = closest(name, sorted(set(SELECTABLE_TOOLS) | set(host.tools)))
-                    fix = Fix(f"Use tool `{choice}`", (TextEdit(path, rng, choice),)) if choice else None
-                    out.append(self._simple(path, rng, "OSC031",
+                    fix = Fix(f"Use tool `{choice}`", (TextEdit(path, rng(), choice),)) if choice else None
+                    out.append(self._simple(path, rng(), "OSC031",
                                             f"unknown tool `{name}`: it is omitted at run time"
                                             + (f"; did you mean `{choice}`?" if choice else ""), fix=fix))
                     continue
@@ -361,17 +399,17 @@ class Checker:
                 related: tuple[Related, ...] = ()
                 if name in seen:
                     why = f"`{name}` is already listed"
-                    related = (Related(path, seen[name], "first listed here"),)
+                    related = (Related(path, seen[name](), "first listed here"),)
                 elif name in provider_tools:
                     why = f"the `{provider_tools[name]}` provider already contributes `{name}`"
                 elif name in definition.agent_tools:
                     why = f"the agent tool `{name}` has the same name"
                     related = (Related(path, doc.value_range(("agent_tools", definition.agent_tools.index(name)))
-                                       or rng, "agent tool"),)
+                                       or rng(), "agent tool"),)
                 if why:
                     delete = self._list_item_delete(doc, key, index)
                     fix = Fix(f"Remove the duplicate `{name}`", (TextEdit(path, delete, ""),)) if delete else None
-                    out.append(self._simple(path, rng, "OSC030",
+                    out.append(self._simple(path, rng(), "OSC030",
                                             f"{why}: the tool merge does not deduplicate, so the model sees it twice",
                                             fix=fix, related=related))
                 seen.setdefault(name, rng)
@@ -445,8 +483,12 @@ class Checker:
         inline = parsed if isinstance(parsed, DefinitionFile) else None
         uses = bindings.uses
         personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
-        for var, rng in variable_ranges(parsed):
+        for var, where in variable_places(parsed):
             unbound = bindings.unbound_uses(var.name)
+            untrusted = bindings.untrusted(var.name)
+            if not unbound and not untrusted and var.name not in _VARIABLES_WITH_CHECKS:
+                continue  # the common case: nothing to report, no range computed
+            rng = where()
             if unbound:
                 out.append(self._unbound(path, rng, var.name, unbound, bindings))
             if var.name == "current_time" and personal_uses:
@@ -465,7 +507,6 @@ class Checker:
                 out.append(self._simple(path, rng, "OSC106",
                                         "`working_directory` renders empty: the default host does not derive it; "
                                         "use `workspace_directories`"))
-            untrusted = bindings.untrusted(var.name)
             if untrusted and not facts.is_delimited(var.offset):
                 out.append(self._simple(
                     path, rng, "OSC105",
@@ -706,3 +747,46 @@ def _most_specific(code: str, levels: dict[str, str]) -> str | None:
     """The level of the longest code or prefix in `levels` that `code` starts with."""
     matches = [prefix for prefix in levels if code.startswith(prefix)]
     return levels[max(matches, key=len)] if matches else None
+
+
+def _components(edges: dict[str, list[str]]) -> dict[str, int]:
+    """Each node's strongly connected component (Tarjan's algorithm, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    component: dict[str, int] = {}
+    counter = 0
+    for root in edges:
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            node, child_at = work.pop()
+            if child_at == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            children = edges.get(node, ())
+            while child_at < len(children):
+                child = children[child_at]
+                child_at += 1
+                if child not in index:
+                    work.append((node, child_at))
+                    work.append((child, 0))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                if low[node] == index[node]:
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component[member] = index[node]
+                        if member == node:
+                            break
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+    return component

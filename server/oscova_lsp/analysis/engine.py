@@ -53,10 +53,13 @@ class Analysis:
         `mp_context` chooses how workers start (a server with threads running wants "forkserver"). `cache`:
         reuse the facts of unchanged files from the facts cache (`cache.py`; also off with OSCOVA_LSP_NO_CACHE).
         """
-        paths = self.workspace.discover()
-        store = FactsCache.open(self.root) if cache else None
-        hits, texts = store.lookup(paths, self.workspace.read) if store is not None else ({}, None)
-        todo = [path for path in paths if path not in hits]
+        with self.workspace.one_pass():
+            paths = self.workspace.discover()
+            store = FactsCache.open(self.root) if cache else None
+            hits, texts = store.lookup(paths, self.workspace.read) if store is not None else ({}, None)
+            todo = [path for path in paths if path not in hits]
+            if texts is None:
+                texts = {path: self.workspace.read(path) for path in todo}
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
             parsed = _parse_split(self.root, todo, workers, mp_context, texts)
@@ -91,14 +94,15 @@ class Analysis:
         # it lies in (and reported as such); one answer per folder.
         folder_inside: dict[str, bool] = {}
         out: dict[str, list[Diagnostic]] = {}
-        for path in sorted(self.workspace.files):
-            if prefixes and path not in prefixes:
-                folder = os.path.dirname(path)
-                if folder not in folder_inside:
-                    folder_inside[folder] = any(is_inside(folder, p) for p in prefixes)
-                if not folder_inside[folder]:
-                    continue
-            out[path] = self.diagnostics(path)
+        with self.workspace.one_pass():
+            for path in sorted(self.workspace.files):
+                if prefixes and path not in prefixes:
+                    folder = os.path.dirname(path)
+                    if folder not in folder_inside:
+                        folder_inside[folder] = any(is_inside(folder, p) for p in prefixes)
+                    if not folder_inside[folder]:
+                        continue
+                out[path] = self.diagnostics(path)
         return out
 
 

@@ -10,6 +10,7 @@ import copy
 import difflib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -516,23 +517,39 @@ def template_facts(parsed: ParsedFile) -> TemplateFacts | None:
 
 def variable_ranges(parsed: ParsedFile) -> list[tuple[VariableUse, Range]]:
     """Each free variable use with its range in the file (inline instructions mapped through their scalar)."""
+    return [(use, where()) for use, where in variable_places(parsed)]
+
+
+def variable_places(parsed: ParsedFile) -> list[tuple[VariableUse, Callable[[], Range]]]:
+    """`variable_ranges` with each range computed only when asked for (a check reports few of the uses)."""
     facts = template_facts(parsed)
     if facts is None:
         return []
     if isinstance(parsed, TemplateFile):
         lines = parsed.lines
-        return [(use, Range(lines.position_of_char(use.line, use.column),
-                            lines.position_of_char(use.line, use.end_column))) for use in facts.free_uses]
+
+        def in_file(use: VariableUse) -> Callable[[], Range]:
+            return lambda: Range(lines.position_of_char(use.line, use.column),
+                                 lines.position_of_char(use.line, use.end_column))
+
+        return [(use, in_file(use)) for use in facts.free_uses]
     inline = parsed.inline if isinstance(parsed, DefinitionFile) else None
     if inline is None:  # facts come from a template file or a definition's inline instructions only
         return []
-    out: list[tuple[VariableUse, Range]] = []
+    mapping = inline.map
+
+    def in_scalar(use: VariableUse, count: int) -> Callable[[], Range]:
+        def where() -> Range:
+            pos = mapping.position(parsed.lines, parsed.text, use.line, use.column, use.name, count)
+            return Range(pos, Position(pos.line, pos.character + len(use.name)))
+        return where
+
+    out: list[tuple[VariableUse, Callable[[], Range]]] = []
     nth: dict[str, int] = {}
     for use in facts.free_uses:
         count = nth.get(use.name, 0)
         nth[use.name] = count + 1
-        pos = inline.map.position(parsed.lines, parsed.text, use.line, use.column, use.name, count)
-        out.append((use, Range(pos, Position(pos.line, pos.character + len(use.name)))))
+        out.append((use, in_scalar(use, count)))
     return out
 
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
@@ -13,7 +14,7 @@ from copy import copy as _shallow_copy
 from dataclasses import dataclass
 
 from oscova_runtime.host_config import HostConfig
-from oscova_runtime.paths import FileRefused, is_inside, read_bytes
+from oscova_runtime.paths import Boundary, FileRefused, is_inside, read_bytes
 
 from .files import (
     DefinitionFile,
@@ -89,7 +90,7 @@ def workspace_roots(path: str) -> list[str]:
     return roots
 
 
-def read_text(path: str, root: str | None = None) -> tuple[str | None, str | None]:
+def read_text(path: str, root: str | Boundary | None = None) -> tuple[str | None, str | None]:
     """(text, None) or (None, why it was not read): a regular file, inside `root` when given (after symlinks),
     read up to the size limit and no further."""
     try:
@@ -153,6 +154,8 @@ class Workspace:
         self._cycles: dict[str, tuple[str, frozenset[str]]] = {}
         """Template -> (the template that reports its cycle, the templates that include each other)."""
         self._reference_context: dict[str, dict[str, bool]] = {}
+        self._boundary: Boundary | None = None
+        """The root's `Boundary` during one pass over the workspace (`one_pass`), None otherwise."""
         self.last_good: dict[str, DefinitionFile | HostFile | TemplateFile] = {}
         """Each file's last version without a syntax error: it stands in for what a definition or the host
         configuration, while broken, does not say; a template's tells which lines are being edited."""
@@ -210,11 +213,25 @@ class Workspace:
 
     def read(self, path: str) -> tuple[str | None, str | None]:
         """A file of this workspace from disk: `read_text` within the root (a symlink leaving it is not read)."""
-        return read_text(path, self.root)
+        return read_text(path, self._boundary or self.root)
 
     def inside(self, path: str) -> bool:
         """Whether `path` (real path) is inside the workspace root: the only files read, rendered or granted."""
-        return is_inside(path, self.root)
+        boundary = self._boundary
+        return boundary.contains(path) if boundary is not None else is_inside(path, self.root)
+
+    @contextlib.contextmanager
+    def one_pass(self) -> Iterator[None]:
+        """One pass over many files (a load, a check of every file): folders' real paths are resolved once
+        for the pass (`Boundary`), not once per file."""
+        if self._boundary is not None:
+            yield
+            return
+        self._boundary = Boundary(self.root)
+        try:
+            yield
+        finally:
+            self._boundary = None
 
     def load(self, parsed_files: Iterable[ParsedFile] | None = None) -> None:
         """Reads the whole workspace (or takes files parsed elsewhere, e.g. in worker processes)."""
