@@ -29,11 +29,6 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "oscova_lsp.runs": ("oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
 }
 
-ALLOWED_ASSERTS = {
-    # Files other branches rewrite at the same time (issue 10: 10host, 10bindings; issue 15: 15gaps); remove
-    # each entry once its branch is merged and the file has no `assert` left.
-    "server/oscova_lsp/ide/navigation.py", "server/oscova_lsp/analysis/checks.py",
-}
 
 INSIDE_HELPERS = {
     "runtime/oscova_runtime/paths.py",  # is_inside itself
@@ -175,9 +170,9 @@ def test_production_code_uses_no_assert() -> None:
     offenders = [
         f"{relative}:{node.lineno}"
         for path in MODULES.values()
-        if (relative := path.relative_to(REPO).as_posix()) not in ALLOWED_ASSERTS
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Assert)
+        if (relative := path.relative_to(REPO).as_posix())
     ]
     assert offenders == []
 
@@ -206,6 +201,40 @@ def test_one_is_inside_helper() -> None:
         if _hand_written_inside(node)
     ]
     assert offenders == []
+
+
+CHECK_MODULES = ("checks.py", "bindings.py", "rules.py", "diagnostics.py")
+"""The modules that run the checks: they ask the disk only through `Workspace.inside` and `Workspace.is_file`,
+which record each question for the stored results (`analysis/cache.py`)."""
+DISK_CALLS = {("os", "path"): {"isfile", "isdir", "exists", "lexists", "islink", "realpath", "getmtime",
+                                "getsize"},
+              ("os",): {"stat", "lstat", "listdir", "scandir", "walk", "open", "access"}}
+
+
+def _disk_call(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id in ("open", "is_inside", "read_text", "read_bytes")
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    owner, parts = node.func.value, []
+    while isinstance(owner, ast.Attribute):
+        parts.insert(0, owner.attr)
+        owner = owner.value
+    if isinstance(owner, ast.Name):
+        parts.insert(0, owner.id)
+    return node.func.attr in DISK_CALLS.get(tuple(parts), set())
+
+
+def test_the_checks_ask_the_disk_only_through_the_recorded_questions() -> None:
+    offenders = [
+        f"{name}:{node.lineno}"
+        for name in CHECK_MODULES
+        for node in ast.walk(ast.parse((PACKAGES["oscova_lsp"] / "analysis" / name).read_text(encoding="utf-8")))
+        if _disk_call(node)
+    ]
+    assert offenders == []
+    assert _disk_call(ast.parse("os.path.isfile(x)").body[0].value)  # type: ignore[attr-defined]
+    assert _disk_call(ast.parse("is_inside(a, b)").body[0].value)  # type: ignore[attr-defined]
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:

@@ -184,12 +184,11 @@ def _check(args: argparse.Namespace) -> int:
     gc.disable()
     for root in roots:
         analysis = Analysis(root, lint)
-        analysis.load(jobs=args.jobs, cache=not args.no_cache)
-        for notice in analysis.workspace.notices:
-            print(f"note: {notice}", file=sys.stderr)
         # compared as written, as the index keys files: a folder symlinked into the root is still under it
         under = [p for p in paths if is_inside(p, root, real=False) or is_inside(root, p, real=False)]
-        found = analysis.all_diagnostics(None if args.workspaces else under)
+        found = analysis.check_all(jobs=args.jobs, cache=not args.no_cache, under=None if args.workspaces else under)
+        for notice in analysis.workspace.notices:
+            print(f"note: {notice}", file=sys.stderr)
         if found:
             checked.append(root)
         files += len(found)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -18,7 +19,12 @@ FORMATS = ("text", "json", "sarif", "github")
 
 def display_path(path: str) -> str:
     """Relative to the current directory when below it; absolute otherwise."""
-    return os.path.relpath(path) if is_inside(path, os.getcwd(), real=False) else path
+    return _display_path(path, os.getcwd())
+
+
+@functools.lru_cache(maxsize=8192)  # a file's path is shown once per diagnostic, related location and edit
+def _display_path(path: str, cwd: str) -> str:
+    return os.path.relpath(path, cwd) if is_inside(path, cwd, real=False) else path
 
 
 def format_text(diagnostics: Iterable[Diagnostic]) -> str:
@@ -58,7 +64,11 @@ def format_json(diagnostics: Iterable[Diagnostic]) -> str:
             for edit in fix["edits"]:
                 edit["path"] = display_path(edit["path"])
         out.append(item)
-    return json.dumps(out, indent=2, ensure_ascii=False)
+    if not out:
+        return "[]"
+    # One diagnostic a line: readable, diff-friendly, and written by json's C encoder (`indent` would take the
+    # pure-Python one, a second on 3,500 diagnostics).
+    return "[\n" + ",\n".join("  " + json.dumps(item, ensure_ascii=False) for item in out) + "\n]"
 
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning",

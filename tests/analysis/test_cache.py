@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from oscova_lsp.analysis import cache
+from oscova_lsp.analysis.checks import LintOptions
 from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.files import DefinitionFile, parse_file
 
@@ -161,6 +162,125 @@ def test_a_new_engine_version_rebuilds_every_entry(tmp_path: Path, monkeypatch: 
 
 
 # --------------------------------------------------------------------------------------------------
+# Stored results of a whole check: reused only while nothing they came from changed
+
+
+def check_all(root: Path, lint: LintOptions | None = None) -> tuple[dict[str, list], bool]:
+    """A whole check as `oscova-lsp check` runs it: its diagnostics, and whether stored results were reused."""
+    analysis = Analysis(str(root), lint)
+    found = analysis.check_all(jobs=1)
+    return found, analysis.cache_report is not None and analysis.cache_report.results_reused
+
+
+def uncached(root: Path, lint: LintOptions | None = None) -> dict[str, list]:
+    analysis = Analysis(str(root), lint)
+    return analysis.check_all(jobs=1, cache=False)
+
+
+@pytest.mark.parametrize("form", ["text", "json", "sarif", "github"])
+def test_reused_results_print_exactly_what_a_check_without_cache_prints(form: str, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "broken", root)
+    (root / "templates" / "big.j2").write_bytes(b"x" * 1_000_001)  # skipped, with a note on stderr
+    expected = check("--no-cache", "--format", form, str(root))
+    for _ in range(2):  # cold, then warm (reusing the stored results)
+        got = check("--format", form, str(root))
+        assert (got.returncode, got.stdout, got.stderr) == (expected.returncode, expected.stdout, expected.stderr)
+    assert check_all(root)[1], "the warm checks reused the stored results"
+    assert "note:" in expected.stderr and expected.returncode == 1
+
+
+def test_any_change_to_a_file_runs_the_checks_again(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "broken", root)
+    check_all(root)
+    assert check_all(root)[1]
+    helper = next(root.rglob("*.agent.yaml"))
+    helper.write_text(helper.read_text() + "\n# a comment moves nothing but changes the text\n")
+    found, reused = check_all(root)
+    assert not reused and found == uncached(root)
+    (root / "templates" / "new.j2").write_text("Hello {{ nobody_binds_me }}\n")  # a new file
+    found, reused = check_all(root)
+    assert not reused and found == uncached(root)
+    assert any("nobody_binds_me" in d.message for d in found[str(root / "templates" / "new.j2")])
+
+
+def test_other_lint_options_run_the_checks_again(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "broken", root)
+    check_all(root)
+    only = LintOptions(select=frozenset({"OSC020"}))
+    found, reused = check_all(root, only)
+    assert not reused and found == uncached(root, only)
+    assert {d.code for ds in found.values() for d in ds} == {"OSC020"}
+    assert check_all(root, only)[1] and not check_all(root)[1]
+
+
+def test_a_file_appearing_where_a_definition_points_is_seen(tmp_path: Path) -> None:
+    """`instructions_file` names a file the scan does not index (not a template extension): whether it
+    exists is a question the checks ask the disk, asked again before stored results are reused."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (root / "a.agent.yaml").write_text("id: a\ninstructions_file: prompts/a.md\n")
+    found, _ = check_all(root)
+    assert [d.code for d in found[str(root / "a.agent.yaml")]] == ["OSC040"]
+    (root / "prompts").mkdir()
+    (root / "prompts" / "a.md").write_text("You help.\n")
+    found, reused = check_all(root)
+    assert not reused and found[str(root / "a.agent.yaml")] == []
+    assert check_all(root)[1]
+    (root / "prompts" / "a.md").unlink()
+    found, reused = check_all(root)
+    assert not reused and [d.code for d in found[str(root / "a.agent.yaml")]] == ["OSC040"]
+
+
+def test_a_link_turned_to_lead_out_of_the_root_is_seen(tmp_path: Path) -> None:
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (root / "a.agent.yaml").write_text("id: a\ninstructions_file: prompts/a.md\n")
+    (root / "kept").mkdir()
+    (root / "kept" / "a.md").write_text("You help.\n")
+    (outside / "a.md").write_text("You help.\n")
+    (root / "prompts").symlink_to(root / "kept")
+    assert check_all(root)[0][str(root / "a.agent.yaml")] == []
+    (root / "prompts").unlink()
+    (root / "prompts").symlink_to(outside)  # the same text, now outside the root
+    found, reused = check_all(root)
+    assert not reused and [d.code for d in found[str(root / "a.agent.yaml")]] == ["OSC040"]
+    assert "outside the workspace root" in found[str(root / "a.agent.yaml")][0].message
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other world", "wrong shape", "forged probe"])
+def test_damaged_stored_results_are_never_trusted(damage: str, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "broken", root)
+    expected = uncached(root)
+    check_all(root)
+    target = cache_file(root).with_name("results.json")
+    header, _, body = target.read_bytes().partition(b"\n")
+    meta, stored = json.loads(header), json.loads(body)
+    if damage == "truncated":
+        forged = target.read_bytes()[:-100]
+    else:
+        if damage == "other world":
+            stored["world"] = "0" * 32
+        elif damage == "wrong shape":
+            first = next(path for path, rows in stored["diagnostics"].items() if rows)
+            stored["diagnostics"][first][0][4] = "error"
+        else:  # an answer the disk no longer gives: recomputed, whatever the rest says
+            stored["probes"].append(["file", str(root / "nowhere.md"), True])
+            stored["diagnostics"] = {path: [] for path in stored["diagnostics"]}
+        new_body = json.dumps(stored).encode()
+        forged = json.dumps(dict(meta, digest=_body_digest(new_body))).encode() + b"\n" + new_body
+    target.write_bytes(forged)
+    found, reused = check_all(root)
+    assert not reused and found == expected
+
+
+# --------------------------------------------------------------------------------------------------
 # Damaged, foreign and shipped caches
 
 
@@ -257,7 +377,8 @@ def test_two_concurrent_checks_both_succeed_with_identical_output(tmp_path: Path
         assert code == 1 and json.loads(stdout) and stderr == ""
     uncached = check("--no-cache", str(root))
     assert uncached.stdout == stdout
-    assert [p.name for p in cache_file(root).parent.iterdir()] == ["facts.json"], "no temporary file is left"
+    assert sorted(p.name for p in cache_file(root).parent.iterdir()) == ["facts.json", "results.json"], \
+        "no temporary file is left"
 
 
 # --------------------------------------------------------------------------------------------------

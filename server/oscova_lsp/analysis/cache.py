@@ -1,9 +1,17 @@
-"""A persistent cache of per-file facts: an unchanged file is read and hashed, not parsed again.
+"""A persistent cache: an unchanged file is read and hashed, not parsed again; an unchanged workspace is not
+checked again.
 
-What is cached: each template's facts (the costly part: Jinja's parser) and each definition's YAML document
-with the facts of its inline instructions. The host configuration is one small file and is parsed every
-time. Only the per-file parse is cached: the cross-file checks run on the facts of this load, cached or not,
-so an entry can never stand for a finding that depends on another file (or on `oscova.toml`).
+Two layers:
+- Facts (`facts.json`): each template's facts (the costly part: Jinja's parser) and each definition's YAML
+  document with the facts of its inline instructions, keyed by the file's text digest. The host
+  configuration is one small file and is parsed every time. An entry never stands for a finding that
+  depends on another file (or on `oscova.toml`): the cross-file checks run on the facts of the load.
+- Results (`results.json`, `oscova-lsp check` only): the diagnostics of the last whole check of the root,
+  reused only when everything they were computed from is unchanged — the files found, every file's text
+  digest (or why it was not read), the lint options and the engine key — and every question the checks
+  asked the disk (is this path inside the root after symlinks, is there a file there) gets the same answer
+  again. Any difference, however small, runs the checks on the current facts, so stored results can never
+  hide a problem that the files on disk would show.
 
 Where: in the user's cache directory (`$OSCOVA_LSP_CACHE_DIR`, else `$XDG_CACHE_HOME/oscova-lsp`, else
 `~/.cache/oscova-lsp`), one folder (mode 0700) per workspace root, named by a hash of the root's real path.
@@ -11,8 +19,9 @@ Never in the workspace: a cloned repository could ship entries whose facts say "
 template and so hide its problems; the user's own cache directory is written by the user's own runs only.
 
 Format: JSON (never pickle or marshal: reading the cache must not be able to run code). The first line is a
-header naming the format, the engine key and the blake2b digest of the second line; the second maps each
-file's path (relative to the root) to [digest of its text, its facts]. A file whose header, engine key,
+header naming the format, the engine key and the blake2b digest of the second line; in `facts.json` the
+second maps each file's path (relative to the root) to [digest of its text, its facts]; in `results.json` it
+holds the `world` digest, the disk questions with their answers, the notices and every file's diagnostics. A file whose header, engine key,
 root or digest does not match (corrupt, truncated, written by another version) is ignored as a whole; an
 entry of the wrong shape is ignored alone; either way those files are parsed again and the file rewritten.
 Writes go to a temporary file renamed over the old one (`os.replace`), so a reader, say another `check`
@@ -40,6 +49,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .diagnostics import Diagnostic, Fix, Related, Severity, TextEdit
 from .files import (
     DefinitionFile,
     FileKind,
@@ -55,6 +65,8 @@ from .yaml_source import Path, Span, YamlDocument, YamlProblem
 
 FACTS_FORMAT = 1
 """Raised whenever the shape of the cached facts changes."""
+RESULTS_FORMAT = 1
+"""Raised whenever the shape of the stored results changes."""
 ENV_DIR = "OSCOVA_LSP_CACHE_DIR"
 ENV_OFF = "OSCOVA_LSP_NO_CACHE"
 MAX_WORKSPACES = 64
@@ -62,6 +74,7 @@ STALE_TEMPORARY_SECONDS = 3600
 """A temporary file this old was left by a run that died while writing: removed."""
 _MAGIC = "oscova-lsp facts"
 _FILE = "facts.json"
+_RESULTS_FILE = "results.json"
 
 Texts = dict[str, tuple[str | None, str | None]]
 """Path -> (text, why it was not read), as `read_text` returns them."""
@@ -89,22 +102,18 @@ def cache_folder(root: str) -> str:
 
 
 def engine_key() -> str:
-    """Everything the per-file facts depend on besides the file's text: the versions of this package, the
-    parsers and Python, the facts format, and a fingerprint of the modules that compute the facts (so an
-    edited source tree with an unchanged version number does not reuse facts computed by the old code)."""
+    """Everything the per-file facts and the checks depend on besides the files: the versions of this package,
+    the parsers and Python, the formats, and a fingerprint of the modules that compute the facts and run the
+    checks (so an edited source tree with an unchanged version number does not reuse what the old code made)."""
     import jinja2
+    import oscova_runtime
     import pydantic
     import yaml
 
     from .. import __version__
 
-    modules = [os.path.dirname(__file__)]
-    try:
-        import oscova_runtime.definition as definition
-
-        modules.append(definition.__file__ or "")
-    except ImportError:  # pragma: no cover - the runtime is a dependency
-        pass
+    # The analysis package and the runtime's (the definition model, the catalogue the checks plan with).
+    modules = [os.path.dirname(__file__), os.path.dirname(oscova_runtime.__file__ or "")]
     stamps = []
     for place in modules:
         names = sorted(n for n in os.listdir(place) if n.endswith(".py")) if os.path.isdir(place) else [place]
@@ -115,7 +124,7 @@ def engine_key() -> str:
                 continue
             stamps.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
     fingerprint = hashlib.blake2b("\n".join(stamps).encode(), digest_size=8).hexdigest()
-    return (f"{FACTS_FORMAT}/{__version__}/py{sys.version_info[0]}.{sys.version_info[1]}/jinja2-{jinja2.__version__}"
+    return (f"{FACTS_FORMAT}.{RESULTS_FORMAT}/{__version__}/py{sys.version_info[0]}.{sys.version_info[1]}/jinja2-{jinja2.__version__}"
             f"/pyyaml-{yaml.__version__}/pydantic-{pydantic.VERSION}/{fingerprint}")
 
 
@@ -131,6 +140,8 @@ class CacheReport:
     parsed: list[str] = field(default_factory=list)
     """Files with an entry-worthy text that had no valid entry (the host configuration is never cached)."""
     written: bool = False
+    results_reused: bool = False
+    """The whole check's results were reused: nothing they were computed from changed."""
 
 
 class FactsCache:
@@ -143,6 +154,7 @@ class FactsCache:
         self._entries = entries
         self._kept: dict[str, Any] = {}
         self._pending: dict[str, str] = {}  # path -> digest of a text parsed in this load
+        self._digests: dict[str, str] = {}
         self._stale = False
         self.report = CacheReport()
 
@@ -162,25 +174,24 @@ class FactsCache:
         prefix = self.root.rstrip(os.sep) + os.sep
         return path[len(prefix):] if path.startswith(prefix) else path
 
-    def lookup(self, paths: Iterable[str], read: Any) -> tuple[dict[str, ParsedFile], Texts]:
-        """The files whose cached facts hold for their current text, and the texts read of the others.
-
-        `read(path)` returns (text, why it was not read), as `read_text` does."""
+    def lookup(self, paths: Iterable[str], texts: Texts) -> tuple[dict[str, ParsedFile], Texts]:
+        """The files whose cached facts hold for their current text (`texts`, as `read_text` returns them),
+        and the texts of the others."""
         hits: dict[str, ParsedFile] = {}
         misses: Texts = {}
         with _collector_paused():
-            self._lookup(paths, read, hits, misses)
+            self._lookup(paths, texts, hits, misses)
         return hits, misses
 
-    def _lookup(self, paths: Iterable[str], read: Any, hits: dict[str, ParsedFile], misses: Texts) -> None:
+    def _lookup(self, paths: Iterable[str], texts: Texts, hits: dict[str, ParsedFile], misses: Texts) -> None:
         for path in paths:
-            text, skipped = read(path)
+            text, skipped = texts[path]
             kind = file_kind(path)
             if text is None or kind not in (FileKind.DEFINITION, FileKind.TEMPLATE):
                 misses[path] = (text, skipped)
                 continue
             key = self._key(path)
-            digest = text_digest(text)
+            digest = self.digest(path, text)
             entry = self._entries.get(key)
             parsed = None
             if isinstance(entry, list) and len(entry) == 2 and entry[0] == digest:
@@ -196,6 +207,48 @@ class FactsCache:
                 hits[path] = parsed
                 self._kept[key] = entry
                 self.report.reused.append(path)
+
+    def digest(self, path: str, text: str) -> str:
+        """`text_digest(text)`, computed once per file and load (the results key hashes them all)."""
+        found = self._digests.get(path)
+        if found is None:
+            found = self._digests[path] = text_digest(text)
+        return found
+
+    # -- results of a whole check
+
+    def world(self, paths: list[str], texts: Texts, settings: str) -> str:
+        """The digest of everything a whole check reads besides the disk probes: the root, the files found
+        (in order), each one's text digest or the reason it was not read, and `settings` (the lint options)."""
+        hasher = hashlib.blake2b(digest_size=16)
+        hasher.update(f"{self.root}\0{settings}\n".encode("utf-8", "surrogatepass"))
+        for path in paths:
+            text, skipped = texts[path]
+            state = self.digest(path, text) if text is not None else f"-{skipped}"
+            hasher.update(f"{path}\0{state}\n".encode("utf-8", "surrogatepass"))
+        return hasher.hexdigest()
+
+    def results(self, world: str) -> StoredResults | None:
+        """The stored results of the last whole check when they were computed from `world` and every disk
+        probe the checks made still gets the same answer; None otherwise (the checks run again)."""
+        with _collector_paused():
+            body = _read_entries(os.path.join(self.folder, _RESULTS_FILE), self.engine, os.path.realpath(self.root))
+            if body is None or body.get("world") != world:
+                return None
+            try:
+                stored = _results_from_json(body)
+            except Exception:  # noqa: BLE001 - a stored result of the wrong shape is recomputed, never trusted
+                return None
+        if not _probes_hold(self.root, stored.probes):
+            return None
+        self.report.results_reused = True
+        return stored
+
+    def save_results(self, world: str, stored: StoredResults) -> None:
+        """Stores a whole check's results (a cache that cannot be written is left alone)."""
+        with _collector_paused():
+            body = _results_to_json(world, stored)
+            _write(self.folder, _RESULTS_FILE, self.engine, os.path.realpath(self.root), body)
 
     def save(self, parsed_files: Iterable[ParsedFile]) -> None:
         """Stores the facts of the files parsed in this load; drops entries of files no longer there. Writes
@@ -217,7 +270,7 @@ class FactsCache:
             added += 1
         if not added and not self._stale and self._kept.keys() == self._entries.keys():
             return
-        self.report.written = _write(self.folder, self.engine, os.path.realpath(self.root), self._kept)
+        self.report.written = _write(self.folder, _FILE, self.engine, os.path.realpath(self.root), self._kept)
 
 
 @contextlib.contextmanager
@@ -262,7 +315,7 @@ def _body_digest(body: bytes) -> str:
     return hashlib.blake2b(body, digest_size=16).hexdigest()
 
 
-def _write(folder: str, engine: str, root: str, entries: dict[str, Any]) -> bool:
+def _write(folder: str, name: str, engine: str, root: str, entries: dict[str, Any]) -> bool:
     body = json.dumps(entries, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     header = json.dumps({"format": _MAGIC, "engine": engine, "root": root, "digest": _body_digest(body)},
                         ensure_ascii=False).encode("utf-8", "surrogatepass")
@@ -273,7 +326,7 @@ def _write(folder: str, engine: str, root: str, entries: dict[str, Any]) -> bool
         descriptor, temporary = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=folder)  # mode 0600
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(header + b"\n" + body)
-        os.replace(temporary, os.path.join(folder, _FILE))
+        os.replace(temporary, os.path.join(folder, name))
         temporary = None
     except OSError:
         return False
@@ -324,7 +377,9 @@ def _prune(home: str, current: str) -> None:
         if folder == current:
             continue
         try:
-            os.unlink(os.path.join(folder, _FILE))
+            for name in (_FILE, _RESULTS_FILE):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, name))
             os.rmdir(folder)
         except OSError:
             pass
@@ -526,3 +581,78 @@ def _value_from_json(value: Any) -> Any:
 def _hashable(key: Any) -> Any:
     hash(key)  # a list or mapping here is a forged entry: TypeError, and the file is parsed again
     return key
+
+
+# --------------------------------------------------------------------------------------------------
+# The results of a whole check: reused only when nothing they were computed from changed
+#
+# The checks are a function of the files found, their texts, the lint options, the engine (all in the
+# `world` digest and the header's engine key) and of a few questions they ask the disk: is this path inside
+# the root (after symlinks), is there a file there. Those questions are recorded while the checks run
+# (`Workspace.probes`) and asked again before stored results are reused; a different answer, like any
+# changed file, runs the checks again on the current facts.
+
+
+@dataclass
+class StoredResults:
+    diagnostics: dict[str, list[Diagnostic]]
+    """Every file's diagnostics (files without any included)."""
+    notices: list[str]
+    probes: dict[tuple[str, str], bool]
+    """(kind, path) -> the answer: kind `inside` (`Workspace.inside`) or `file` (`Workspace.is_file`)."""
+
+
+def _probes_hold(root: str, probes: dict[tuple[str, str], bool]) -> bool:
+    from oscova_runtime.paths import Boundary
+
+    boundary = Boundary(root)
+    for (kind, path), answer in probes.items():
+        now = boundary.contains(path) if kind == "inside" else os.path.isfile(path)
+        if now != answer:
+            return False
+    return True
+
+
+def _results_to_json(world: str, stored: StoredResults) -> dict[str, Any]:
+    return {"world": world, "notices": stored.notices,
+            "probes": [[kind, path, answer] for (kind, path), answer in stored.probes.items()],
+            "diagnostics": {path: [_diagnostic_to_json(d) for d in found] for path, found in stored.diagnostics.items()}}
+
+
+def _results_from_json(body: dict[str, Any]) -> StoredResults:
+    notices, probes, diagnostics = body["notices"], body["probes"], body["diagnostics"]
+    if not (type(notices) is list and all(type(n) is str for n in notices) and type(probes) is list
+            and type(diagnostics) is dict):
+        raise ValueError("results")
+    answers: dict[tuple[str, str], bool] = {}
+    for kind, path, answer in probes:
+        if kind not in ("inside", "file") or type(path) is not str or type(answer) is not bool:
+            raise ValueError("probe")
+        answers[(kind, path)] = answer
+    return StoredResults({_text(path): [_diagnostic(row) for row in rows] for path, rows in diagnostics.items()},
+                         notices, answers)
+
+
+def _diagnostic_to_json(d: Diagnostic) -> list[Any]:
+    return [d.path, _range_to_json(d.range), d.code, d.message, int(d.severity),
+            [[r.path, _range_to_json(r.range), r.message] for r in d.related],
+            [[f.title, [[e.path, _range_to_json(e.range), e.new_text] for e in f.edits]] for f in d.fixes],
+            d.data]
+
+
+def _diagnostic(row: Any) -> Diagnostic:
+    path, rng, code, message, severity, related, fixes, data = row
+    if type(data) is not dict or type(related) is not list or type(fixes) is not list:
+        raise ValueError("diagnostic")
+    return Diagnostic(
+        _text(path), _range(rng), _text(code), _text(message), Severity(severity),
+        tuple(Related(_text(p), _range(r), _text(m)) for p, r, m in related),
+        tuple(Fix(_text(title), tuple(TextEdit(_text(p), _range(r), _text(t)) for p, r, t in edits))
+              for title, edits in fixes),
+        data)
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise ValueError("text")
+    return value

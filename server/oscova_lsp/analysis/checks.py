@@ -111,7 +111,7 @@ class Checker:
             if not self.ws.inside(target):
                 rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
                 out.append(self._outside_root(path, rng, definition.instructions_file))
-            elif target not in self.ws.files and not os.path.isfile(target):
+            elif target not in self.ws.files and not self.ws.is_file(target):
                 rng = doc.value_range(("instructions_file",)) or doc.best_range(("instructions_file",))
                 out.append(self._simple(path, rng, "OSC040", template_missing(
                     definition.instructions_file, f"the definition file {self._rel(path)}")))
@@ -479,7 +479,8 @@ class Checker:
         out: list[Diagnostic] = []
         path, lines = parsed.path, parsed.lines
         facts = template_facts(parsed)
-        assert facts is not None
+        if facts is None:  # callers pass a template with facts or a definition with inline instructions
+            return out
         inline = parsed if isinstance(parsed, DefinitionFile) else None
         uses = bindings.uses
         personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
@@ -629,7 +630,7 @@ class Checker:
                 continue
             if ref.ignore_missing:
                 continue
-            if target in self.ws.files or os.path.isfile(target):
+            if target in self.ws.files or self.ws.is_file(target):
                 continue
             out.append(self._simple(parsed.path, rng, "OSC040", template_missing(ref.path, ROOT_BASE)))
         return out
@@ -662,7 +663,7 @@ class Checker:
             if not self.ws.inside(target):
                 out.append(self._outside_root(parsed.path, rng, value))
                 continue
-            if target in self.ws.files or os.path.isfile(target):
+            if target in self.ws.files or self.ws.is_file(target):
                 continue
             out.append(self._simple(parsed.path, rng, "OSC040", template_missing(value, ROOT_BASE)))
         out += self._grants(parsed.path, doc, (*prefix, "environment", "workspace_directories"),

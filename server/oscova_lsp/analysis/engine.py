@@ -6,13 +6,14 @@ It imports neither pygls nor lsprotocol: results are plain `Diagnostic` values.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from oscova_runtime.paths import is_inside
 
-from .cache import CacheReport, FactsCache, Texts
+from .cache import CacheReport, FactsCache, StoredResults, Texts
 from .checks import Checker, LintOptions, apply_lint
 from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
@@ -53,18 +54,49 @@ class Analysis:
         `mp_context` chooses how workers start (a server with threads running wants "forkserver"). `cache`:
         reuse the facts of unchanged files from the facts cache (`cache.py`; also off with OSCOVA_LSP_NO_CACHE).
         """
+        paths, texts, store = self._read_all(cache)
+        self._parse(paths, texts, store, jobs, mp_context)
+
+    def check_all(self, *, jobs: int | None = None, cache: bool = True,
+                  under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
+        """`load` then `all_diagnostics`, for a one-shot check (`oscova-lsp check`). With the cache, the results
+        of the last check of this root are reused when nothing they were computed from changed (the files, the
+        lint options, the engine, the disk questions the checks asked: `cache.py`); otherwise the checks run on
+        the current facts and their results are stored."""
+        paths, texts, store = self._read_all(cache)
+        world = store.world(paths, texts, _lint_key(self.lint)) if store is not None else None
+        stored = store.results(world) if store is not None and world is not None else None
+        if stored is not None:
+            self.cache_report = store.report if store is not None else None
+            self.workspace.notices = list(stored.notices)
+            return self._under(stored.diagnostics, under)
+        self._parse(paths, texts, store, jobs, mp_context=None)
+        self.workspace.probes = {}
+        try:
+            found = self.all_diagnostics()
+            probes = self.workspace.probes
+        finally:
+            self.workspace.probes = None
+        if store is not None and world is not None:
+            store.save_results(world, StoredResults(found, list(self.workspace.notices), probes))
+        return self._under(found, under)
+
+    def _read_all(self, cache: bool) -> tuple[list[str], Texts, FactsCache | None]:
+        """The files of the workspace and their texts, read in one pass (`Workspace.one_pass`)."""
         with self.workspace.one_pass():
             paths = self.workspace.discover()
-            store = FactsCache.open(self.root) if cache else None
-            hits, texts = store.lookup(paths, self.workspace.read) if store is not None else ({}, None)
-            todo = [path for path in paths if path not in hits]
-            if texts is None:
-                texts = {path: self.workspace.read(path) for path in todo}
+            texts = {path: self.workspace.read(path) for path in paths}
+        return paths, texts, FactsCache.open(self.root) if cache else None
+
+    def _parse(self, paths: list[str], texts: Texts, store: FactsCache | None, jobs: int | None,
+               mp_context: Any) -> None:
+        hits, todo_texts = store.lookup(paths, texts) if store is not None else ({}, texts)
+        todo = [path for path in paths if path not in hits]
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
-            parsed = _parse_split(self.root, todo, workers, mp_context, texts)
+            parsed = _parse_split(self.root, todo, workers, mp_context, todo_texts)
         else:
-            parsed = [_parse_one(self.root, path, texts) for path in todo]
+            parsed = [_parse_one(self.root, path, todo_texts) for path in todo]
         if store is not None:
             store.save(parsed)
             self.cache_report = store.report
@@ -89,21 +121,38 @@ class Analysis:
         return sorted(apply_lint(found, parsed, self.workspace.host, self.lint), key=Diagnostic.sort_key)
 
     def all_diagnostics(self, under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
-        prefixes = [os.path.abspath(p) for p in under] if under else None
+        out: dict[str, list[Diagnostic]] = {}
+        with self.workspace.one_pass():
+            for path in self._under(dict.fromkeys(sorted(self.workspace.files)), under):
+                out[path] = self.diagnostics(path)
+        return out
+
+    def _under(self, files: dict[str, Any], under: Iterable[str] | None) -> dict[str, Any]:
+        """The entries of `files` (keyed by path) under one of the paths `under` (None: all)."""
+        if not under:
+            return files
+        prefixes = [os.path.abspath(p) for p in under]
         # By the file's folder: a file that is a symlink leading out of the root is still "under" the folder
         # it lies in (and reported as such); one answer per folder.
         folder_inside: dict[str, bool] = {}
-        out: dict[str, list[Diagnostic]] = {}
-        with self.workspace.one_pass():
-            for path in sorted(self.workspace.files):
-                if prefixes and path not in prefixes:
-                    folder = os.path.dirname(path)
-                    if folder not in folder_inside:
-                        folder_inside[folder] = any(is_inside(folder, p) for p in prefixes)
-                    if not folder_inside[folder]:
-                        continue
-                out[path] = self.diagnostics(path)
+        out: dict[str, Any] = {}
+        for path, value in files.items():
+            if path not in prefixes:
+                folder = os.path.dirname(path)
+                if folder not in folder_inside:
+                    folder_inside[folder] = any(is_inside(folder, p) for p in prefixes)
+                if not folder_inside[folder]:
+                    continue
+            out[path] = value
         return out
+
+
+def _lint_key(lint: LintOptions | None) -> str:
+    """The lint options as one canonical string (a set's order changes between processes; None is the
+    default options)."""
+    lint = lint or LintOptions()
+    return json.dumps([None if lint.select is None else sorted(lint.select), sorted(lint.ignore),
+                       sorted((lint.severity or {}).items())])
 
 
 def _parse_one(root: str, path: str, texts: Texts | None = None) -> ParsedFile:

@@ -155,6 +155,9 @@ class Workspace:
         """Template -> (the template that reports its cycle, the templates that include each other)."""
         self._reference_context: dict[str, dict[str, bool]] = {}
         self._boundary: Boundary | None = None
+        self.probes: dict[tuple[str, str], bool] | None = None
+        """While recording (`Analysis.check_all`): every disk question the checks asked (`inside`, `is_file`)
+        and its answer, so stored results are reused only while the answers stay the same."""
         """The root's `Boundary` during one pass over the workspace (`one_pass`), None otherwise."""
         self.last_good: dict[str, DefinitionFile | HostFile | TemplateFile] = {}
         """Each file's last version without a syntax error: it stands in for what a definition or the host
@@ -174,6 +177,7 @@ class Workspace:
         copy._cycles = dict(self._cycles)
         copy._reference_context = dict(self._reference_context)
         copy.last_good = dict(self.last_good)
+        copy.probes = None
         return copy
 
     # ----------------------------------------------------------------------------------------- load
@@ -218,7 +222,17 @@ class Workspace:
     def inside(self, path: str) -> bool:
         """Whether `path` (real path) is inside the workspace root: the only files read, rendered or granted."""
         boundary = self._boundary
-        return boundary.contains(path) if boundary is not None else is_inside(path, self.root)
+        found = boundary.contains(path) if boundary is not None else is_inside(path, self.root)
+        if self.probes is not None:
+            self.probes[("inside", path)] = found
+        return found
+
+    def is_file(self, path: str) -> bool:
+        """`os.path.isfile`, for the checks: one of the disk questions the stored results re-ask."""
+        found = os.path.isfile(path)
+        if self.probes is not None:
+            self.probes[("file", path)] = found
+        return found
 
     @contextlib.contextmanager
     def one_pass(self) -> Iterator[None]:

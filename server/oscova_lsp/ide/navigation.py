@@ -122,8 +122,7 @@ def document_links(ws: Workspace, parsed: ParsedFile) -> list[DocumentLink]:
 
 
 def _start_of(parsed: DefinitionFile, path: tuple[str, ...]) -> Position:
-    assert parsed.doc is not None
-    rng = parsed.doc.value_range(path)
+    rng = parsed.doc.value_range(path) if parsed.doc is not None else None
     if rng is None:
         return Position(0, 0)
     return Position(rng.start.line, rng.start.character + 1)
