@@ -161,7 +161,7 @@ def _check(args: argparse.Namespace) -> int:
 
     from .analysis.checks import LintOptions
     from .analysis.diagnostics import Diagnostic, Severity
-    from .analysis.engine import Analysis
+    from .analysis.host import AnalysisHost
     from .analysis.workspace import workspace_roots
     from .reporting import display_path, format_github, format_json, format_sarif, format_text, summary
 
@@ -182,12 +182,13 @@ def _check(args: argparse.Namespace) -> int:
     # walk it again and again (a third of a warm check's time on 10,000 files). Reference counting still
     # frees what is dropped; peak memory is measured by benchmarks/check_bench.py.
     gc.disable()
+    host = AnalysisHost(paths, lint)
     for root in roots:
-        analysis = Analysis(root, lint)
         # compared as written, as the index keys files: a folder symlinked into the root is still under it
         under = [p for p in paths if is_inside(p, root, real=False) or is_inside(root, p, real=False)]
-        found = analysis.check_all(jobs=args.jobs, cache=not args.no_cache, under=None if args.workspaces else under)
-        for notice in analysis.workspace.notices:
+        found, notices = host.check(root, jobs=args.jobs, cache=not args.no_cache,
+                                    under=None if args.workspaces else under)
+        for notice in notices:
             print(f"note: {notice}", file=sys.stderr)
         if found:
             checked.append(root)

@@ -5,7 +5,8 @@ takes precedence over the file on disk). Changes go in through its methods (`ope
 `disk_changed`, `add_folder`, `set_lint`, `install`), each returning the files whose diagnostics may
 change; readers take a `Snapshot`, which later changes never alter: the per-root analysis a live snapshot
 holds is copied before it is changed (copy on write), so a snapshot taken before an edit keeps answering
-the state before it. Diagnostics, every editor feature, the run service and the CLI read snapshots.
+the state before it. Diagnostics, every editor feature and the run service read snapshots; the CLI checks
+each root through the host (`check`).
 
 Loading a root (`load`) runs off the caller's thread on a fresh `Analysis` that shares nothing; `install`
 swaps it in with the open documents and the disk changes seen meanwhile applied on top. A snapshot says
@@ -219,6 +220,18 @@ class AnalysisHost:
             workers = os.cpu_count() or 1
         analysis.load(jobs=workers, mp_context=_fork_server())
         return analysis
+
+    def check(self, root: str, *, jobs: int | None = None, cache: bool = True,
+              under: Iterable[str] | None = None) -> tuple[dict[str, list[Diagnostic]], list[str]]:
+        """A one-shot check of `root` (`oscova-lsp check`, in this thread): its diagnostics (those under `under`)
+        and the notices of files not read. The root is loaded and installed, unless the stored results of the
+        last check were reused (`Analysis.check_all`: nothing they came from changed), which needs no parse."""
+        self._ensure(root)
+        analysis = Analysis(root, self._lint)
+        found = analysis.check_all(jobs=jobs, cache=cache, under=under)
+        if analysis.workspace.files:
+            self.install(root, analysis)
+        return found, list(analysis.workspace.notices)
 
     def install(self, root: str, analysis: Analysis) -> set[str]:
         """Makes a loaded analysis the root's own, with the open documents and the disk changes seen while it
