@@ -67,3 +67,15 @@ def test_cycles_are_reported_exactly_where_a_listed_agent_leads_back(graph, expo
         exposed = {**exposed, edit: not exposed[edit]}
         ws.write(f"a{edit}.agent.yaml", _definition(edit, graph[edit], exposed[edit]))
         assert _reported(ws) == _expected(graph, exposed)
+
+
+def test_keystrokes_that_leave_the_graph_alone_keep_it_and_one_that_closes_a_cycle_is_seen(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {"a0.agent.yaml": _definition(0, [1], True),
+                                   "a1.agent.yaml": _definition(1, [], True)})
+    assert _reported(ws) == set()
+    graph = ws.analysis.workspace.agent_graph
+    ws.write("a1.agent.yaml", _definition(1, [], True).replace("Hi.", "Hello there."))  # instructions only
+    assert ws.analysis.workspace.agent_graph == graph and _reported(ws) == set()
+    ws.write("a1.agent.yaml", _definition(1, [0], True))  # a1 now calls a0 back
+    assert ws.analysis.workspace.agent_graph != graph
+    assert _reported(ws) == {(0, 1), (1, 0)}

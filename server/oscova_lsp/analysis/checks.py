@@ -65,7 +65,7 @@ class Checker:
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
         self._components: tuple[int, dict[str, int]] | None = None
-        """(workspace generation, agent id -> its strongly connected component in the `agent_tools` graph)."""
+        """(`Workspace.agent_graph` count, agent id -> its strongly connected component in that graph)."""
 
     def check(self, path: str) -> list[Diagnostic]:
         parsed = self.ws.files.get(path)
@@ -324,11 +324,11 @@ class Checker:
 
     def _same_component(self, origin: str, start: str) -> bool:
         """Whether `start` can lead back to `origin` (which lists it): both in one strongly connected component
-        of the graph of `agent_tools` edges into exposed agents, computed once per workspace state."""
+        of the graph of `agent_tools` edges into exposed agents, computed again only when that graph changed."""
         if origin == start:
             return True
-        if self._components is None or self._components[0] != self.ws.generation:
-            self._components = (self.ws.generation, _components(self._exposed_edges()))
+        if self._components is None or self._components[0] != self.ws.agent_graph:
+            self._components = (self.ws.agent_graph, _components(self._exposed_edges()))
         components = self._components[1]
         found = components.get(origin)
         return found is not None and found == components.get(start)

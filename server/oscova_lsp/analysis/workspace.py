@@ -149,6 +149,8 @@ class Workspace:
         self.notices: list[str] = []
         self.generation = 0
         """Counts the changes of files: a feature may keep what it derives while the generation stays."""
+        self.agent_graph = 0
+        """Counts the changes of the agents' ids, exposure and `agent_tools` (what agent cycles derive from)."""
         # Template uses, settled per workspace state; the templates of include cycles, by template.
         self._uses_memo: dict[str, _Uses] = {}
         self._cycles: dict[str, tuple[str, frozenset[str]]] = {}
@@ -279,6 +281,7 @@ class Workspace:
             return set()
         old = self.files.get(path)
         before = self._dependents(old) if old is not None else set()
+        graph = self.agent_graph
         if old is not None:
             self._remove(old)
         new: ParsedFile | None = None
@@ -288,6 +291,9 @@ class Workspace:
             self._add(new)
         else:
             self.last_good.pop(path, None)
+        if isinstance(old, DefinitionFile) and isinstance(new, DefinitionFile) and \
+                _agent_graph_facts(old) == _agent_graph_facts(new):
+            self.agent_graph = graph  # an edit that leaves the agent_tools graph as it was (most keystrokes)
         if kind is FileKind.HOST:
             return set(self.files) | {path}
         if isinstance(old, DefinitionFile) and isinstance(new, DefinitionFile) and \
@@ -335,6 +341,8 @@ class Workspace:
 
     def _add(self, parsed: ParsedFile) -> None:
         self._forget_uses(parsed.path)
+        if isinstance(parsed, DefinitionFile):
+            self.agent_graph += 1
         self.files[parsed.path] = parsed
         if isinstance(parsed, DefinitionFile | HostFile) and parsed.doc is not None and parsed.doc.ok or \
                 isinstance(parsed, TemplateFile) and parsed.facts is not None and not parsed.facts.syntax_errors:
@@ -356,6 +364,8 @@ class Workspace:
 
     def _remove(self, parsed: ParsedFile) -> None:
         self._forget_uses(parsed.path)
+        if isinstance(parsed, DefinitionFile):
+            self.agent_graph += 1
         self.files.pop(parsed.path, None)
         if isinstance(parsed, HostFile):
             if self.host_file is parsed:
@@ -666,6 +676,13 @@ def _cross_file_facts(parsed: DefinitionFile) -> tuple[object, ...]:
         tuple(definition.agent_tools) if definition else (), definition.instructions_file if definition else None,
         tuple(r.path for r in inline.references) if inline else (), inline.local_names if inline else None,
     )
+
+
+def _agent_graph_facts(parsed: DefinitionFile) -> tuple[object, ...]:
+    """What the graph of `agent_tools` edges reads from a definition."""
+    definition = parsed.definition
+    return (parsed.raw_id, definition is None, definition.exposed_as_tool if definition else None,
+            tuple(definition.agent_tools) if definition else ())
 
 
 def _cross_file_positions(parsed: DefinitionFile) -> tuple[object, ...]:
