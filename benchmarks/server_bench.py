@@ -86,6 +86,20 @@ class Client:
         at, message = self.wait(lambda m: m.get("id") == msg_id and "method" not in m)
         return at - started, message.get("result")
 
+    def initialize(self, root: Path, capabilities: dict[str, Any], options: Any = None) -> float:
+        """`initialize` for the workspace folder `root`; the time of its answer (perf_counter)."""
+        uri = root.as_uri()
+        init_id = self.request("initialize", {
+            "processId": os.getpid(), "rootUri": uri, "workspaceFolders": [{"uri": uri, "name": "bench"}],
+            "capabilities": capabilities, **({"initializationOptions": options} if options is not None else {})})
+        at, _ = self.wait(lambda m: m.get("id") == init_id)
+        return at
+
+    def kill(self) -> None:
+        """The end whatever happened: the process killed if it is still there."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+
     def shutdown(self) -> None:
         """The orderly end: `shutdown`, its answer, `exit`, the process gone."""
         msg_id = self.request("shutdown", None)
@@ -122,7 +136,6 @@ def main() -> int:
 
     root = Path(tempfile.mkdtemp(prefix="oscova-bench-")) / "ws"
     generate(root, args.count)
-    uri = root.as_uri()
     client = Client([sys.executable, "-m", "oscova_lsp"])
     files = list(root.rglob("*.agent.yaml")), list(root.rglob("*.j2"))
     results: dict[str, Any] = {"workspace": {"definitions": len(files[0]), "templates": len(files[1]),
@@ -131,10 +144,7 @@ def main() -> int:
         capabilities = {"window": {"workDoneProgress": True},
                         "textDocument": {"publishDiagnostics": {"versionSupport": True},
                                          "hover": {"contentFormat": ["markdown"]}}}
-        init_id = client.request("initialize", {
-            "processId": os.getpid(), "rootUri": uri, "workspaceFolders": [{"uri": uri, "name": "bench"}],
-            "capabilities": capabilities, "initializationOptions": {"oscova": {"debounce": DEBOUNCE_MS}}})
-        at, _ = client.wait(lambda m: m.get("id") == init_id)
+        at = client.initialize(root, capabilities, {"oscova": {"debounce": DEBOUNCE_MS}})
         results["initialize_s"] = round(at - client.spawned, 3)
         client.notify("initialized", {})
         at, _ = client.wait(lambda m: m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "end",
@@ -207,8 +217,7 @@ def main() -> int:
         results["server_peak_rss_mb"] = round(peak_rss_mb(client.proc.pid), 1)
         client.shutdown()
     finally:
-        if client.proc.poll() is None:
-            client.proc.kill()
+        client.kill()
         if not args.keep:
             shutil.rmtree(root.parent, ignore_errors=True)
     results["targets"] = {"initialize_s": 0.5, "edit_p95_ms": 20, "completion_hover_p95_ms": 10}

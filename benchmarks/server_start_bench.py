@@ -32,11 +32,7 @@ def start(root: Path, cache: Path, quiet: float) -> dict[str, Any]:
     client = Client([sys.executable, "-m", "oscova_lsp"])
     out: dict[str, Any] = {}
     try:
-        uri = root.as_uri()
-        init_id = client.request("initialize", {
-            "processId": os.getpid(), "rootUri": uri, "workspaceFolders": [{"uri": uri, "name": "bench"}],
-            "capabilities": {"window": {"workDoneProgress": True}}})
-        client.wait(lambda m: m.get("id") == init_id)
+        client.initialize(root, {"window": {"workDoneProgress": True}})
         client.notify("initialized", {})
         published: set[str] = set()
         last = scan_end = None
@@ -58,8 +54,7 @@ def start(root: Path, cache: Path, quiet: float) -> dict[str, Any]:
         out["files_published"] = len(published)
         client.shutdown()
     finally:
-        if client.proc.poll() is None:
-            client.proc.kill()
+        client.kill()
     return out
 
 

@@ -43,11 +43,7 @@ def once(root: Path) -> dict[str, Any]:
     client = Client([sys.executable, "-m", "oscova_lsp"])
     out: dict[str, Any] = {}
     try:
-        uri = root.as_uri()
-        init_id = client.request("initialize", {
-            "processId": os.getpid(), "rootUri": uri, "workspaceFolders": [{"uri": uri, "name": "bench"}],
-            "capabilities": {"window": {"workDoneProgress": True}}})
-        at, _ = client.wait(lambda m: m.get("id") == init_id)
+        at = client.initialize(root, {"window": {"workDoneProgress": True}})
         out["initialize_s"] = at - client.spawned
         client.notify("initialized", {})
         client.notify("textDocument/didOpen", {"textDocument": {
@@ -87,8 +83,7 @@ def once(root: Path) -> dict[str, Any]:
         out["initial_scan_end_s"] = scan_end - client.spawned
         client.shutdown()
     finally:
-        if client.proc.poll() is None:
-            client.proc.kill()
+        client.kill()
     return out
 
 
