@@ -34,6 +34,8 @@ class Analysis:
         self.checker = Checker(self.workspace)
         self.lint = lint
         self.cache_report: CacheReport | None = None
+        self._results_target: tuple[FactsCache, str] | None = None
+        """Where `check_loaded` stores its results: the cache and the files' `world` digest of the load."""
 
     @property
     def root(self) -> str:
@@ -46,6 +48,7 @@ class Analysis:
         copy.checker = Checker(copy.workspace)
         copy.lint = self.lint
         copy.cache_report = self.cache_report
+        copy._results_target = None  # a copy is changed: its results are not the loaded files' any more
         return copy
 
     def load(self, *, jobs: int | None = None, mp_context: Any = None, cache: bool = True) -> None:
@@ -55,11 +58,43 @@ class Analysis:
         reuse the facts of unchanged files from the facts cache (`cache.py`; also off with OSCOVA_LSP_NO_CACHE).
         """
         paths, texts, store = self._read_all(cache)
+        self._results_target = (store, store.world(paths, texts, _lint_key(self.lint))) if store is not None else None
         self._parse(paths, texts, store, jobs, mp_context)
+
+    def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, Texts] | None:
+        """The stored results of the last whole check of this root when they hold for the files as they are
+        now (`cache.py`), with the texts read to know it; nothing is parsed. None: they do not hold."""
+        paths, texts, store = self._read_all(cache)
+        if store is None:
+            return None
+        stored = store.results(store.world(paths, texts, _lint_key(self.lint)))
+        if stored is None:
+            return None
+        self.cache_report = store.report
+        return stored, texts
+
+    def check_loaded(self) -> dict[str, list[Diagnostic]]:
+        """Every file's diagnostics after `load`, the disk questions the checks ask recorded; stored as the
+        results of this root for the next check (`stored_results`) when the load used the cache."""
+        self.workspace.probes = {}
+        try:
+            found = self.all_diagnostics()
+            probes = self.workspace.probes
+        finally:
+            self.workspace.probes = None
+        self.save_results(found, probes)
+        return found
+
+    def save_results(self, found: dict[str, list[Diagnostic]], probes: dict[tuple[str, str], bool]) -> None:
+        """Stores `found`, every file's diagnostics as loaded, and the disk questions asked to compute them
+        (`Workspace.probes`) as this root's results; nothing when the load did not use the cache."""
+        if self._results_target is not None:
+            store, world = self._results_target
+            store.save_results(world, StoredResults(found, list(self.workspace.notices), probes))
 
     def check_all(self, *, jobs: int | None = None, cache: bool = True,
                   under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
-        """`load` then `all_diagnostics`, for a one-shot check (`oscova-lsp check`). With the cache, the results
+        """`load` then `check_loaded`, for a one-shot check (`oscova-lsp check`). With the cache, the results
         of the last check of this root are reused when nothing they were computed from changed (the files, the
         lint options, the engine, the disk questions the checks asked: `cache.py`); otherwise the checks run on
         the current facts and their results are stored."""
@@ -70,16 +105,9 @@ class Analysis:
             self.cache_report = store.report if store is not None else None
             self.workspace.notices = list(stored.notices)
             return self._under(stored.diagnostics, under)
+        self._results_target = (store, world) if store is not None and world is not None else None
         self._parse(paths, texts, store, jobs, mp_context=None)
-        self.workspace.probes = {}
-        try:
-            found = self.all_diagnostics()
-            probes = self.workspace.probes
-        finally:
-            self.workspace.probes = None
-        if store is not None and world is not None:
-            store.save_results(world, StoredResults(found, list(self.workspace.notices), probes))
-        return self._under(found, under)
+        return self._under(self.check_loaded(), under)
 
     def _read_all(self, cache: bool) -> tuple[list[str], Texts, FactsCache | None]:
         """The files of the workspace and their texts, read in one pass (`Workspace.one_pass`)."""

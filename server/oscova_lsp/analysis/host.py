@@ -28,6 +28,7 @@ from typing import Any
 
 from oscova_runtime.paths import is_inside
 
+from .cache import StoredResults, Texts
 from .checks import LintOptions
 from .diagnostics import Diagnostic
 from .engine import Analysis
@@ -232,6 +233,29 @@ class AnalysisHost:
         if analysis.workspace.files:
             self.install(root, analysis)
         return found, list(analysis.workspace.notices)
+
+    def stored_results(self, root: str) -> tuple[StoredResults, Texts] | None:
+        """The stored results of `root`'s last whole check when they hold for its files on disk now, with the
+        texts read (`Analysis.stored_results`); call it in a worker thread. None: they do not, or no cache."""
+        return Analysis(root, self._lint).stored_results()
+
+    def overlays(self, root: str, analysis: Analysis | None, texts: Texts | None = None) -> bool:
+        """Whether `install` would change what a freshly loaded `analysis` of `root` (or the files `texts` read
+        from disk) says: an open document whose text is not the file's, a disk change seen while it loaded, or
+        other lint options. When not, diagnostics computed from the files hold for the installed state."""
+        if self._disk_changes_while_loading.get(root) or analysis is not None and analysis.lint != self._lint:
+            return True
+        for path, document in self._documents.items():
+            if self.root_of(path) != root or not self.is_tracked(path):
+                continue
+            if texts is not None:
+                on_disk = texts.get(path, (None, None))[0]
+            else:
+                parsed = analysis.workspace.files.get(path) if analysis is not None else None
+                on_disk = parsed.text if parsed is not None else None
+            if on_disk != document.text:
+                return True
+        return False
 
     def install(self, root: str, analysis: Analysis) -> set[str]:
         """Makes a loaded analysis the root's own, with the open documents and the disk changes seen while it

@@ -48,6 +48,10 @@ class DiagnosticsPublisher:
         self._cache: dict[str, list[Diagnostic]] = {}
         self._change: asyncio.Future[None] | None = None
         self._skipped_noticed: set[str] = set()
+        self._shown: set[str] = set()
+        """Files whose last publication had diagnostics: the client shows something for them."""
+        self._stored_shown: dict[str, str] = {}
+        """Files published from stored results before their root was read, with the `result_id` sent."""
 
     @property
     def host(self) -> AnalysisHost:
@@ -176,28 +180,56 @@ class DiagnosticsPublisher:
         else:
             self._spawn(self.publish_all(ready))
 
-    def publish(self, path: str, snapshot: Snapshot | None = None) -> None:
+    def publish(self, path: str, snapshot: Snapshot | None = None, *, sweep: bool = False) -> None:
+        """Pushes the file's diagnostics. `sweep` (a whole-workspace publication): a file the client shows
+        nothing for and that has nothing to show is left out, and one the stored results already showed
+        exactly as they are now is not sent again."""
         snapshot = snapshot or self.host.snapshot()
-        items = [convert.diagnostic(d, self._related_support()) for d in self.diagnostics(path, snapshot)]
+        found = self.diagnostics(path, snapshot)
+        version = snapshot.version(path)
+        early = self._stored_shown.pop(path, None)
+        if sweep and version is None and (not found and path not in self._shown or
+                                          early is not None and early == self.result_id(path, found)):
+            return
+        self._send(path, found, version)
+
+    def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
+        if found:
+            self._shown.add(path)
+        else:
+            self._shown.discard(path)
+        items = [convert.diagnostic(d, self._related_support()) for d in found]
         self._server.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=convert.uri(path), diagnostics=items, version=snapshot.version(path)))
+            uri=convert.uri(path), diagnostics=items, version=version))
+
+    def publish_stored(self, diagnostics: dict[str, list[Diagnostic]]) -> None:
+        """Pushes the stored results of a root's last check before the root is read (they hold for its files
+        on disk): the files with findings, open documents left to their own versioned publication."""
+        for path, found in diagnostics.items():
+            if found and not self.host.is_open(path):
+                self._send(path, found, None)
+                self._stored_shown[path] = self.result_id(path, found)
 
     async def publish_all(self, paths: Iterable[str], report: Callable[[int, int], None] | None = None) -> None:
-        """Publishes every file of `paths`, yielding to the event loop between chunks; `report(done, total)`
-        after each chunk."""
+        """Publishes every file of `paths` (a sweep: see `publish`), yielding to the event loop between chunks;
+        `report(done, total)` after each chunk."""
         paths = sorted(paths)
         for index in range(0, len(paths), CHUNK):
             snapshot = self.host.snapshot()  # one per chunk: none is held while other handlers run
             for path in paths[index:index + CHUNK]:
-                self.publish(path, snapshot)
+                self.publish(path, snapshot, sweep=True)
             del snapshot
             if report is not None:
                 report(min(index + CHUNK, len(paths)), len(paths))
             await asyncio.sleep(0)
 
-    async def installed(self, paths: set[str], report: Callable[[int, int], None] | None = None) -> None:
-        """A root was read: its files' diagnostics go out (or the pull client is asked to pull them)."""
+    async def installed(self, paths: set[str], report: Callable[[int, int], None] | None = None,
+                        primed: dict[str, list[Diagnostic]] | None = None) -> None:
+        """A root was read: its files' diagnostics go out (or the pull client is asked to pull them).
+        `primed`: diagnostics already known for the installed state (stored results that hold for it)."""
         self.forget(paths)
+        if primed:
+            self._cache.update((path, found) for path, found in primed.items() if path in paths)
         if self.pull:
             self.invalidate(paths)
             self._to_publish.clear()

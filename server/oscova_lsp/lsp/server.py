@@ -29,6 +29,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
+from ..analysis.cache import StoredResults
+from ..analysis.diagnostics import Diagnostic
+from ..analysis.engine import Analysis
 from ..analysis.files import MAX_FILE_BYTES
 from ..analysis.host import AnalysisHost
 from .capabilities import COMMANDS, SERVER_NAME, WATCHED_GLOBS
@@ -456,11 +459,20 @@ class OscovaServer(LanguageServer):
                 gc.enable()
 
     async def _load_and_publish(self, roots: list[str], token: str | None) -> None:
+        """For each root: the stored results of its last check published at once when they hold for its files
+        on disk (`_publish_stored`), then the root read and installed; then every file's diagnostics published
+        (those the stored results or a check of the freshly read files already hold are not computed again).
+        A root read without stored results records the disk questions its checks ask while they are
+        published, and its results are stored for the next start (`_store_results`)."""
         loop = asyncio.get_running_loop()
         installed: set[str] = set()
+        primed: dict[str, list[Diagnostic]] = {}
+        recording: list[tuple[Analysis, int]] = []
+        stored_of = {root: await self._publish_stored(root) for root in roots}  # every root's, before any is read
         for root in roots:
             if token:
                 self._progress(token, lsp.WorkDoneProgressReport(message=f"reading {os.path.basename(root)}"))
+            stored = stored_of[root]
             try:
                 analysis = await loop.run_in_executor(None, self.host.load, root)
             except Exception:  # keep serving what the editor opened rather than waiting forever
@@ -470,7 +482,14 @@ class OscovaServer(LanguageServer):
                 files = self.host.mark_loaded(root)
                 notices: list[str] = []
             else:
+                as_read = not self.host.overlays(root, analysis)
+                if as_read and stored is not None:
+                    primed.update(stored.diagnostics)
+                elif as_read and not self.publisher.pull:
+                    analysis.workspace.probes = {}
                 files = self.host.install(root, analysis)
+                if analysis.workspace.probes is not None:
+                    recording.append((analysis, analysis.workspace.generation))
                 notices = analysis.workspace.notices
             self.publisher.forget(files)
             self._root_events.setdefault(root, asyncio.Event()).set()
@@ -483,7 +502,40 @@ class OscovaServer(LanguageServer):
                 self._progress(token, lsp.WorkDoneProgressReport(
                     message=f"{done}/{total} files", percentage=min(100, int(100 * done / max(total, 1)))))
 
-        await self.publisher.installed(installed, report)
+        await self.publisher.installed(installed, report, primed)
+        for analysis, generation in recording:
+            await self._store_results(analysis, generation)
+
+    async def _publish_stored(self, root: str) -> StoredResults | None:
+        """Publishes the stored results of `root`'s last whole check (`oscova-lsp check`'s or a previous
+        start's) when they hold for its files on disk and no open document differs from its file: a warm
+        start shows the workspace's findings before the root is parsed. Returns them, or None."""
+        if self.publisher.pull:
+            return None
+        try:
+            found = await asyncio.get_running_loop().run_in_executor(None, self.host.stored_results, root)
+        except Exception:  # only a head start: the root is read and checked anyway
+            logger.exception("reading the stored results of %s failed", root)
+            return None
+        if found is None or self.host.overlays(root, None, found[1]):
+            return None
+        self.publisher.publish_stored(found[0].diagnostics)
+        return found[0]
+
+    async def _store_results(self, analysis: Analysis, generation: int) -> None:
+        """Stores the diagnostics just published for a freshly read root as its results, with the disk
+        questions their checks asked, unless anything changed since it was installed."""
+        probes, analysis.workspace.probes = analysis.workspace.probes, None
+        snapshot = self.host.snapshot()
+        if probes is None or snapshot.analyses.get(analysis.root) is not analysis or \
+                analysis.workspace.generation != generation:
+            return
+        found = {path: self.publisher.diagnostics(path, snapshot) for path in analysis.workspace.files}
+        del snapshot
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, analysis.save_results, found, probes)
+        except Exception:  # only a cache
+            logger.exception("storing the results of %s failed", analysis.root)
 
     async def _begin_progress(self, title: str) -> str | None:
         if not self.caps("window", "work_done_progress"):
