@@ -6,7 +6,8 @@ Two layers:
   document with the facts of its inline instructions, keyed by the file's text digest. The host
   configuration is one small file and is parsed every time. An entry never stands for a finding that
   depends on another file (or on `oscova.toml`): the cross-file checks run on the facts of the load.
-- Results (`results.json`, `oscova-lsp check` only): the diagnostics of the last whole check of the root,
+- Results (`results.json`): the diagnostics of the last whole check of the root (by `oscova-lsp check`, or
+  by the language server when it read the root at start),
   reused only when everything they were computed from is unchanged — the files found, every file's text
   digest (or why it was not read), the lint options and the engine key — and every question the checks
   asked the disk (is this path inside the root after symlinks, is there a file there) gets the same answer
