@@ -64,8 +64,9 @@ class Checker:
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
-        self._components: tuple[int, dict[str, int]] | None = None
-        """(`Workspace.agent_graph` count, agent id -> its strongly connected component in that graph)."""
+        self._graph: tuple[int, dict[str, list[str]], dict[str, int]] | None = None
+        """(`Workspace.agent_graph` count, the `agent_tools` edges into exposed agents, each agent's strongly
+        connected component): see `_agent_graph`."""
 
     def check(self, path: str) -> list[Diagnostic]:
         parsed = self.ws.files.get(path)
@@ -324,32 +325,35 @@ class Checker:
 
     def _same_component(self, origin: str, start: str) -> bool:
         """Whether `start` can lead back to `origin` (which lists it): both in one strongly connected component
-        of the graph of `agent_tools` edges into exposed agents, computed again only when that graph changed."""
+        of the graph of `agent_tools` edges into exposed agents."""
         if origin == start:
             return True
-        if self._components is None or self._components[0] != self.ws.agent_graph:
-            self._components = (self.ws.agent_graph, _components(self._exposed_edges()))
-        components = self._components[1]
+        components = self._agent_graph()[1]
         found = components.get(origin)
         return found is not None and found == components.get(start)
 
-    def _exposed_edges(self) -> dict[str, list[str]]:
-        """Agent id -> the exposed agents its `agent_tools` lists (the edges `_cycle_from` follows)."""
-        edges: dict[str, list[str]] = {}
-        for agent_id in self.ws.defs_by_id:
-            target = self.ws.definition_by_id(agent_id)
-            if target is None or target.definition is None:
-                continue
-            children = []
-            for child in target.definition.agent_tools:
-                child_def = self.ws.definition_by_id(child)
-                if child_def is not None and child_def.definition is not None and child_def.definition.exposed_as_tool:
-                    children.append(child)
-            edges[agent_id] = children
-        return edges
+    def _agent_graph(self) -> tuple[dict[str, list[str]], dict[str, int]]:
+        """Agent id -> the exposed agents its `agent_tools` lists, and each agent's strongly connected
+        component; computed again only when that graph changed (`Workspace.agent_graph`)."""
+        if self._graph is None or self._graph[0] != self.ws.agent_graph:
+            edges: dict[str, list[str]] = {}
+            for agent_id in self.ws.defs_by_id:
+                target = self.ws.definition_by_id(agent_id)
+                if target is None or target.definition is None:
+                    continue
+                children = []
+                for child in target.definition.agent_tools:
+                    child_def = self.ws.definition_by_id(child)
+                    if child_def is not None and child_def.definition is not None and \
+                            child_def.definition.exposed_as_tool:
+                        children.append(child)
+                edges[agent_id] = children
+            self._graph = (self.ws.agent_graph, edges, _components(edges))
+        return self._graph[1], self._graph[2]
 
     def _cycle_from(self, origin: str, start: str) -> list[str] | None:
         """The path start → … → origin through exposed agents, if one exists."""
+        edges = self._agent_graph()[0]
         stack: list[tuple[str, list[str]]] = [(start, [start])]
         seen: set[str] = set()
         while stack:
@@ -359,13 +363,8 @@ class Checker:
             if current in seen:
                 continue
             seen.add(current)
-            target = self.ws.definition_by_id(current)
-            if target is None or target.definition is None:
-                continue
-            for child in reversed(target.definition.agent_tools):
-                child_def = self.ws.definition_by_id(child)
-                if child_def is not None and child_def.definition is not None and child_def.definition.exposed_as_tool:
-                    stack.append((child, [*trail, child]))
+            for child in reversed(edges.get(current, ())):
+                stack.append((child, [*trail, child]))
         return None
 
     def _tools(self, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
