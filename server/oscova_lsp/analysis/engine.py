@@ -57,21 +57,16 @@ class Analysis:
         `mp_context` chooses how workers start (a server with threads running wants "forkserver"). `cache`:
         reuse the facts of unchanged files from the facts cache (`cache.py`; also off with OSCOVA_LSP_NO_CACHE).
         """
-        paths, texts, store = self._read_all(cache)
-        self._results_target = (store, store.world(paths, texts, _lint_key(self.lint))) if store is not None else None
-        self._parse(paths, texts, store, jobs, mp_context)
+        paths, texts, target = self._read_all(cache)
+        self._results_target = target
+        self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context)
 
     def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, Texts] | None:
         """The stored results of the last whole check of this root when they hold for the files as they are
         now (`cache.py`), with the texts read to know it; nothing is parsed. None: they do not hold."""
-        paths, texts, store = self._read_all(cache)
-        if store is None:
-            return None
-        stored = store.results(store.world(paths, texts, _lint_key(self.lint)))
-        if stored is None:
-            return None
-        self.cache_report = store.report
-        return stored, texts
+        _, texts, target = self._read_all(cache)
+        stored = self._stored(target)
+        return (stored, texts) if stored is not None else None
 
     def check_loaded(self) -> dict[str, list[Diagnostic]]:
         """Every file's diagnostics after `load`, the disk questions the checks ask recorded; stored as the
@@ -98,23 +93,33 @@ class Analysis:
         of the last check of this root are reused when nothing they were computed from changed (the files, the
         lint options, the engine, the disk questions the checks asked: `cache.py`); otherwise the checks run on
         the current facts and their results are stored."""
-        paths, texts, store = self._read_all(cache)
-        world = store.world(paths, texts, _lint_key(self.lint)) if store is not None else None
-        stored = store.results(world) if store is not None and world is not None else None
+        paths, texts, target = self._read_all(cache)
+        stored = self._stored(target)
         if stored is not None:
-            self.cache_report = store.report if store is not None else None
             self.workspace.notices = list(stored.notices)
             return self._under(stored.diagnostics, under)
-        self._results_target = (store, world) if store is not None and world is not None else None
-        self._parse(paths, texts, store, jobs, mp_context=None)
+        self._results_target = target
+        self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context=None)
         return self._under(self.check_loaded(), under)
 
-    def _read_all(self, cache: bool) -> tuple[list[str], Texts, FactsCache | None]:
-        """The files of the workspace and their texts, read in one pass (`Workspace.one_pass`)."""
+    def _read_all(self, cache: bool) -> tuple[list[str], Texts, tuple[FactsCache, str] | None]:
+        """The files of the workspace and their texts, read in one pass (`Workspace.one_pass`), and with the
+        cache on, the cache and the `world` digest of what was read (what stored results are keyed by)."""
         with self.workspace.one_pass():
             paths = self.workspace.discover()
             texts = {path: self.workspace.read(path) for path in paths}
-        return paths, texts, FactsCache.open(self.root) if cache else None
+        store = FactsCache.open(self.root) if cache else None
+        return paths, texts, (store, store.world(paths, texts, _lint_key(self.lint))) if store is not None else None
+
+    def _stored(self, target: tuple[FactsCache, str] | None) -> StoredResults | None:
+        """The stored results that hold for the files read (`_read_all`), or None."""
+        if target is None:
+            return None
+        store, world = target
+        stored = store.results(world)
+        if stored is not None:
+            self.cache_report = store.report
+        return stored
 
     def _parse(self, paths: list[str], texts: Texts, store: FactsCache | None, jobs: int | None,
                mp_context: Any) -> None:
