@@ -483,12 +483,13 @@ class OscovaServer(LanguageServer):
                 notices: list[str] = []
             else:
                 as_read = not self.host.overlays(root, analysis)
+                record = as_read and stored is None and not self.publisher.pull
                 if as_read and stored is not None:
                     primed.update(stored.diagnostics)
-                elif as_read and not self.publisher.pull:
+                if record:
                     analysis.workspace.probes = {}
                 files = self.host.install(root, analysis)
-                if analysis.workspace.probes is not None:
+                if record:
                     recording.append((analysis, analysis.workspace.generation))
                 notices = analysis.workspace.notices
             self.publisher.forget(files)
