@@ -2,7 +2,8 @@
 published before the workspace is read when they hold for its files on disk, and a start that reads the
 workspace stores its results for the next start or `oscova-lsp check`.
 
-`OSCOVA_LSP_TEST_SCAN_DELAY` holds the reading of the workspace back, so "before it is read" is certain.
+`OSCOVA_LSP_TEST_SCAN_GATE` holds the reading of the workspace back until the test opens the gate, so
+"before it is read" is certain however loaded the machine is.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from lsprotocol import types as lsp
 from oscova_lsp.analysis import cache
 from oscova_lsp.analysis.engine import Analysis
+from oscova_lsp.analysis.host import SCAN_GATE_ENV
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
@@ -101,14 +103,16 @@ async def test_a_warm_start_shows_the_stored_findings_before_the_workspace_is_re
     expected = await settled(root)
     assert from_fs_path(str(root / BROKEN)) in expected
     check(root)  # stores the results of this workspace as it is
-    client = await start(root, {"OSCOVA_LSP_TEST_SCAN_DELAY": "4"})
+    gate = root.parent / "gate"
+    client = await start(root, {SCAN_GATE_ENV: str(gate)})
     try:
         began = time.monotonic()
-        while shown(client) != expected and time.monotonic() - began < 3:
+        while shown(client) != expected and time.monotonic() - began < 30:
             await asyncio.sleep(0.05)
         assert shown(client) == expected, "every finding is shown while the workspace is still being read"
         assert not any(isinstance(r, lsp.WorkDoneProgressEnd) for reports in client.progress_reports.values()
                        for r in reports)
+        gate.touch()
         await scan_ended(client)
         assert shown(client) == expected  # the workspace read: the same findings, still shown
     finally:
@@ -120,13 +124,18 @@ async def test_stored_results_that_no_longer_hold_are_not_shown(root: Path, cach
     broken = root / BROKEN
     broken.write_text(broken.read_text().replace("id: duplicate", "id: unique-now", 1))  # fixed on disk
     expected = await settled(root)
-    client = await start(root, {"OSCOVA_LSP_TEST_SCAN_DELAY": "3"})
+    gate = root.parent / "gate"
+    client = await start(root, {SCAN_GATE_ENV: str(gate)})
     try:
-        await asyncio.sleep(2)
+        began = time.monotonic()
+        while not shown(client) and time.monotonic() - began < 30:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # anything else that start would publish early has had its chance
         early = shown(client)
         # The nested workspace `lint-only/` did not change: its results still hold and are shown. Those of
         # the changed workspace are computed for other files: none of its files shows anything yet.
         assert early and all("/lint-only/" in uri for uri in early), early
+        gate.touch()
         await scan_ended(client)
         assert shown(client) == expected
     finally:
@@ -138,7 +147,9 @@ async def test_a_start_that_reads_the_workspace_stores_its_results(root: Path, c
     client = await start(root)
     try:
         await scan_ended(client)
-        await asyncio.sleep(0.5)  # the results are written after the last publication
+        began = time.monotonic()  # the results are written after the last publication
+        while Analysis(str(root)).stored_results() is None and time.monotonic() - began < 30:
+            await asyncio.sleep(0.1)
     finally:
         await stop(client)
     assert Analysis(str(root)).stored_results() is not None, "the start stored the results"

@@ -40,6 +40,9 @@ logger = logging.getLogger(__name__)
 SCAN_DELAY_ENV = "OSCOVA_LSP_TEST_SCAN_DELAY"
 """Test only: seconds `AnalysisHost.load` sleeps before reading a root, so tests can send requests while the
 initial scan surely still runs (tests/server/test_startup_race.py). Unset in real use."""
+SCAN_GATE_ENV = "OSCOVA_LSP_TEST_SCAN_GATE"
+"""Test only: a file path; `AnalysisHost.load` waits (at most 120 s) until that file exists before reading a
+root, so a test decides when "before the workspace is read" ends, however loaded the machine is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +217,10 @@ class AnalysisHost:
         delay = os.environ.get(SCAN_DELAY_ENV)
         if delay:
             time.sleep(float(delay))
+        gate = os.environ.get(SCAN_GATE_ENV)
+        deadline = time.monotonic() + 120
+        while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.02)
         analysis = Analysis(root, self._lint)
         try:
             workers = int(os.environ.get("OSCOVA_LSP_JOBS", str(os.cpu_count() or 1)))
