@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .catalogue import CHAT_HISTORY_STATE_KEY
-from .messages import CHAT_HISTORY, ChatMessage, MessageSourceType
+from .messages import ChatMessage, MessageSource, MessageSourceType, full_type_name
 
 
 @dataclass(slots=True)
@@ -24,12 +24,19 @@ class ChatReducer(Protocol):
 
 
 class InMemoryChatHistoryProvider:
-    """Keeps the session's history in its state bag; an optional reducer compacts it after each store."""
+    """Keeps the session's history in its state bag under `state_key`; an optional reducer compacts it after
+    each store.
 
-    state_key = CHAT_HISTORY_STATE_KEY
+    As the framework's provider: loaded messages are stamped as chat history with this provider's full type
+    name; after a successful run it stores the request messages `store_input_request_message_filter` keeps (by
+    default every one not loaded from history: the input and the context providers' messages) and every
+    response message `store_input_response_message_filter` keeps (by default all).
+    """
 
-    def __init__(self, reducer: ChatReducer | None = None) -> None:
+    def __init__(self, reducer: ChatReducer | None = None, *, state_key: str = CHAT_HISTORY_STATE_KEY) -> None:
         self.reducer = reducer
+        self.state_key = state_key
+        self._stamp = MessageSource(MessageSourceType.CHAT_HISTORY, full_type_name(self))
 
     @property
     def state_keys(self) -> tuple[str, ...]:
@@ -40,18 +47,24 @@ class InMemoryChatHistoryProvider:
 
     async def invoking(self, session: AgentSession) -> list[ChatMessage]:
         """The stored history, attributed to chat history."""
-        return [m.with_source(CHAT_HISTORY) for m in session.state_bag.get(self.state_key, ())]
+        return [m.with_source(self._stamp) for m in session.state_bag.get(self.state_key, ())]
+
+    def store_input_request_message_filter(self, message: ChatMessage) -> bool:
+        return message.source.type is not MessageSourceType.CHAT_HISTORY
+
+    def store_input_response_message_filter(self, message: ChatMessage) -> bool:
+        return True
 
     async def invoked(
         self, session: AgentSession, request: Sequence[ChatMessage], response: Sequence[ChatMessage] | None,
         exception: BaseException | None,
     ) -> None:
-        """On success stores the external request messages and every response message."""
+        """On success stores the request and response messages the store filters keep; nothing on failure."""
         if exception is not None:
             return
         stored = list(session.state_bag.get(self.state_key, ()))
-        stored.extend(m for m in request if m.source.type is MessageSourceType.EXTERNAL)
-        stored.extend(response or ())
+        stored.extend(m for m in request if self.store_input_request_message_filter(m))
+        stored.extend(m for m in response or () if self.store_input_response_message_filter(m))
         if self.reducer is not None:
             stored = list(await self.reducer.reduce(stored))
         session.state_bag[self.state_key] = stored

@@ -158,12 +158,7 @@ async def test_5_every_response_message_carries_the_agents_name_as_author_name(o
     """`RunAsyncSetsAuthorNameOnAllResponseMessagesAsync` ("TestAgent" and null): the agent's name, or none."""
     echo = function_from_callable(lambda text: text, name="echo", description="Echoes.")
     for name in ("TestAgent", None):
-        orchestrator = AgentOrchestrator()
-        orchestrator.sync_tools([echo])
-        definition = AgentDefinition(id="named", name=name) if name else AgentDefinition(id="named")
-        agent = await orchestrator.get_or_create_agent(make_request(
-            definition, openai_client, [AgentToolProvider(lambda: ["echo"], lambda: orchestrator.tools)],
-            configure_options=lambda o, name=name: setattr(o, "name", name) or o))
+        agent = await agent_over(openai_client, [echo], configure_options=lambda o, name=name: setattr(o, "name", name) or o)
         fake_openai.enqueue(Reply(tool_calls=[ToolCall("echo", {"text": "x"}, "c1")]), Reply(text="done"))
         session = AgentSession()
         if streaming:
@@ -390,7 +385,7 @@ async def test_12_a_function_asks_to_terminate_through_the_current_invocation_co
                                  ToolCall("Search", {}, "callId3")])
 
     fake_openai.responder = responder
-    agent = await agent_over(openai_client, [function_from_callable(search)])
+    agent = await agent_over(openai_client, [function_from_callable(search, name="Search")])
     session = AgentSession()
     result = await agent.run("hello", session=session)
     [frc] = result.messages[-1].function_results

@@ -98,7 +98,8 @@ async def test_provider_messages_are_appended_and_stamped_with_the_provider_type
     fake_openai.enqueue(Reply(text="ok"))
     await agent_with(openai_client, First(messages=[ChatMessage.of("user", "note")]), Spy()).run("hi")
     note = captured[-1]
-    assert note.source.type is MessageSourceType.AI_CONTEXT_PROVIDER and note.source.source_id == "First"
+    assert note.source.type is MessageSourceType.AI_CONTEXT_PROVIDER
+    assert note.source.source_id == f"{First.__module__}.First"  # the full type name
     assert [m["content"] for m in fake_openai.requests[0].messages] == ["hi", "note"]
 
 
@@ -141,9 +142,9 @@ async def test_providers_see_only_external_messages(openai_client, fake_openai):
     seen = second.seen[-1].messages
     assert [m.text for m in seen] == ["turn two"]
     assert all(m.source.type is MessageSourceType.EXTERNAL for m in seen)
-    # The model still gets history, the input and the provider message.
+    # The model still gets history (which keeps turn one's provider message), the input and the provider message.
     assert [m["content"] for m in fake_openai.requests[1].messages] == [
-        "turn one", "first", "turn two", "from provider"]
+        "turn one", "from provider", "first", "turn two", "from provider"]
 
 
 async def test_provide_sees_accumulated_instructions_and_tools(openai_client, fake_openai):
@@ -281,7 +282,7 @@ async def test_a_continuation_skips_pre_run_provider_assembly(openai_client, fak
     skips pre-run context-provider assembly for that continuation." """
     fake_openai.enqueue(Reply(text="ok"))
     first = First("never")
-    await agent_with(openai_client, first).run("go on", options=ChatOptions(continuation_token="t1"))
+    await agent_with(openai_client, first).run(options=ChatOptions(continuation_token="t1"))
     assert first.seen == []
     assert all(m["role"] != "system" for m in fake_openai.requests[0].messages)
 

@@ -56,7 +56,7 @@ def _contribution(step: _Step) -> dict[str, Any]:
     if after.instructions != before.instructions and after.instructions is not None:
         previous = before.instructions or ""
         instructions = after.instructions[len(previous):] if after.instructions.startswith(previous) else after.instructions
-        instructions = instructions[1:] if previous and instructions.startswith("\n") else instructions
+        instructions = instructions[1:] if before.instructions is not None and instructions.startswith("\n") else instructions
     messages: list[ChatMessage] = list(after.messages or ())[len(before.messages or ()):]
     tools = list(after.tools or ())[len(before.tools or ()):]
     return {"instructions": instructions, "messages": [message_to_dict(m) for m in messages],

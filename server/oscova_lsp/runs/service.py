@@ -237,11 +237,12 @@ class _Run:
         return "".join(self.text_pieces)
 
     def unanswered_calls(self) -> list[str]:
-        """Names of the tool calls no result answered."""
+        """Names of the tool calls of the model's last answer, which the tool loop handed back unrun (the last
+        permitted iteration). Calls a terminating call left unrun in its round are not among them: the loop
+        ended there on purpose."""
         messages = self.updates.messages()
-        answered = {c.call_id for m in messages for c in m.contents if isinstance(c, FunctionResultContent)}
-        return [c.name for m in messages for c in m.contents
-                if isinstance(c, FunctionCallContent) and c.call_id not in answered]
+        last_round = max((i for i, m in enumerate(messages) if m.role == "tool"), default=-1)
+        return [c.name for m in messages[last_round + 1:] for c in m.contents if isinstance(c, FunctionCallContent)]
 
     def messages(self) -> list[dict[str, Any]]:
         conversation = ([self.input_message] if self.input_message else []) + self.updates.messages()

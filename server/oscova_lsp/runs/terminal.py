@@ -15,6 +15,8 @@ import threading
 import time
 from typing import IO, Any
 
+from oscova_runtime.messages import short_type_name
+
 from ..reporting import display_path
 from .events import jsonable
 from .service import ApproveCallback, RunService
@@ -298,7 +300,9 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
     lines.append(preview.get("instructions") or style.dim("(none)"))
     heading("Messages")
     for message in preview.get("messages") or []:
-        source = message.get("sourceId") or message.get("source")
+        source = message.get("source")
+        if message.get("sourceId"):  # the provider's class name: its module-qualified id is in the JSON
+            source = short_type_name(str(message["sourceId"]))
         lines.append(f"[{message['role']} · {source}] {message.get('text', '')}")
     if not preview.get("messages"):
         lines.append(style.dim("(none)"))
