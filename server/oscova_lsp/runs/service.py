@@ -33,7 +33,9 @@ from oscova_runtime.messages import (
     FunctionResultContent,
     TextContent,
     UpdateAccumulator,
+    short_type_name,
 )
+from oscova_runtime.notices import ProviderNotice, listening
 from oscova_runtime.observer import (
     AgentRunObserverAccessor,
     AgentTaskRun,
@@ -208,6 +210,9 @@ class _Run:
         for message in live[self.reported_messages:]:
             self.emit("message", **message_to_dict(message))
         self.reported_messages = len(live)
+
+    def on_notice(self, notice: ProviderNotice) -> None:
+        self.emit("notice", source=notice.source, provider=short_type_name(notice.source), message=notice.message)
 
     def on_update(self, update: ChatResponseUpdate) -> None:
         self.updates.add(update)
@@ -613,7 +618,7 @@ class RunService:
                 run.input_message = ChatMessage.of("user", input)
                 tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id)
                 with approval_channel(self._approval_handler(run, approve) if approve else None), \
-                        run.recorder.active(), \
+                        run.recorder.active(), listening(run.on_notice), \
                         observe_calls(run.calls, *([tracer] if tracer is not None else [])):
                     # closed here, not by the loop later: a cancellation landing between two updates (the
                     # pacing wait) still ends the model call before the final event

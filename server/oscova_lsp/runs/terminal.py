@@ -176,6 +176,8 @@ class LiveTranscript:
                 self.note(style.red(f"← {event.get('name')}: denied"))
             else:
                 self.note(style.dim(f"← {event.get('name')}: {_one_line(event.get('result'))}"))
+        elif kind == "notice":
+            self.note(style.dim(f"! {event.get('provider')}: {_one_line(event.get('message'), 400)}"))
         elif kind in ("completed", "failed", "cancelled"):
             self.final = event
             self._clear_spinner()
@@ -325,4 +327,6 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
         contributed = "; ".join(parts) if parts else style.dim(
             "nothing" + (f" ({provider['inactiveReason']})" if provider.get("inactiveReason") else ""))
         lines.append(f"{number:>2}. {provider['type']} ({provider['class']}): {contributed}")
+        for notice in provider.get("notices") or ():
+            lines.append(f"    ! {notice}")
     return "\n".join(lines)
