@@ -431,3 +431,15 @@ async def test_13_with_no_tools_offered_an_unknown_call_gets_not_found_and_the_m
 def test_the_history_source_is_the_history_providers_full_name():
     """`ChatHistoryProvider.InvokingCoreAsync` stamps history with `GetType().FullName` too."""
     assert CHAT_HISTORY == MessageSource(MessageSourceType.CHAT_HISTORY, full_name(InMemoryChatHistoryProvider))
+
+
+async def test_a_required_tool_choice_holds_for_the_first_request_only(openai_client, fake_openai):
+    """`UpdateOptionsForNextIteration`: a required tool mode is reset after the first iteration ("as otherwise
+    we'll be in an infinite loop"); the agent's own options keep it."""
+    func = function_from_callable(lambda: "Result", name="Func1", description="F.")
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("Func1", {}, "c1")]), Reply(text="done"))
+    agent = await agent_over(openai_client, [func])
+    agent.chat_options.tool_choice = "required"
+    assert (await agent.run("hello")).text == "done"
+    assert [r.body.get("tool_choice") for r in fake_openai.requests] == ["required", None]
+    assert agent.chat_options.tool_choice == "required"
