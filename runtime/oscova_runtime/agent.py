@@ -142,7 +142,7 @@ class ChatClientAgent:
     # -- pipeline --------------------------------------------------------------------------------
 
     async def _prepare(
-        self, messages: RunInput, session: AgentSession, options: ChatOptions | None
+        self, messages: RunInput, session: AgentSession, options: ChatOptions | None, *, compact: bool = True,
     ) -> tuple[list[ChatMessage], ChatOptions]:
         request_options = merge_chat_options(self.chat_options, options)
         inputs = [m if m.source is EXTERNAL else m.with_source(EXTERNAL) for m in _as_messages(messages)]
@@ -152,7 +152,7 @@ class ChatClientAgent:
                 raise InvalidOperationError(
                     "Input messages are not allowed when continuing a response with a continuation token")
             return [], request_options
-        history = await self.chat_history_provider.invoking(session)
+        history = await self.chat_history_provider.invoking(session, reduce=compact)
         context = AIContext(request_options.instructions, [*history, *inputs], list(request_options.tools or ()))
         for provider in self.context_providers:
             context = await provider.invoking(InvokingContext(self, session, context))
@@ -163,8 +163,9 @@ class ChatClientAgent:
     async def assemble(
         self, messages: RunInput = None, *, session: AgentSession | None = None, options: ChatOptions | None = None
     ) -> tuple[list[ChatMessage], ChatOptions]:
-        """The provider pipeline without the model: the messages and options the model would be sent."""
-        return await self._prepare(messages, session or AgentSession(), options)
+        """The provider pipeline without the model: the messages and options the model would be sent. The history
+        is shown as stored: compacting it would need the model (and change the session)."""
+        return await self._prepare(messages, session or AgentSession(), options, compact=False)
 
     async def _notify(
         self, session: AgentSession, request: list[ChatMessage], response: list[ChatMessage] | None,

@@ -443,3 +443,47 @@ async def test_a_required_tool_choice_holds_for_the_first_request_only(openai_cl
     assert (await agent.run("hello")).text == "done"
     assert [r.body.get("tool_choice") for r in fake_openai.requests] == ["required", None]
     assert agent.chat_options.tool_choice == "required"
+
+
+class Reducing:
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    async def reduce(self, messages):
+        self.seen.append([m.text for m in messages])
+        return [ChatMessage.of("user", "Reduced")] if len(messages) >= 2 else list(messages)
+
+
+async def test_the_history_reducer_runs_before_messages_are_retrieved_by_default(openai_client, fake_openai):
+    """`Constructor_DefaultsToBeforeMessageRetrieval_ForNotProvidedTriggerEvent`,
+    `GetMessagesAsync_WithReducer_BeforeMessagesRetrieval_InvokesReducerAsync` and
+    `AddMessagesAsync_WithReducer_ButWrongTrigger_DoesNotInvokeReducerAsync`: the reducer compacts the stored
+    history when it is loaded for a run, not when a run stores it; the model gets the reduced history."""
+    reducer = Reducing()
+    agent = agent_with(openai_client, history=InMemoryChatHistoryProvider(reducer))
+    session = AgentSession()
+    fake_openai.enqueue(Reply(text="Hi there!"), Reply(text="second"))
+    await agent.run("Hello", session=session)
+    assert reducer.seen == [[]] and [m.text for m in agent.chat_history_provider.messages(session)] == [
+        "Hello", "Hi there!"]  # stored as it was: not reduced after the store
+    await agent.run("again", session=session)
+    assert reducer.seen == [[], ["Hello", "Hi there!"]]
+    assert contents(fake_openai.requests[1]) == ["Reduced", "again"]
+    assert [m.text for m in agent.chat_history_provider.messages(session)] == ["Reduced", "again", "second"]
+    preview, _ = await agent.assemble("look", session=session)  # a preview shows the stored history, uncompacted
+    assert [m.text for m in preview] == ["Reduced", "again", "second", "look"] and len(reducer.seen) == 2
+
+
+async def test_the_history_reducer_runs_after_messages_are_added_when_asked(openai_client, fake_openai):
+    """`AddMessagesAsync_WithReducer_AfterMessageAdded_InvokesReducerAsync` and
+    `GetMessagesAsync_WithReducer_ButWrongTrigger_DoesNotInvokeReducerAsync`."""
+    from oscova_runtime.session import ReducerTrigger
+
+    reducer = Reducing()
+    history = InMemoryChatHistoryProvider(reducer, trigger=ReducerTrigger.AFTER_MESSAGE_ADDED)
+    agent = agent_with(openai_client, history=history)
+    session = AgentSession()
+    fake_openai.enqueue(Reply(text="Hi there!"))
+    await agent.run("Hello", session=session)
+    assert reducer.seen == [["Hello", "Hi there!"]]
+    assert [m.text for m in history.messages(session)] == ["Reduced"]

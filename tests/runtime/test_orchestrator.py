@@ -448,14 +448,14 @@ class CountingReducer:
 
     async def reduce(self, messages):
         self.seen.append([m.text for m in messages])
-        return list(messages)[-1:]
+        return list(messages)[-1:]  # the last message only
 
 
 async def test_a_reducer_the_factory_returns_is_attached_and_used():
     """"ChatReducerFactory: Creates a reducer only when the definition enables compaction." — the reducer it
-    returns compacts the history after the run."""
+    returns compacts the history when the next run loads it (the framework's default trigger)."""
     reducer = CountingReducer()
-    f = Counting(ScriptedChatClient("answer"))
+    f = Counting(ScriptedChatClient("answer", "second"))
     agent = await AgentOrchestrator().get_or_create_agent(
         f.request(AgentDefinition(id="r", compaction=True), chat_reducer_factory=lambda d, c: reducer))
     assert agent.chat_history_provider.reducer is reducer
@@ -463,8 +463,10 @@ async def test_a_reducer_the_factory_returns_is_attached_and_used():
 
     session = AgentSession()
     await agent.run("question", session=session)
-    assert reducer.seen == [["question", "answer"]]
-    assert [m.text for m in agent.chat_history_provider.messages(session)] == ["answer"]
+    await agent.run("again", session=session)
+    assert reducer.seen == [[], ["question", "answer"]]
+    assert [m.text for m in f.client.requests[1][0]] == ["answer", "again"]
+    assert [m.text for m in agent.chat_history_provider.messages(session)] == ["answer", "again", "second"]
 
 
 @pytest.mark.parametrize("where", ["dependency", "chat client", "reducer"])
