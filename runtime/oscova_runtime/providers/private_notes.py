@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 
 from ..context import AIContext, AIContextProvider, InvokingContext
-from ..filecache import read_text
+from ..filecache import read_text_async
 from ..notices import notice
 from ..paths import FileRefused, is_inside
 
@@ -21,7 +20,7 @@ class PrivateNotesContextProvider(AIContextProvider):
     (out of the workspace, or to another user's notes), or a user id that names another folder. Such a file
     is not read; the reason goes to the run's listener (`notices`), never into the prompt. `boundary`: the
     folder the read also stays inside after symlinks (the configured host passes the workspace root). The
-    read happens in a worker thread, so a cancelled run stops waiting at once.
+    content is read in a worker thread (`filecache.read_text_async`), so a cancelled run stops waiting at once.
     """
 
     def __init__(self, notes_root: str, user_id: str | None, agent_id: str, *, boundary: str | None = None) -> None:
@@ -31,28 +30,26 @@ class PrivateNotesContextProvider(AIContextProvider):
         self.boundary = boundary if boundary is not None else notes_root
         self._user_id_refusal = _user_id_refusal(user_id)
 
-    def _read(self) -> str | None:
-        """The notes' text (None when missing or empty), or FileRefused saying why they are not read."""
-        if self.path is None or self.user_folder is None:
-            return None
+    def _check(self) -> None:
+        """FileRefused when the notes may not be read as this user's (see the class)."""
         if self._user_id_refusal is not None:
             raise FileRefused(self._user_id_refusal)
-        own = os.path.join(os.path.realpath(self.notes_root), os.path.basename(self.user_folder))
-        if os.path.lexists(self.user_folder) and os.path.realpath(self.user_folder) != own:
+        own_folder = os.path.join(os.path.realpath(self.notes_root), os.path.basename(self.user_folder or ""))
+        if self.user_folder and os.path.lexists(self.user_folder) and os.path.realpath(self.user_folder) != own_folder:
             raise FileRefused("the user's notes folder is a link to another folder")
-        if os.path.lexists(self.path) and not is_inside(self.path, own):
+        if self.path and os.path.lexists(self.path) and not is_inside(self.path, own_folder):
             raise FileRefused("it is a symlink that leads outside the user's own notes folder")
-        text = read_text(self.path, limit=MAX_NOTES_CHARS, root=self.boundary)
-        return text.strip() or None if text is not None else None
 
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         if self.path is None:
             return AIContext()
         try:
-            notes = await asyncio.to_thread(self._read)
+            self._check()
+            text = await read_text_async(self.path, limit=MAX_NOTES_CHARS, root=self.boundary)
         except FileRefused as refused:
             notice(self, LEFT_OUT.format(reason=refused))
             return AIContext()
+        notes = text.strip() if text else ""
         if not notes:
             return AIContext()
         return AIContext(instructions=f"<private_notes>\n{notes}\n</private_notes>")

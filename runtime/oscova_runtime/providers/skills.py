@@ -7,13 +7,12 @@ line each and bounded in size (seed: "bound its size, label and delimit it as da
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from collections.abc import Sequence
 
 from ..context import AIContext, AIContextProvider, InvokingContext
-from ..filecache import read_text
+from ..filecache import read_text_async
 from ..front_matter import split_front_matter
 from ..paths import FileRefused
 from ..tools import function_from_callable
@@ -44,27 +43,29 @@ class SkillsContextProvider(AIContextProvider):
         self.boundary = boundary if boundary is not None else skills_root
         self.load_tool = function_from_callable(self.load_skill, name="load_skill")
 
-    def _read(self, name: str) -> tuple[dict, str] | None:
-        """(front matter, body), None when not assigned or missing; FileRefused when not read."""
+    async def _read(self, name: str) -> tuple[dict, str] | None:
+        """(front matter, body), None when not assigned or missing; FileRefused when not read. The content is read
+        in a worker thread (`filecache.read_text_async`): a cancelled run stops waiting at once."""
         if name not in self.skills:
             return None
-        return read_text(os.path.join(self.skills_root, name, "SKILL.md"), split_front_matter, root=self.boundary)
+        path = os.path.join(self.skills_root, name, "SKILL.md")
+        return await read_text_async(path, split_front_matter, root=self.boundary)
 
     async def load_skill(self, name: str) -> str:
         """Loads the full instructions of one assigned skill by name."""
         try:
-            parsed = await asyncio.to_thread(self._read, name)
+            parsed = await self._read(name)
         except FileRefused as refused:
             return f"The skill {name!r} was not read: {refused}"
         if parsed is None:
             return f"No assigned skill is named {name!r}."
         return parsed[1].strip()
 
-    def _lines(self) -> list[str]:
+    async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         lines = []
         for name in self.skills:
             try:
-                parsed = self._read(name)
+                parsed = await self._read(name)
             except FileRefused as refused:
                 lines.append(f"- {name}: (not read: {refused})")
                 continue
@@ -72,10 +73,6 @@ class SkillsContextProvider(AIContextProvider):
                 continue
             description = _one_line(str(parsed[0].get("description") or ""))
             lines.append(f"- {name}" + (f": {description}" if description else ""))
-        return lines
-
-    async def provide_ai_context(self, context: InvokingContext) -> AIContext:
-        lines = await asyncio.to_thread(self._lines)  # off the event loop: a cancelled run stops waiting at once
         if not lines:
             return AIContext()
         return AIContext(instructions=SKILLS_INSTRUCTIONS.format(lines="\n".join(lines)), tools=[self.load_tool])
