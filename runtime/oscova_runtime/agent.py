@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -44,8 +45,7 @@ class AgentResponse:
         return "".join(m.text for m in self.messages if m.role == "assistant")
 
 
-_OVERRIDABLE = ("instructions", "temperature", "top_p", "max_tokens", "seed", "stop", "tool_choice",
-                "continuation_token")
+_SCALARS = ("temperature", "top_p", "max_tokens", "seed", "tool_choice", "continuation_token")
 
 RunInput = str | ChatMessage | Sequence[ChatMessage] | None
 
@@ -60,23 +60,52 @@ def _as_messages(value: RunInput) -> list[ChatMessage]:
     return list(value)
 
 
+def _blank(text: str | None) -> bool:
+    return text is None or not text.strip()
+
+
+def merge_chat_options(agent: ChatOptions, run: ChatOptions | None) -> ChatOptions:
+    """The request's options: the agent's defaults merged with the run's as the framework's `ChatClientAgent`
+    does (`ChatClientAgent_ChatOptionsMergingTests`): a run value wins, a missing one falls back to the agent's;
+    instructions are the agent's then the run's, joined by a newline (a blank side gives way to the other);
+    stop sequences and tools are the run's followed by the agent's; extra fields of the run win."""
+    merged = agent.clone()
+    if run is None:
+        return merged
+    for name in _SCALARS:
+        value = getattr(run, name)
+        if value is not None:
+            setattr(merged, name, value)
+    if not _blank(run.instructions):
+        merged.instructions = run.instructions if _blank(agent.instructions) else f"{agent.instructions}\n{run.instructions}"
+    if run.stop:
+        merged.stop = [*run.stop, *(agent.stop or ())]
+    if run.tools:
+        merged.tools = [*run.tools, *(agent.tools or ())]
+    merged.extra.update(copy.deepcopy(run.extra))
+    return merged
+
+
 def validate_providers(providers: Sequence[Any], history: InMemoryChatHistoryProvider | None) -> None:
-    """Raises InvalidOperationError for a null entry, a shared state key or the chat-history key."""
+    """Raises InvalidOperationError for a null entry, a key two context providers share, or a key of the
+    chat-history provider (any of its keys) that a context provider uses."""
     owners: dict[str, str] = {}
-    history_key = history.state_key if history is not None else CHAT_HISTORY_STATE_KEY
+    history_keys = set(history.state_keys) if history is not None else {CHAT_HISTORY_STATE_KEY}
     for index, provider in enumerate(providers):
         if provider is None:
             raise InvalidOperationError(f"Context provider {index + 1} is null; remove the entry")
         for key in provider.state_keys:
-            if key == history_key:
-                raise InvalidOperationError(
-                    f"{type(provider).__name__} uses the state key {key!r} of the chat-history provider"
-                )
             if key in owners:
                 raise InvalidOperationError(
                     f"{owners[key]} and {type(provider).__name__} share the state key {key!r}; give one a unique key"
                 )
             owners[key] = type(provider).__name__
+    for key in history_keys:
+        if key in owners:
+            raise InvalidOperationError(
+                f"{owners[key]} uses the state key {key!r} of the chat-history provider "
+                f"({type(history).__name__ if history is not None else 'InMemoryChatHistoryProvider'}); give it "
+                "another key")
 
 
 RunScope = Callable[[], AbstractAsyncContextManager[Any]]
@@ -113,23 +142,20 @@ class ChatClientAgent:
     # -- pipeline --------------------------------------------------------------------------------
 
     async def _prepare(
-        self, messages: RunInput, session: AgentSession, options: ChatOptions | None
+        self, messages: RunInput, session: AgentSession, options: ChatOptions | None, *, compact: bool = True,
     ) -> tuple[list[ChatMessage], ChatOptions]:
-        request_options = self.chat_options.clone()
-        if options is not None:  # run options override the agent's defaults field by field
-            for name in _OVERRIDABLE:
-                value = getattr(options, name)
-                if value is not None:
-                    setattr(request_options, name, value)
-            if options.tools is not None:
-                request_options.tools = [*(request_options.tools or ()), *options.tools]
-            request_options.extra.update(options.extra)
+        request_options = merge_chat_options(self.chat_options, options)
         inputs = [m if m.source is EXTERNAL else m.with_source(EXTERNAL) for m in _as_messages(messages)]
-        history = await self.chat_history_provider.invoking(session)
+        if request_options.continuation_token is not None:
+            # A continuation resumes a response: no input, no history and no provider assembly.
+            if inputs:
+                raise InvalidOperationError(
+                    "Input messages are not allowed when continuing a response with a continuation token")
+            return [], request_options
+        history = await self.chat_history_provider.invoking(session, reduce=compact)
         context = AIContext(request_options.instructions, [*history, *inputs], list(request_options.tools or ()))
-        if request_options.continuation_token is None:
-            for provider in self.context_providers:
-                context = await provider.invoking(InvokingContext(self, session, context))
+        for provider in self.context_providers:
+            context = await provider.invoking(InvokingContext(self, session, context))
         request_options.instructions = context.instructions
         request_options.tools = context.tools
         return list(context.messages or ()), request_options
@@ -137,8 +163,9 @@ class ChatClientAgent:
     async def assemble(
         self, messages: RunInput = None, *, session: AgentSession | None = None, options: ChatOptions | None = None
     ) -> tuple[list[ChatMessage], ChatOptions]:
-        """The provider pipeline without the model: the messages and options the model would be sent."""
-        return await self._prepare(messages, session or AgentSession(), options)
+        """The provider pipeline without the model: the messages and options the model would be sent. The history
+        is shown as stored: compacting it would need the model (and change the session)."""
+        return await self._prepare(messages, session or AgentSession(), options, compact=False)
 
     async def _notify(
         self, session: AgentSession, request: list[ChatMessage], response: list[ChatMessage] | None,
@@ -161,6 +188,9 @@ class ChatClientAgent:
         except (Exception, asyncio.CancelledError) as error:
             await self._notify(session, request, None, error)
             raise
+        for message in response.messages:  # every response message carries the agent's name
+            if message.author_name is None:
+                message.author_name = self.options.name
         await self._notify(session, request, list(response.messages), None)
         return AgentResponse(list(response.messages), response.usage)
 
@@ -180,6 +210,8 @@ class ChatClientAgent:
         try:
             async with contextlib.aclosing(self.chat_client.get_streaming_response(request, request_options)) as stream:
                 async for update in stream:
+                    if update.author_name is None:
+                        update.author_name = self.options.name
                     updates.add(update)
                     yield update
         except (Exception, asyncio.CancelledError, GeneratorExit) as error:

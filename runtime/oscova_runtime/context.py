@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .messages import ChatMessage, MessageSource, MessageSourceType
+from .messages import ChatMessage, MessageSource, MessageSourceType, full_type_name
 
 if TYPE_CHECKING:
     from .session import AgentSession
@@ -66,8 +66,9 @@ class AIContextProvider:
 
     @property
     def source_id(self) -> str:
-        """The provider type stamped on its messages."""
-        return type(self).__name__
+        """The provider type stamped on its messages: its full, module-qualified name (the framework's
+        `GetType().FullName`); editors may show the class name alone."""
+        return full_type_name(self)
 
     # -- pre-run ---------------------------------------------------------------------------------
 
@@ -95,9 +96,11 @@ class AIContextProvider:
         return AIContext()
 
     def merge(self, accumulated: AIContext, provided: AIContext) -> AIContext:
+        """Instructions joined with one newline whenever both are not None (`""` and `"x"` give `"\nx"`);
+        messages stamped and appended; tools appended; a None property keeps the previous value."""
         instructions = accumulated.instructions
         if provided.instructions is not None:
-            instructions = provided.instructions if not instructions else instructions + "\n" + provided.instructions
+            instructions = provided.instructions if instructions is None else instructions + "\n" + provided.instructions
         messages = accumulated.messages
         if provided.messages is not None:
             stamp = MessageSource(MessageSourceType.AI_CONTEXT_PROVIDER, self.source_id)
@@ -113,16 +116,21 @@ class AIContextProvider:
         await self.invoked_core(context)
 
     async def invoked_core(self, context: InvokedContext) -> None:
-        """Skips storage on failure; otherwise stores external request messages and all response messages."""
+        """Skips storage on failure; otherwise stores the request and response messages the two store filters
+        keep (by default: external request messages, every response message)."""
         if context.invoke_exception is not None:
             return
         request = [m for m in context.request_messages if self.store_input_message_filter(m)]
-        await self.store_ai_context(
-            InvokedContext(context.agent, context.session, request, list(context.response_messages or ()), None)
-        )
+        response = [m for m in context.response_messages or () if self.store_input_response_message_filter(m)]
+        await self.store_ai_context(InvokedContext(context.agent, context.session, request, response, None))
 
     def store_input_message_filter(self, message: ChatMessage) -> bool:
+        """Which request messages reach `store_ai_context`: by default only External ones."""
         return _is_external(message)
+
+    def store_input_response_message_filter(self, message: ChatMessage) -> bool:
+        """Which response messages reach `store_ai_context`: by default all of them."""
+        return True
 
     async def store_ai_context(self, context: InvokedContext) -> None:
         return None

@@ -1,15 +1,29 @@
 """The governed function-invocation client: the tool loop with the seed's limits, and the repeated-call guard.
 
+The loop is Microsoft.Extensions.AI's `FunctionInvokingChatClient` with the seed's settings (40 iterations,
+3 consecutive errors, no detailed errors), calls run one after another:
+- at most `maximum_iterations_per_request` tool rounds; the request after the last one offers no function
+  tools (and no tool choice), so the model answers in text; calls it makes anyway are returned unrun;
+- a round in which a call raised is a failing round; while fewer than the limit failed in a row, the failure
+  is reported to the model (`Error: Function failed.`, the exception kept on the `FunctionResultContent`);
+  once the limit is reached, the next failing call's own exception propagates to the caller and the rest of
+  its round does not run (a limit of 0: the first failure propagates). A round without failures resets;
+- a call to a function not offered gets `Error: Requested function "NAME" not found.`: not an error, and the
+  model is asked again (also when no tools were offered at all);
+- a function that returns nothing is reported as `Success: Function completed.`;
+- a call that asks to terminate (`context.terminate`, or `current_invocation_context().terminate` from the
+  function) ends the loop after itself: the rest of its round does not run and gets no result.
+
 The guards, in the order a call meets them (the seed's step 7: one governed function-invocation client,
 then workspace validation, the builder customizations, the repeated-call guard):
-1. governance (`ToolPolicy`, in the loop): a refused call is not run; its result says why and the loop
-   ends after the round. It is not an error.
-2. workspace validation (function middleware): a path outside the grants raises `ToolCallRefusedError`,
-   a failed call like any other: the model sees the refusal, and it counts towards the consecutive-error
-   limit, so identical refused calls end the run with `ConsecutiveToolErrorsError` after three reports.
-3. the repeated-call guard (innermost middleware): counts identical calls that returned; a call that
-   raised is not counted (it has no result to reuse; the error limit governs it). So a tool failing the
-   same way every time reaches the consecutive-error limit and the failure reaches the caller.
+1. governance (`ToolPolicy`, in the loop): a refused call is not run; its result says why (with a
+   `ToolDeniedError` for the application, not counted as an error) and it ends the loop as a terminating
+   call does.
+2. workspace validation (function middleware): a path outside the grants raises `ToolCallRefusedError`, a
+   failed call like any other, whose model-visible text is the runtime's own refusal.
+3. the repeated-call guard (innermost middleware): counts identical calls that returned; the third is not
+   run and terminates. A call that raised is not counted (it has no result to reuse; the error limit
+   governs it).
 """
 
 from __future__ import annotations
@@ -17,7 +31,8 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from .chat import ChatClient, DelegatingChatClient, FunctionMiddleware
@@ -39,7 +54,8 @@ from .workspace import PATH_ARGUMENT_NAMES, WorkspaceViolation, resolve_inside, 
 MAXIMUM_ITERATIONS_PER_REQUEST = 40
 MAXIMUM_CONSECUTIVE_ERRORS_PER_REQUEST = 3
 FUNCTION_FAILED = "Error: Function failed."
-NOT_RUN = "Not run: the tool loop ended before this call."
+FUNCTION_COMPLETED = "Success: Function completed."
+FUNCTION_NOT_FOUND = 'Error: Requested function "{name}" not found.'
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +76,17 @@ class FunctionInvocationContext:
     request_state: dict[str, Any]
     """State shared by every call of one request (one `get_response`), e.g. for the repeated-call guard."""
     terminate: bool = False
-    """Set by middleware to end the tool loop after this round."""
+    """Set (by middleware or the function) to end the tool loop after this call."""
 
 
-class ConsecutiveToolErrorsError(RuntimeError):
-    """More consecutive failing tool rounds than the limit allows; the last tool exception is the cause."""
+_current_context: ContextVar[FunctionInvocationContext | None] = ContextVar("oscova_function_invocation",
+                                                                            default=None)
+
+
+def current_invocation_context() -> FunctionInvocationContext | None:
+    """The call being invoked, for the function itself (the framework's `FunctionInvokingChatClient.CurrentContext`):
+    a function sets `terminate` on it to end the tool loop after this call."""
+    return _current_context.get()
 
 
 class ToolCallRefusedError(PermissionError):
@@ -72,7 +94,27 @@ class ToolCallRefusedError(PermissionError):
     its message is written by the runtime, not the tool, so the model is shown it."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolFailure:
+    """Why a tool's own exception reached the caller: its round was one failing round past the limit."""
+
+    tool: str
+    call_id: str
+    failing_rounds: int
+    limit: int
+
+
+def tool_failure(error: BaseException) -> ToolFailure | None:
+    """The `ToolFailure` of an exception the tool loop let through to its caller, or None."""
+    found = getattr(error, "oscova_tool_failure", None)
+    return found if isinstance(found, ToolFailure) else None
+
+
 def serialize_result(result: Any) -> str:
+    """A function's result as the model sees it: text as it is, nothing as `Success: Function completed.`,
+    anything else as JSON."""
+    if result is None:
+        return FUNCTION_COMPLETED
     if isinstance(result, str):
         return result
     try:
@@ -82,27 +124,40 @@ def serialize_result(result: Any) -> str:
 
 
 @dataclass(slots=True)
-class _RoundResult:
+class _Round:
     message: ChatMessage
     terminate: bool = False
-    errors: list[BaseException] = field(default_factory=list)
+    failed: bool = False
+
+
+def _has_function_tools(options: ChatOptions) -> bool:
+    return any(isinstance(t, AIFunction) for t in options.tools or ())
+
+
+def _without_function_tools(options: ChatOptions) -> ChatOptions:
+    """The last iteration's options: no function tools, and no tool choice when no tool remains."""
+    if not options.tools or not _has_function_tools(options):
+        return options
+    last = options.clone()
+    last.tools = [t for t in options.tools if not isinstance(t, AIFunction)] or None
+    if last.tools is None:
+        last.tool_choice = None
+    return last
+
+
+def _after_a_round(options: ChatOptions) -> ChatOptions:
+    """A required tool choice holds for the first request only (it would loop for ever)."""
+    if options.tool_choice != "required":
+        return options
+    later = options.clone()
+    later.tool_choice = None
+    return later
 
 
 class FunctionInvokingChatClient(DelegatingChatClient):
-    """Calls the model, runs the tools it asks for, sends the results back, until it answers.
+    """Calls the model, runs the tools it asks for, sends the results back, until it answers (see the module).
 
-    - at most `maximum_iterations_per_request` tool rounds; the response after the last round is returned
-      as is, with any further calls left unprocessed;
-    - a round in which a tool failed counts as an error; more than
-      `maximum_consecutive_errors_per_request` failing rounds in a row raise (the last tool exception is
-      the cause) — so with 3, three failing rounds are reported to the model and a fourth raises;
-    - without detailed errors the model sees only `Error: Function failed.`; the exception stays on the
-      `FunctionResultContent` for the application.
-    - `policy` is asked before each call: a refused call is not run, its result says why (with a
-      `ToolDeniedError` for the application) and the loop ends after that round.
-    Calls left in a round after the loop was told to end get a "not run" result, so every call the
-    model made has its result in the history.
-    Cancellation propagates: a cancelled tool or model call ends the loop.
+    `policy` is asked before each call. Cancellation propagates: a cancelled tool or model call ends the loop.
     """
 
     def __init__(
@@ -114,29 +169,39 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         self.middleware = list(middleware)
         self.policy = policy
 
+    def _request_options(self, options: ChatOptions, iteration: int) -> ChatOptions:
+        return options if iteration < self.settings.maximum_iterations_per_request else _without_function_tools(options)
+
+    def _loop_ends(self, calls: list[FunctionCallContent], options: ChatOptions, iteration: int) -> bool:
+        """No calls, the last iteration, or a call naming a tool that cannot be invoked: the calls go back."""
+        if not calls or iteration >= self.settings.maximum_iterations_per_request:
+            return True
+        tools = {getattr(t, "name", None): t for t in options.tools or ()}
+        return any(c.name in tools and not isinstance(tools[c.name], AIFunction) for c in calls)
+
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         conversation = list(messages)
         added: list[ChatMessage] = []
         usage = UsageDetails()
         state: dict[str, Any] = {}
-        errors_in_a_row = 0
-        response = ChatResponse()
+        failing = 0
         iteration = 0
         while True:
-            response = await self.inner.get_response(conversation, options)
+            response = await self.inner.get_response(conversation, self._request_options(options, iteration))
             usage.add(response.usage)
             added.extend(response.messages)
             calls = [c for m in response.messages for c in m.function_calls]
-            if not calls or not options.tools or iteration >= self.settings.maximum_iterations_per_request:
+            if self._loop_ends(calls, options, iteration):
                 break
             conversation.extend(response.messages)
-            outcome = await self._invoke_round(calls, options, state, iteration)
-            errors_in_a_row = self._count_errors(outcome, errors_in_a_row)
+            outcome = await self._invoke_round(calls, options, state, iteration, failing)
+            failing = failing + 1 if outcome.failed else 0
             conversation.append(outcome.message)
             added.append(outcome.message)
-            iteration += 1
             if outcome.terminate:
                 break
+            options = _after_a_round(options)
+            iteration += 1
         return ChatResponse(added, usage, response.finish_reason, response.model)
 
     async def get_streaming_response(  # type: ignore[override]
@@ -144,74 +209,77 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     ) -> AsyncGenerator[ChatResponseUpdate, None]:
         conversation = list(messages)
         state: dict[str, Any] = {}
-        errors_in_a_row = 0
+        failing = 0
         iteration = 0
         while True:
             updates = UpdateAccumulator()
-            async with contextlib.aclosing(self.inner.get_streaming_response(conversation, options)) as stream:
+            request_options = self._request_options(options, iteration)
+            async with contextlib.aclosing(self.inner.get_streaming_response(conversation, request_options)) as stream:
                 async for update in stream:
                     updates.add(update)
                     yield update
             response_messages = updates.messages()
             calls = [c for m in response_messages for c in m.function_calls]
-            if not calls or not options.tools or iteration >= self.settings.maximum_iterations_per_request:
+            if self._loop_ends(calls, options, iteration):
                 return
             conversation.extend(response_messages)
-            outcome = await self._invoke_round(calls, options, state, iteration)
-            errors_in_a_row = self._count_errors(outcome, errors_in_a_row)
+            outcome = await self._invoke_round(calls, options, state, iteration, failing)
+            failing = failing + 1 if outcome.failed else 0
             conversation.append(outcome.message)
             yield ChatResponseUpdate(role="tool", contents=list(outcome.message.contents))
-            iteration += 1
             if outcome.terminate:
                 return
-
-    def _count_errors(self, outcome: _RoundResult, errors_in_a_row: int) -> int:
-        if not outcome.errors:
-            return 0
-        errors_in_a_row += 1
-        if errors_in_a_row > self.settings.maximum_consecutive_errors_per_request:
-            raise ConsecutiveToolErrorsError(
-                f"The tools failed {errors_in_a_row} times in a row; the run stopped"
-            ) from outcome.errors[-1]
-        return errors_in_a_row
+            options = _after_a_round(options)
+            iteration += 1
 
     async def _invoke_round(
-        self, calls: list[FunctionCallContent], options: ChatOptions, state: dict[str, Any], iteration: int
-    ) -> _RoundResult:
+        self, calls: list[FunctionCallContent], options: ChatOptions, state: dict[str, Any], iteration: int,
+        failing: int,
+    ) -> _Round:
+        """Runs the round's calls in order until one terminates. Failures are reported while `failing` (the
+        failing rounds before this one) is under the limit; past it, a failure propagates."""
         tools = {t.name: t for t in options.tools or () if isinstance(t, AIFunction)}
-        outcome = _RoundResult(ChatMessage("tool", []))
+        outcome = _Round(ChatMessage("tool", []))
         results = outcome.message.contents
+        report_failures = failing < self.settings.maximum_consecutive_errors_per_request
         for call in calls:
-            if outcome.terminate:
-                results.append(FunctionResultContent(call.call_id, NOT_RUN))
-                continue
             function = tools.get(call.name)
             refusal = self.policy.refusal(call.name, function)
-            if refusal is not None:
+            if refusal is not None:  # not run; it ends the loop as a terminating call does
                 results.append(FunctionResultContent(call.call_id, refusal, ToolDeniedError(refusal)))
                 outcome.terminate = True
-                continue
+                break
             if function is None:
-                error = LookupError(f"Requested function {call.name!r} not found")
-                outcome.errors.append(error)
-                results.append(FunctionResultContent(
-                    call.call_id, f'Error: Requested function "{call.name}" not found.', error))
+                results.append(FunctionResultContent(call.call_id, FUNCTION_NOT_FOUND.format(name=call.name)))
                 continue
             context = FunctionInvocationContext(function, dict(call.arguments), call, iteration, state)
             try:
                 result = await self._run_middleware(context)
-            except Exception as error:  # noqa: BLE001 - reported to the model without detail
-                outcome.errors.append(error)
-                text = FUNCTION_FAILED
-                if isinstance(error, ToolCallRefusedError):
-                    text = str(error)
-                elif self.settings.include_detailed_errors:
-                    text = f"{FUNCTION_FAILED} Exception: {error}"
-                results.append(FunctionResultContent(call.call_id, text, error))
-            else:
-                results.append(FunctionResultContent(call.call_id, serialize_result(result)))
-            outcome.terminate = outcome.terminate or context.terminate
+            except Exception as error:  # noqa: BLE001 - reported to the model without detail, or propagated
+                if not report_failures:
+                    self._mark_past_the_limit(error, call, failing)
+                    raise
+                outcome.failed = True
+                results.append(FunctionResultContent(call.call_id, self._failure_text(error), error))
+                continue
+            results.append(FunctionResultContent(call.call_id, serialize_result(result)))
+            if context.terminate:
+                outcome.terminate = True
+                break
         return outcome
+
+    def _failure_text(self, error: Exception) -> str:
+        if isinstance(error, ToolCallRefusedError):
+            return str(error)
+        if self.settings.include_detailed_errors:
+            return f"{FUNCTION_FAILED} Exception: {error}"
+        return FUNCTION_FAILED
+
+    def _mark_past_the_limit(self, error: Exception, call: FunctionCallContent, failing: int) -> None:
+        """Tells the caller why the tool's own exception reached it (the exception itself is not wrapped)."""
+        limit = self.settings.maximum_consecutive_errors_per_request
+        with contextlib.suppress(AttributeError, TypeError):  # an exception class without attributes
+            error.oscova_tool_failure = ToolFailure(call.name, call.call_id, failing + 1, limit)  # type: ignore[attr-defined]
 
     async def _run_middleware(self, context: FunctionInvocationContext) -> Any:
         chain = self.middleware
@@ -221,7 +289,11 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 return await ctx.function.invoke(ctx.arguments)
             return await chain[index](ctx, lambda c: call(index + 1, c))
 
-        return await observed_tool(context.call, context.function.description, lambda: call(0, context))
+        token = _current_context.set(context)
+        try:
+            return await observed_tool(context.call, context.function.description, lambda: call(0, context))
+        finally:
+            _current_context.reset(token)
 
 
 class WorkspaceValidation:
@@ -257,7 +329,8 @@ REPEATED_CALL_STOPPED = (
 
 class RepeatedCallGuard:
     """Function middleware: after `limit - 1` identical calls (same tool, same arguments) returned in one
-    request, the next one is not run; its result says why and the tool loop ends after that round.
+    request, the next one is not run; its result says why and it terminates the tool loop (the rest of its
+    round does not run).
 
     A call that raised is not counted: there is no earlier result to use, and the consecutive-error
     limit already stops a tool that keeps failing.

@@ -101,7 +101,8 @@ class ConfiguredHost:
         self._tools_synced = False
         user_id = self.config.host.user_id
         self.personal_repository = personal_repository or SharedAgentPersonalContextRepository(
-            os.path.join(self.root, ".oscova", "personal", user_id or "_anonymous"), boundary=self.root)
+            os.path.join(self.root, ".oscova", "personal", user_id or "_anonymous"),
+            self.config.host.personal_context_max_bytes, boundary=self.root)
         self.tool_policy = ToolPolicy(lambda: self.config.host.deny_tools, lambda: self.config.host.allow_egress,
                                       lambda: self.orchestrator.tools)
 

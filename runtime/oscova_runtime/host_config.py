@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .definition import ToolMode
 
 Severity = Literal["error", "warning", "information", "hint"]
+DEFAULT_PERSONAL_CONTEXT_MAX_BYTES = 16 * 1024
 Contribution = Literal["instructions", "messages", "tools"]
 
 
@@ -34,6 +35,10 @@ class HostSettings(_Section):
     allow_egress: bool = Field(
         default=True, description="false: tools marked `egress` (they send data off this machine) are never offered "
                                   "and are refused at call time.")
+    personal_context_max_bytes: int = Field(
+        default=DEFAULT_PERSONAL_CONTEXT_MAX_BYTES, ge=1,
+        description="The largest personal context of a shared agent, in bytes of UTF-8: saving more is refused, and "
+                    "a larger file is read up to this size (seed: the host supplies the maximum UTF-8 text size).")
 
 
 class UserSettings(_Section):

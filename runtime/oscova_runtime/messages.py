@@ -17,15 +17,28 @@ class MessageSourceType(enum.Enum):
     AI_CONTEXT_PROVIDER = "AIContextProvider"
 
 
+def full_type_name(value: object) -> str:
+    """The module-qualified name of `value`'s type (the framework stamps sources with `GetType().FullName`)."""
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def short_type_name(source_id: str) -> str:
+    """The class name alone of a module-qualified source id (what an editor may show)."""
+    return source_id.rpartition(".")[2]
+
+
 @dataclass(frozen=True, slots=True)
 class MessageSource:
     type: MessageSourceType
     source_id: str | None = None
-    """For provider messages: the provider type name that contributed the message."""
+    """The full (module-qualified) type name of the provider that contributed the message, or of the
+    chat-history provider it was loaded from."""
 
 
 EXTERNAL = MessageSource(MessageSourceType.EXTERNAL)
-CHAT_HISTORY = MessageSource(MessageSourceType.CHAT_HISTORY, "InMemoryChatHistoryProvider")
+CHAT_HISTORY = MessageSource(MessageSourceType.CHAT_HISTORY, "oscova_runtime.session.InMemoryChatHistoryProvider")
+"""How the default chat-history provider stamps the messages it loads."""
 
 
 @dataclass(slots=True)
@@ -154,6 +167,8 @@ class ChatResponseUpdate:
     finish_reason: str | None = None
     model: str | None = None
     """The model that answered, as the endpoint names it (on the last update of a stream)."""
+    author_name: str | None = None
+    """The agent that produced it (`ChatClientAgent` sets its name on every update it passes on)."""
 
     @property
     def text(self) -> str:
@@ -180,7 +195,9 @@ class UpdateAccumulator:
             return
         if not self._messages or self._messages[-1].role != role:
             self._close_text()
-            self._messages.append(ChatMessage(role, []))
+            self._messages.append(ChatMessage(role, [], author_name=update.author_name))
+        elif self._messages[-1].author_name is None:
+            self._messages[-1].author_name = update.author_name
         for content in update.contents:
             if isinstance(content, TextContent):
                 self._pieces.append(content.text)

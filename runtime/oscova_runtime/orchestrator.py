@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from .agent import ChatClientAgent, ChatClientAgentOptions
 from .chat import ChatClient, ChatClientBuilder
@@ -86,6 +86,15 @@ class AgentBuildRequest:
 
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+def _required(request: AgentBuildRequest, name: str, definition: AgentDefinition) -> Callable[..., Any]:
+    """A required callback of the request; a null one fails here, when it is invoked (seed: "The required
+    callbacks have non-nullable contracts. A null callback fails when invoked")."""
+    callback = getattr(request, name)
+    if callback is None:
+        raise InvalidOperationError(f"The build request's {name} is None; it is required to build {definition.id!r}")
+    return cast(Callable[..., Any], callback)
 
 
 class AIAgentCollection:
@@ -235,7 +244,7 @@ class AgentOrchestrator(IAgentOrchestrator):
         context = BuildContext(self, request.agent_definition, requested, dependencies)
 
         # 3. providers, then the chat client.
-        providers = await _maybe_await(request.context_provider_factory(definition, context))
+        providers = await _maybe_await(_required(request, "context_provider_factory", definition)(definition, context))
         if providers is None:
             raise InvalidOperationError(
                 f"The context provider factory returned None for {definition.id!r}; return [] when none apply"
@@ -247,7 +256,7 @@ class AgentOrchestrator(IAgentOrchestrator):
                     f"Context provider {index + 1} for {definition.id!r} is "
                     f"{'null' if provider is None else type(provider).__name__}, not an AIContextProvider"
                 )
-        chat_client = await _maybe_await(request.chat_client_factory(definition, context))
+        chat_client = await _maybe_await(_required(request, "chat_client_factory", definition)(definition, context))
         if chat_client is None:
             raise InvalidOperationError(f"The chat client factory returned None for {definition.id!r}")
 

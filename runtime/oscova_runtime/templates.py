@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast
 
-from jinja2 import BaseLoader, Environment, Template, TemplateNotFound, nodes
+from jinja2 import BaseLoader, Environment, Template, TemplateNotFound, meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
@@ -172,6 +172,7 @@ class TemplateRenderer:
             auto_reload=True,
         )
         self._compiled: dict[str, Template] = {}
+        self._free: dict[str, frozenset[str]] = {}
 
     def compile(self, source: str) -> Template:
         template = self._compiled.get(source)
@@ -184,6 +185,20 @@ class TemplateRenderer:
                 self._compiled.clear()
             self._compiled[source] = template
         return template
+
+    def free_variables(self, source: str) -> frozenset[str]:
+        """The names the template uses without binding them itself (the checker's free uses); includes and
+        imports are not followed. TemplateError when it does not parse."""
+        names = self._free.get(source)
+        if names is None:
+            try:
+                names = frozenset(meta.find_undeclared_variables(self.environment.parse(source)))
+            except Exception as error:  # noqa: BLE001 - reported in words
+                raise TemplateError(f"The template does not parse: {error}") from None
+            if len(self._free) > 512:
+                self._free.clear()
+            self._free[source] = names
+        return names
 
     def render_string(self, source: str, variables: Mapping[str, Any], *, name: str = "instructions") -> str:
         try:

@@ -85,13 +85,18 @@ def test_preview_of_the_example_shows_one_agent_memory_block(tmp_path: Path) -> 
 
 # -- item 9: a tool that was not offered, the transcript, the terminal -------------------------------------
 
-def test_a_call_to_a_tool_that_was_not_offered_ends_with_a_word_why(tmp_path: Path, fake_openai) -> None:
+def test_a_call_to_a_tool_that_was_not_offered_is_answered_not_found_and_the_model_asked_again(
+        tmp_path: Path, fake_openai) -> None:
+    """As the framework's function-invocation loop does: the call gets a not-found result (not an error), the
+    terminal shows it, and the model answers with it in view."""
     root = make_workspace(tmp_path / "ws", fake_openai.base_url, host=host_toml(fake_openai.base_url, key_variable=None))
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("delete_everything", {"all": True}, "c1")]))
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("delete_everything", {"all": True}, "c1")]),
+                        Reply(text="I cannot delete anything."))
     result = oscova("run", "echo", "--input", "hi", cwd=root)
-    assert result.returncode == 1
-    assert "✓ completed" not in result.stderr
-    assert "`delete_everything`, which it was not offered in this run" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert '← delete_everything: Error: Requested function "delete_everything" not found.' in result.stderr
+    assert "I cannot delete anything." in result.stdout
+    assert fake_openai.requests[1].messages[-1]["content"] == 'Error: Requested function "delete_everything" not found.'
 
 
 def test_the_terminal_says_where_the_transcript_went(tmp_path: Path, fake_openai) -> None:

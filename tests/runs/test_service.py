@@ -137,7 +137,8 @@ async def test_preview_lists_each_providers_contribution_in_the_default_order(tm
     assert by_type["private_notes"]["instructions"] is None and by_type["private_notes"]["tools"] == []
     assert by_type["agent_tools"]["tools"] == ["echo"]
     assert by_type["memory"]["tools"] == ["memory_save", "memory_search"]
-    assert by_type["todo"]["messages"] and by_type["todo"]["messages"][0]["sourceId"] == "TodoListContextProvider"
+    assert by_type["todo"]["messages"] and by_type["todo"]["messages"][0]["sourceId"] == (
+        "oscova_runtime.providers.todo.TodoListContextProvider")  # the full type name, as the framework stamps
     assert "todo_write" in by_type["todo"]["tools"]
     # The whole: instructions are the contributions joined in order; tools are every contribution.
     contributed = [p["instructions"] for p in providers if p["instructions"]]

@@ -19,6 +19,7 @@ from oscova_runtime.context import InvokingContext
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host import ConfiguredHost, HostConfigurationError
 from oscova_runtime.host_config import HostConfig
+from oscova_runtime.notices import ProviderNotice, listening
 from oscova_runtime.paths import FileRefused
 from oscova_runtime.providers import (
     LibraryContextProvider,
@@ -156,17 +157,24 @@ def test_a_memory_root_outside_the_workspace_is_refused(root: Path, outside: Pat
 
 
 def test_private_notes_that_are_special_or_lead_out_are_not_read(root: Path, outside: Path) -> None:
+    """Not waited on, not followed, and ("Missing or unauthorized notes contribute nothing") not in the prompt:
+    the reason goes to the run's listener."""
     notes = root / ".oscova/notes/u"
     notes.mkdir(parents=True)
     os.mkfifo(notes / "a.md")
     os.symlink(outside / "secret.md", notes / "b.md")
-    fifo = run(PrivateNotesContextProvider(str(root / ".oscova/notes"), "u", "a", boundary=str(root))
-               .provide_ai_context(ctx()))
-    assert fifo.instructions == f"<private_notes>\n[a.md: {FIFO}]\n</private_notes>"
-    linked = run(PrivateNotesContextProvider(str(root / ".oscova/notes"), "u", "b", boundary=str(root))
-                 .provide_ai_context(ctx()))
-    assert SECRET not in (linked.instructions or "")
-    assert LEADS_OUT in (linked.instructions or "")
+    heard: list[ProviderNotice] = []
+
+    async def provide(agent_id: str) -> Any:
+        with listening(heard.append):
+            provider = PrivateNotesContextProvider(str(root / ".oscova/notes"), "u", agent_id, boundary=str(root))
+            return await provider.provide_ai_context(ctx())
+
+    assert run(provide("a")).instructions is None
+    assert run(provide("b")).instructions is None
+    assert [n.message.partition(": ")[2] for n in heard] == [
+        FIFO, "it is a symlink that leads outside the user's own notes folder"]
+    assert SECRET not in str(heard)
 
 
 def test_skills_that_are_special_or_named_out_of_the_root_are_not_read(root: Path, outside: Path) -> None:

@@ -13,7 +13,8 @@ from oscova_runtime.function_invocation import (
     FUNCTION_FAILED,
     MAXIMUM_CONSECUTIVE_ERRORS_PER_REQUEST,
     MAXIMUM_ITERATIONS_PER_REQUEST,
-    ConsecutiveToolErrorsError,
+    ToolFailure,
+    tool_failure,
 )
 from oscova_runtime.orchestrator import AgentOrchestrator
 from oscova_runtime.providers import AgentToolProvider
@@ -66,7 +67,8 @@ async def test_a_tool_call_round_trip_sends_the_result_back(openai_client, fake_
 
 
 async def test_forty_iterations_at_most(openai_client, fake_openai):
-    """A model that always calls a tool gets 40 tool rounds; the 41st response is returned unprocessed."""
+    """A model that always calls a tool gets 40 tool rounds; the 41st request offers no tools, and calls the model
+    makes anyway are returned unprocessed."""
     count = []
 
     def tick(n: int) -> str:
@@ -79,22 +81,26 @@ async def test_forty_iterations_at_most(openai_client, fake_openai):
     response = await agent.run("loop")
     assert len(count) == 40
     assert len(fake_openai.requests) == 41
+    assert all(r.tool_names == ["tick"] for r in fake_openai.requests[:40])
+    assert "tools" not in fake_openai.requests[40].body
     assert response.messages[-1].function_calls  # the last calls are left for the caller
 
 
 async def test_three_consecutive_errors_then_the_run_fails(openai_client, fake_openai):
-    """Three failing rounds in a row are reported to the model; a fourth exceeds the limit and raises."""
+    """Three failing rounds in a row are reported to the model; in a fourth, the failing call's own exception
+    reaches the caller ("the original application-side exception"), marked with why it was let through."""
 
     def broken(i: int) -> str:
         """Always fails."""
         raise OSError("secret path /etc/shadow unreadable")
 
-    fake_openai.responder = lambda body: Reply(tool_calls=[ToolCall("broken", {"i": len(fake_openai.requests)})])
+    fake_openai.responder = lambda body: Reply(tool_calls=[ToolCall("broken", {"i": len(fake_openai.requests)}, "cx")])
     agent = await build(openai_client, [function_from_callable(broken)])
-    with pytest.raises(ConsecutiveToolErrorsError) as raised:
+    with pytest.raises(OSError, match="unreadable") as raised:
         await agent.run("go")
-    assert isinstance(raised.value.__cause__, OSError)
+    assert tool_failure(raised.value) == ToolFailure("broken", "cx", 4, 3)
     assert len(fake_openai.requests) == 4  # three failures were sent back; the fourth failure raised
+    assert tool_results(fake_openai.requests[3]) == [FUNCTION_FAILED] * 3
 
 
 async def test_a_success_resets_the_consecutive_error_count(openai_client, fake_openai):

@@ -305,3 +305,85 @@ async def test_missing_model_configuration_is_reported_in_words(tmp_path):
                           [AgentDefinition(id="x")])
     with pytest.raises(HostConfigurationError, match=r"\[models.default\]"):
         await host.get_agent("x")
+
+
+# -- issue 21: conditions whose tests could not fail ----------------------------------------------------------
+
+
+def provider_names(agent) -> list[str]:
+    return [type(p).__name__ for p in agent.context_providers]
+
+
+async def test_a_dependency_with_its_own_agent_tools_gets_an_agent_as_tool_provider(tmp_path, fake_openai):
+    """"Called agents ... Added when the definition has AgentToolIds." — for a dependency too (the condition is
+    not requested-only): a child that calls a grandchild offers it as a tool."""
+    leaf = AgentDefinition(id="leaf", exposed_as_tool=True, instructions="leaf")
+    mid = AgentDefinition(id="mid", exposed_as_tool=True, agent_tools=["leaf"], instructions="mid")
+    host = ConfiguredHost(tmp_path, config(fake_openai), [AgentDefinition(id="top", agent_tools=["mid"]), mid, leaf])
+    await host.get_agent("top")
+    middle = host.orchestrator.agents.get("mid")
+    assert "AgentAsToolProvider" in provider_names(middle)
+    [as_tools] = [p for p in middle.context_providers if type(p).__name__ == "AgentAsToolProvider"]
+    assert [t.name for t in as_tools.tools] == ["leaf"]
+    assert "AgentAsToolProvider" not in provider_names(host.orchestrator.agents.get("leaf"))
+    await host.aclose()
+
+
+SKILLED = {"host": {"user_id": "alice"}}
+
+
+@pytest.mark.parametrize(("case", "present"), [
+    ("user id and skills, requested", True), ("no user id", False), ("no skills", False), ("a dependency", False)])
+async def test_skills_need_a_user_id_an_assigned_skill_and_the_requested_agent(tmp_path, fake_openai, case, present):
+    """"Skills ... Requested active agent only, with a user ID and at least one assigned skill." — each condition."""
+    root = workspace(tmp_path)
+    skills = [] if case == "no skills" else ["triage"]
+    sections = {} if case == "no user id" else SKILLED
+    kid = AgentDefinition(id="kid", exposed_as_tool=True, skills=skills)
+    top = AgentDefinition(id="top", skills=skills, agent_tools=["kid"])
+    host = ConfiguredHost(root, config(fake_openai, **sections), [top, kid])
+    agent = await host.get_agent("top")
+    built = host.orchestrator.agents.get("kid") if case == "a dependency" else agent
+    assert ("SkillsContextProvider" in provider_names(built)) is present
+    if case != "a dependency":
+        fake_openai.enqueue(Reply(text="ok"))
+        await agent.run("hi")
+        assert ("load_skill" in fake_openai.requests[0].tool_names) is present
+        assert ("- triage: Sort bugs" in fake_openai.requests[0].messages[0]["content"]) is present
+    await host.aclose()
+
+
+@pytest.mark.parametrize(("host_todo", "definition_todo"), [(True, True), (False, True), (True, False)])
+async def test_todo_needs_the_host_switch_and_the_definition(tmp_path, fake_openai, host_todo, definition_todo):
+    """"Todo list ... Requested active agent only when todo support is enabled." — `[host] todo` enables it in
+    the host, `todo: true` in the definition."""
+    host = ConfiguredHost(tmp_path, config(fake_openai, host={"todo": host_todo}),
+                          [AgentDefinition(id="t", todo=definition_todo)])
+    fake_openai.enqueue(Reply(text="ok"))
+    await (await host.get_agent("t")).run("hi")
+    request = fake_openai.requests[0]
+    present = host_todo and definition_todo
+    assert ("todo_write" in request.tool_names) is present
+    assert any("<todo_list>" in (m.get("content") or "") for m in request.messages) is present
+    await host.aclose()
+
+
+async def test_vision_and_run_providers_are_for_the_requested_agent_only(tmp_path, fake_openai, monkeypatch):
+    """"Caller-supplied run providers ... Requested active agent only." — vision and `context_providers` entries."""
+    (tmp_path / "plainmod.py").write_text(textwrap.dedent('''
+        from oscova_runtime import AIContextProvider, AIContext
+
+        class Plain(AIContextProvider):
+            async def provide_ai_context(self, context):
+                return AIContext(instructions="plain provider")
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = config(fake_openai, providers={"plain": {"class": "plainmod:Plain"}})
+    kid = AgentDefinition(id="kid", exposed_as_tool=True, vision=True, context_providers=["plain"])
+    top = AgentDefinition(id="top", vision=True, context_providers=["plain"], agent_tools=["kid"])
+    host = ConfiguredHost(tmp_path, cfg, [top, kid])
+    agent = await host.get_agent("top")
+    assert provider_names(agent)[-3:] == ["AgentAsToolProvider", "VisionToolProvider", "Plain"]
+    assert provider_names(host.orchestrator.agents.get("kid")) == [
+        "EnvironmentContextProvider", "AgentToolProvider", "AgentPersonalContextProvider"]
+    await host.aclose()

@@ -6,6 +6,8 @@ import asyncio
 
 import pytest
 from conftest import Reply, ScriptedChatClient, ToolCall, make_request
+from oscova_runtime.agent import ChatClientAgentOptions
+from oscova_runtime.context import AIContextProvider
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.messages import ChatOptions
 from oscova_runtime.orchestrator import AgentBuildRequest, AgentOrchestrator
@@ -338,3 +340,226 @@ async def test_cancelling_a_run_does_not_evict_and_evicting_does_not_cancel(open
     with pytest.raises(asyncio.CancelledError):
         await task
     assert orchestrator.agents.get("plain") is agent
+
+
+# -- issue 21: behaviours whose tests could not fail -------------------------------------------------------
+
+
+def test_the_package_exports_the_orchestrator_and_the_build_request():
+    """"The supported entry points are IAgentOrchestrator, its default AgentOrchestrator, and AgentBuildRequest." """
+    import oscova_runtime
+    from oscova_runtime import orchestrator
+
+    for name in ("AgentOrchestrator", "AgentBuildRequest", "IAgentOrchestrator"):
+        assert name in oscova_runtime.__all__
+        assert getattr(oscova_runtime, name) is getattr(orchestrator, name)
+
+
+async def test_the_workspace_resolver_is_called_with_the_definition_being_built(openai_client, fake_openai, tmp_path):
+    """"WorkspaceResolver: Returns the current allowed directories for each definition": a dependency's tool call is
+    checked against the dependency's own grants, not the requested agent's."""
+    (tmp_path / "child").mkdir()
+    (tmp_path / "child" / "c.txt").write_text("child data")
+    (tmp_path / "parent").mkdir()
+    (tmp_path / "parent" / "p.txt").write_text("parent data")
+    from oscova_runtime.tools import BuiltinToolContext, builtin_tools
+
+    read_file = builtin_tools(BuiltinToolContext())["read_file"]
+    from oscova_runtime.providers import AgentToolProvider
+
+    child = AgentDefinition(id="child", exposed_as_tool=True)
+    parent = AgentDefinition(id="parent", agent_tools=["child"])
+    asked: list[str] = []
+
+    def resolver(definition):
+        asked.append(definition.id)
+        return [str(tmp_path / definition.id)]
+
+    def providers(definition, ctx):
+        if definition.agent_tools:
+            return [AgentAsToolProvider(definition.agent_tools, ctx.dependencies)]
+        return [AgentToolProvider(lambda: ["read_file"], lambda: {"read_file": read_file})]
+
+    agent = await AgentOrchestrator().get_or_create_agent(make_request(
+        parent, openai_client, providers, available=[parent, child], workspaces=resolver))
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("child", {"query": "read"}, "p1")]),
+                        Reply(tool_calls=[ToolCall("read_file", {"path": "c.txt"}, "k1"),
+                                          ToolCall("read_file", {"path": str(tmp_path / "parent" / "p.txt")}, "k2")]),
+                        Reply(text="child done"), Reply(text="parent done"))
+    assert (await agent.run("go")).text == "parent done"
+    child_results = [m["content"] for m in fake_openai.requests[2].messages if m["role"] == "tool"]
+    assert child_results[0] == "child data" and child_results[1].startswith("Access denied")
+    assert asked == ["parent", "child", "child"]  # the parent's call of its agent tool, then the child's two calls
+
+
+async def test_configure_options_are_the_options_the_agent_uses(openai_client, fake_openai):
+    """"Apply ConfigureOptions to the requested agent." — what it returns (or changes) is what the agent runs with."""
+    def replace(options):
+        return ChatClientAgentOptions(options.id, "Renamed", options.description,
+                                      ChatOptions(instructions="custom", temperature=0.1), options.ai_context_providers)
+
+    def change(options):
+        options.chat_options.max_tokens = 9
+
+    replaced = await AgentOrchestrator().get_or_create_agent(make_request(PLAIN, openai_client, configure_options=replace))
+    changed = await AgentOrchestrator().get_or_create_agent(make_request(PLAIN, openai_client, configure_options=change))
+    fake_openai.enqueue(Reply(text="a"), Reply(text="b"))
+    assert replaced.name == "Renamed" and [m.author_name for m in (await replaced.run("hi")).messages] == ["Renamed"]
+    await changed.run("hi")
+    first, second = fake_openai.requests
+    assert first.messages[0] == {"role": "system", "content": "custom"} and first.body["temperature"] == 0.1
+    assert second.body["max_tokens"] == 9
+
+
+async def test_a_cached_dependency_serves_two_parents_and_its_factories_run_once():
+    """A dependency is cached like any agent: "A cache hit returns before invoking the chat-client, provider,
+    reducer, or workspace factories." — a second parent reuses it."""
+    child = AgentDefinition(id="child", exposed_as_tool=True)
+    one, two = AgentDefinition(id="one", agent_tools=["child"]), AgentDefinition(id="two", agent_tools=["child"])
+    orchestrator, f = AgentOrchestrator(), Counting()
+    await orchestrator.get_or_create_agent(f.request(one, available=[one, two, child]))
+    await orchestrator.get_or_create_agent(f.request(two, available=[one, two, child]))
+    built = [(kind, agent) for kind, agent, _ in f.log if kind != "workspaces"]
+    assert built == [("providers", "child"), ("chat", "child"), ("providers", "one"), ("chat", "one"),
+                     ("providers", "two"), ("chat", "two")]
+    cached = orchestrator.agents.get("child")
+    await orchestrator.get_or_create_agent(f.request(one, available=[one, two, child], bypass_requested_agent_cache=True))
+    assert orchestrator.agents.get("child") is cached and sum(1 for k, a, _ in f.log if a == "child") == 2
+
+
+async def test_a_null_chat_client_factory_fails_when_invoked():
+    """"The required callbacks have non-nullable contracts. A null callback fails when invoked": the build fails
+    at the chat-client step (after the providers), nothing is cached, and a cache hit never invokes it."""
+    from oscova_runtime.context import InvalidOperationError
+
+    orchestrator, f = AgentOrchestrator(), Counting()
+    request = f.request(PLAIN)
+    request.chat_client_factory = None
+    with pytest.raises(InvalidOperationError, match="chat_client_factory"):
+        await orchestrator.get_or_create_agent(request)
+    assert [kind for kind, *_ in f.log] == ["providers"] and len(orchestrator.agents) == 0
+    cached = await orchestrator.get_or_create_agent(f.request(PLAIN))
+    assert await orchestrator.get_or_create_agent(request) is cached
+
+
+class CountingReducer:
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    async def reduce(self, messages):
+        self.seen.append([m.text for m in messages])
+        return list(messages)[-1:]  # the last message only
+
+
+async def test_a_reducer_the_factory_returns_is_attached_and_used():
+    """"ChatReducerFactory: Creates a reducer only when the definition enables compaction." — the reducer it
+    returns compacts the history when the next run loads it (the framework's default trigger)."""
+    reducer = CountingReducer()
+    f = Counting(ScriptedChatClient("answer", "second"))
+    agent = await AgentOrchestrator().get_or_create_agent(
+        f.request(AgentDefinition(id="r", compaction=True), chat_reducer_factory=lambda d, c: reducer))
+    assert agent.chat_history_provider.reducer is reducer
+    from oscova_runtime.session import AgentSession
+
+    session = AgentSession()
+    await agent.run("question", session=session)
+    await agent.run("again", session=session)
+    assert reducer.seen == [[], ["question", "answer"]]
+    assert [m.text for m in f.client.requests[1][0]] == ["answer", "again"]
+    assert [m.text for m in agent.chat_history_provider.messages(session)] == ["answer", "again", "second"]
+
+
+@pytest.mark.parametrize("where", ["dependency", "chat client", "reducer"])
+async def test_cancelling_a_build_in_each_factory_stops_it_and_caches_nothing(where):
+    """"The cancellation token passed to GetOrCreateAgentAsync flows through exposed-dependency builds,
+    context-provider creation, chat-client creation, and reducer creation." """
+    started = asyncio.Event()
+
+    async def slow(*args):
+        started.set()
+        await asyncio.sleep(30)
+
+    child = AgentDefinition(id="child", exposed_as_tool=True)
+    parent = AgentDefinition(id="parent", agent_tools=["child"], compaction=True)
+    f = Counting()
+    request = f.request(parent, available=[parent, child])
+    if where == "dependency":
+        request.context_provider_factory = lambda d, ctx: slow() if d.id == "child" else f.providers(d, ctx)
+    elif where == "chat client":
+        request.chat_client_factory = slow
+    else:
+        request.chat_reducer_factory = slow
+    orchestrator = AgentOrchestrator()
+    task = asyncio.create_task(orchestrator.get_or_create_agent(request))
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert "parent" not in orchestrator.agents
+    assert ("child" in orchestrator.agents) is (where == "reducer")  # a finished dependency may stay cached
+
+
+async def test_a_cache_hit_has_no_asynchronous_work_to_cancel():
+    """"A cache hit has no asynchronous build work to cancel." — it completes without ever suspending."""
+    orchestrator, f = AgentOrchestrator(), Counting()
+    cached = await orchestrator.get_or_create_agent(f.request(PLAIN))
+    coroutine = orchestrator.get_or_create_agent(f.request(PLAIN))
+    with pytest.raises(StopIteration) as finished:
+        coroutine.send(None)
+    assert finished.value.value is cached
+
+
+class Disposable(AIContextProvider):
+    """A provider with every kind of close method, each recording that it ran."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    async def aclose(self) -> None:
+        self.log.append("aclose")
+
+    def close(self) -> None:
+        self.log.append("close")
+
+    def dispose(self) -> None:
+        self.log.append("dispose")
+
+    async def __aexit__(self, *exc) -> None:
+        self.log.append("__aexit__")
+
+
+class ClosableClient(ScriptedChatClient):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.log = log
+
+    async def aclose(self) -> None:
+        self.log.append("client aclose")
+
+    def close(self) -> None:
+        self.log.append("client close")
+
+
+async def test_evicting_and_invalidating_close_no_chat_client_and_no_provider():
+    """"Cache eviction removes references. It does not call Dispose on chat clients or context providers." and
+    "AgentOrchestrator does not dispose context providers when an agent is evicted." """
+    import gc
+
+    log: list[str] = []
+    child = AgentDefinition(id="child", exposed_as_tool=True)
+    parent = AgentDefinition(id="parent", agent_tools=["child"])
+    orchestrator = AgentOrchestrator()
+
+    def request():
+        return make_request(parent, ClosableClient(log), lambda d, ctx: [Disposable(log)], available=[parent, child])
+
+    await orchestrator.get_or_create_agent(request())
+    assert orchestrator.evict_agent("parent") and orchestrator.evict_agent("child")
+    await orchestrator.get_or_create_agent(request())
+    orchestrator.invalidate_all_agents()
+    await orchestrator.get_or_create_agent(request())
+    orchestrator.invalidate_all()
+    for _ in range(5):  # let anything the eviction scheduled run, and the dropped agents be collected
+        gc.collect()
+        await asyncio.sleep(0)
+    assert log == [] and len(orchestrator.agents) == 0

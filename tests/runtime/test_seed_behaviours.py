@@ -113,8 +113,8 @@ async def test_an_invoked_core_override_receives_the_error_and_the_unfiltered_me
     failed = provider.seen[1]
     assert isinstance(failed.invoke_exception, ChatClientError) and failed.response_messages is None
     sources = [(m.text, m.source.type) for m in failed.request_messages]
-    assert sources == [("one", MessageSourceType.CHAT_HISTORY), ("first", MessageSourceType.CHAT_HISTORY),
-                       ("two", MessageSourceType.EXTERNAL),
+    assert sources == [("one", MessageSourceType.CHAT_HISTORY), ("from the provider", MessageSourceType.CHAT_HISTORY),
+                       ("first", MessageSourceType.CHAT_HISTORY), ("two", MessageSourceType.EXTERNAL),
                        ("from the provider", MessageSourceType.AI_CONTEXT_PROVIDER)]
     assert provider.seen[0].invoke_exception is None and [m.text for m in provider.seen[0].response_messages] == [
         "first"]

@@ -193,19 +193,26 @@ async def test_compaction_summarizes_history_through_the_model(openai_client, fa
 
 
 async def test_a_compacting_agent_keeps_a_summary_in_the_session(tmp_path, fake_openai):
+    """The reducer runs when a run loads the history (the framework's default `BeforeMessagesRetrieval`): the
+    summary is written at the start of the run that needs it, kept in the session, and sent to the model."""
     config = HostConfig.model_validate({"models": {"default": {"model": "m", "base_url": fake_openai.base_url}}})
     host = ConfiguredHost(tmp_path, config, [AgentDefinition(id="c", compaction={"keep_last": 2})])
     agent = await host.get_agent("c")
     agent.chat_history_provider.reducer.threshold = 1
     session = AgentSession()
     fake_openai.enqueue(Reply(text="a1"), Reply(text="a2"), Reply(text="summary!"), Reply(text="a3"),
-                        Reply(text="summary 2"))
+                        Reply(text="summary 2"), Reply(text="a4"))
     await agent.run("q1", session=session)
     await agent.run("q2", session=session)
     stored = agent.chat_history_provider.messages(session)
-    assert [m.text for m in stored] == [SUMMARY_PREFIX + "summary!", "q2", "a2"]
+    assert [m.text for m in stored] == ["q1", "a1", "q2", "a2"]  # nothing to compact yet when run 2 loaded it
     await agent.run("q3", session=session)
+    assert "user: q1" in fake_openai.requests[2].messages[-1]["content"]  # the summary request
     assert fake_openai.requests[3].messages[1]["content"] == SUMMARY_PREFIX + "summary!"
+    assert [m.text for m in agent.chat_history_provider.messages(session)] == [
+        SUMMARY_PREFIX + "summary!", "q2", "a2", "q3", "a3"]
+    await agent.run("q4", session=session)
     assert "assistant: " + SUMMARY_PREFIX + "summary!" in fake_openai.requests[4].messages[-1]["content"]
-    assert [m.text for m in agent.chat_history_provider.messages(session)] == [SUMMARY_PREFIX + "summary 2", "q3", "a3"]
+    assert [m.text for m in agent.chat_history_provider.messages(session)] == [
+        SUMMARY_PREFIX + "summary 2", "q3", "a3", "q4", "a4"]
     await host.aclose()

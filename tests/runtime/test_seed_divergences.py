@@ -13,7 +13,7 @@ import oscova_runtime
 import pytest
 from conftest import Reply, ScriptedChatClient, ToolCall, make_request
 from oscova_runtime.definition import AgentDefinition
-from oscova_runtime.function_invocation import ConsecutiveToolErrorsError, ToolCallRefusedError
+from oscova_runtime.function_invocation import ToolCallRefusedError, tool_failure
 from oscova_runtime.governance import ToolDeniedError, ToolPolicy
 from oscova_runtime.host import ConfiguredHost
 from oscova_runtime.host_config import HostConfig
@@ -124,11 +124,13 @@ async def test_a_streamed_run_refuses_a_denied_call_too(openai_client, fake_open
     assert runs == [] and isinstance(results[0].exception, ToolDeniedError)
 
 
-async def test_calls_after_a_refused_one_in_the_same_round_get_a_result():
-    """Every call the model made keeps a result in the history (a later request needs one per call id)."""
-    ok = function_from_callable(lambda: "fine", name="ok", description="ok")
-    bad = function_from_callable(lambda: "never", name="bad", description="bad")
-    both = ChatResponse([ChatMessage("assistant", [FunctionCallContent("c1", "bad", {}),
+async def test_calls_after_a_refused_one_in_the_same_round_do_not_run():
+    """A refusal ends the loop as a terminating call does (`HaltFunctionCallingAfterTermination`): the calls after
+    it in that round do not run and get no result, and the model is not asked again."""
+    runs = []
+    ok = function_from_callable(lambda: runs.append("ok") or "fine", name="ok", description="ok")
+    bad = function_from_callable(lambda: runs.append("bad") or "never", name="bad", description="bad")
+    both = ChatResponse([ChatMessage("assistant", [FunctionCallContent("c0", "ok", {}), FunctionCallContent("c1", "bad", {}),
                                                    FunctionCallContent("c2", "ok", {})])])
     client = ScriptedChatClient(both, "unused")
     orchestrator = AgentOrchestrator()
@@ -139,8 +141,9 @@ async def test_calls_after_a_refused_one_in_the_same_round_get_a_result():
         tool_policy=policy))
     response = await agent.run("go")
     results = response.messages[-1].function_results
-    assert [r.call_id for r in results] == ["c1", "c2"]
-    assert results[0].result.startswith("Denied") and results[1].result.startswith("Not run")
+    assert [r.call_id for r in results] == ["c0", "c1"] and runs == ["ok"]
+    assert results[0].result == "fine" and results[1].result.startswith("Denied")
+    assert len(client.requests) == 1 and client.replies == ["unused"]
 
 
 # -- the run scope -------------------------------------------------------------------------------
@@ -270,8 +273,8 @@ async def build(client, tools, workspaces=()):
 async def test_a_tool_failing_identically_reaches_the_consecutive_error_limit(openai_client, fake_openai):
     """"MaximumConsecutiveErrorsPerRequest = 3." and "A tool loop stops early: check the three-error limit,
     repeated-call guard, ... and the original application-side exception." — the repeated-call guard does not
-    stop a call that keeps failing with the same arguments: the error limit does, and the failure reaches the
-    caller with the original exception as its cause."""
+    stop a call that keeps failing with the same arguments: the error limit does, and the original exception
+    itself reaches the caller."""
     runs = []
 
     def broken(key: str) -> str:
@@ -281,23 +284,22 @@ async def test_a_tool_failing_identically_reaches_the_consecutive_error_limit(op
 
     fake_openai.responder = lambda body: Reply(tool_calls=[ToolCall("broken", {"key": "same"})])
     agent = await build(openai_client, [function_from_callable(broken)])
-    with pytest.raises(ConsecutiveToolErrorsError) as raised:
+    with pytest.raises(OSError, match="disk on fire") as raised:
         await agent.run("go")
-    assert isinstance(raised.value.__cause__, OSError) and "disk on fire" in str(raised.value.__cause__)
+    assert tool_failure(raised.value) is not None
     assert runs == ["same"] * 4 and len(fake_openai.requests) == 4
 
 
 async def test_identical_refused_workspace_calls_end_at_the_error_limit(openai_client, fake_openai, tmp_path):
     """"MaximumIterationsPerRequest = 40. MaximumConsecutiveErrorsPerRequest = 3." — a path refused by workspace
-    validation is a failed call: three refusals reach the model, the fourth ends the run with an error instead
+    validation is a failed call: three refusals reach the model, the fourth refusal itself ends the run instead
     of 40 rounds (41 model requests)."""
     (tmp_path / "ws").mkdir()
     read_file = builtin_tools(BuiltinToolContext())["read_file"]
     fake_openai.responder = lambda body: Reply(tool_calls=[ToolCall("read_file", {"path": "../secret.txt"})])
     agent = await build(openai_client, [read_file], workspaces=[str(tmp_path / "ws")])
-    with pytest.raises(ConsecutiveToolErrorsError) as raised:
+    with pytest.raises(ToolCallRefusedError, match="outside the agent's workspaces"):
         await agent.run("read")
-    assert isinstance(raised.value.__cause__, ToolCallRefusedError)
     assert len(fake_openai.requests) == 4
     assert tool_results(fake_openai.requests[3]) == ["Access denied: the path is outside the agent's workspaces."] * 3
 

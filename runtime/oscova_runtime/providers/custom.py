@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..context import AIContext, AIContextProvider, InvokedContext, InvokingContext
 from ..host_config import CustomProviderSettings
+from ..messages import full_type_name
 from ..templates import TemplateRenderer
 
 
@@ -44,7 +45,7 @@ class DeclaredTemplateProvider(AIContextProvider):
 
     @property
     def source_id(self) -> str:
-        return type(self.inner).__name__
+        return full_type_name(self.inner)
 
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         variables = await self.inner.template_variables(context)

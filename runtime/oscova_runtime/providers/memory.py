@@ -167,11 +167,19 @@ class MemoryContextProvider(AIContextProvider):
         self.system_prompt = system_prompt if system_prompt is not None else DEFAULT_MEMORY_PROMPT
         self.token_budget = token_budget
 
-    async def provide_ai_context(self, context: InvokingContext) -> AIContext:
+    def _instructions(self) -> str:
+        """The three memory files read and the system prompt rendered with the block (in a worker thread). The
+        block is appended when the parsed prompt does not use `agent_memory` itself, as the checker (OSC104)
+        decides: a mention in text or a comment does not count."""
         long_term, today, yesterday = self.store.read_all()
         block = render_memory_block(long_term, today, yesterday, self.token_budget, self.store.today())
-        text = await self.renderer.render_string_async(self.system_prompt, {"agent_memory": block},
-                                                       name="the memory system prompt")
-        if "agent_memory" not in self.system_prompt:
+        text = self.renderer.render_string(self.system_prompt, {"agent_memory": block},
+                                           name="the memory system prompt")
+        if "agent_memory" not in self.renderer.free_variables(self.system_prompt):
             text = f"{text.rstrip()}\n{block}" if text.strip() else block
+        return text
+
+    async def provide_ai_context(self, context: InvokingContext) -> AIContext:
+        # Off the event loop (files, rendering): a cancelled run stops waiting at once.
+        text = await asyncio.to_thread(self._instructions)
         return AIContext(instructions=text, tools=list(self.tools))

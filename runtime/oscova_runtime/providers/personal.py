@@ -13,6 +13,7 @@ import yaml
 
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..front_matter import split_front_matter
+from ..host_config import DEFAULT_PERSONAL_CONTEXT_MAX_BYTES
 from ..paths import check_inside, read_text, write_text
 from ..templates import TemplateRenderer
 
@@ -68,7 +69,8 @@ class SharedAgentPersonalContextRepository(ISharedAgentPersonalContextRepository
     front matter. The host supplies the exact per-user root and the maximum UTF-8 size; authorization,
     root topology and cleanup stay with the host."""
 
-    def __init__(self, user_root: str, max_bytes: int = 16 * 1024, *, boundary: str | None = None) -> None:
+    def __init__(self, user_root: str, max_bytes: int = DEFAULT_PERSONAL_CONTEXT_MAX_BYTES, *,
+                 boundary: str | None = None) -> None:
         self.user_root = user_root
         self.max_bytes = max_bytes
         self.boundary = boundary if boundary is not None else user_root

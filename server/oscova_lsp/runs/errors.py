@@ -6,7 +6,7 @@ import types
 
 from oscova_runtime.chat_client import ChatClientError
 from oscova_runtime.context import AIContextProvider, InvalidOperationError
-from oscova_runtime.function_invocation import ConsecutiveToolErrorsError
+from oscova_runtime.function_invocation import tool_failure
 from oscova_runtime.host import HostConfigurationError
 from oscova_runtime.providers.custom import ProviderLoadError
 from oscova_runtime.templates import TemplateError
@@ -36,11 +36,13 @@ def failing_provider(error: BaseException) -> str | None:
 
 def describe_failure(error: BaseException, agent_id: str) -> str:
     """One or two sentences saying what went wrong and, where it can, what to change."""
+    failure = tool_failure(error)
+    if failure is not None:  # the tool's own exception, let through past the consecutive-error limit
+        how = (f"failed in {failure.failing_rounds} tool rounds in a row (the limit is {failure.limit})"
+               if failure.limit else "failed, and the tool loop allows no failing round")
+        return f"The tool `{failure.tool}` {how}, so the run stopped: {describe_exception(error)}"
     if isinstance(error, _WORDED):
         return str(error)
-    if isinstance(error, ConsecutiveToolErrorsError):
-        cause = error.__cause__
-        return f"{error}; the last tool error was {describe_exception(cause)}" if cause else str(error)
     provider = failing_provider(error)
     if provider is not None:
         return f"The context provider {provider} failed: {describe_exception(error)}"

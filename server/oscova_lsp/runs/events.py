@@ -3,7 +3,8 @@
 An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (SPEC §6 `oscova/runEvent`).
 `modelCall` (one per model call, nested agents' included) carries `agentId`, `model`, `responseModel`,
 `durationMs`, `usage` `{inputTokens, outputTokens, totalTokens}` and `failed` (when it did); `toolResult`
-carries `durationMs`.
+carries `durationMs`. `notice` (`source`: a provider's full type name, `provider`: its class name, `message`)
+says what a provider left out of the run and why (private notes that were refused).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, FunctionCallContent, FunctionResultContent, UsageDetails
 from oscova_runtime.telemetry import ObservedCall
 
-EVENT_KINDS = ("started", "message", "delta", "modelCall", "toolCall", "toolResult", "completed", "failed",
+EVENT_KINDS = ("started", "message", "delta", "modelCall", "toolCall", "toolResult", "notice", "completed", "failed",
                "cancelled")
 FINAL_KINDS = frozenset({"completed", "failed", "cancelled"})
 REDACTED = "***"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from oscova_runtime.agent import ChatClientAgent
@@ -12,6 +12,7 @@ from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host import NOT_TRUSTED, InactiveProvider
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, ChatOptions
+from oscova_runtime.notices import listening
 from oscova_runtime.session import AgentSession
 from oscova_runtime.tools import AIFunction
 
@@ -23,6 +24,8 @@ class _Step:
     provider: AIContextProvider
     before: AIContext | None = None
     after: AIContext | None = None
+    notices: list[str] = field(default_factory=list)
+    """What the provider left out and why (`oscova_runtime.notices`)."""
 
 
 @dataclass(slots=True)
@@ -37,7 +40,8 @@ class _Recorder:
 
     async def invoking(self, context: InvokingContext) -> AIContext:
         self.step.before = context.ai_context
-        self.step.after = await self.step.provider.invoking(context)
+        with listening(lambda heard: self.step.notices.append(heard.message)):
+            self.step.after = await self.step.provider.invoking(context)
         return self.step.after
 
 
@@ -56,7 +60,7 @@ def _contribution(step: _Step) -> dict[str, Any]:
     if after.instructions != before.instructions and after.instructions is not None:
         previous = before.instructions or ""
         instructions = after.instructions[len(previous):] if after.instructions.startswith(previous) else after.instructions
-        instructions = instructions[1:] if previous and instructions.startswith("\n") else instructions
+        instructions = instructions[1:] if before.instructions is not None and instructions.startswith("\n") else instructions
     messages: list[ChatMessage] = list(after.messages or ())[len(before.messages or ()):]
     tools = list(after.tools or ())[len(before.tools or ()):]
     return {"instructions": instructions, "messages": [message_to_dict(m) for m in messages],
@@ -95,6 +99,8 @@ async def assemble_preview(
         if reason is not None:
             entry["inactiveReason"] = reason
         entry.update(_contribution(step))
+        if step.notices:
+            entry["notices"] = list(step.notices)
         providers.append(entry)
     return {
         "instructions": options.instructions or "",

@@ -33,7 +33,9 @@ from oscova_runtime.messages import (
     FunctionResultContent,
     TextContent,
     UpdateAccumulator,
+    short_type_name,
 )
+from oscova_runtime.notices import ProviderNotice, listening
 from oscova_runtime.observer import (
     AgentRunObserverAccessor,
     AgentTaskRun,
@@ -209,6 +211,9 @@ class _Run:
             self.emit("message", **message_to_dict(message))
         self.reported_messages = len(live)
 
+    def on_notice(self, notice: ProviderNotice) -> None:
+        self.emit("notice", source=notice.source, provider=short_type_name(notice.source), message=notice.message)
+
     def on_update(self, update: ChatResponseUpdate) -> None:
         self.updates.add(update)
         for content in update.contents:
@@ -237,11 +242,12 @@ class _Run:
         return "".join(self.text_pieces)
 
     def unanswered_calls(self) -> list[str]:
-        """Names of the tool calls no result answered."""
+        """Names of the tool calls of the model's last answer, which the tool loop handed back unrun (the last
+        permitted iteration). Calls a terminating call left unrun in its round are not among them: the loop
+        ended there on purpose."""
         messages = self.updates.messages()
-        answered = {c.call_id for m in messages for c in m.contents if isinstance(c, FunctionResultContent)}
-        return [c.name for m in messages for c in m.contents
-                if isinstance(c, FunctionCallContent) and c.call_id not in answered]
+        last_round = max((i for i, m in enumerate(messages) if m.role == "tool"), default=-1)
+        return [c.name for m in messages[last_round + 1:] for c in m.contents if isinstance(c, FunctionCallContent)]
 
     def messages(self) -> list[dict[str, Any]]:
         conversation = ([self.input_message] if self.input_message else []) + self.updates.messages()
@@ -612,7 +618,7 @@ class RunService:
                 run.input_message = ChatMessage.of("user", input)
                 tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id)
                 with approval_channel(self._approval_handler(run, approve) if approve else None), \
-                        run.recorder.active(), \
+                        run.recorder.active(), listening(run.on_notice), \
                         observe_calls(run.calls, *([tracer] if tracer is not None else [])):
                     # closed here, not by the loop later: a cancellation landing between two updates (the
                     # pacing wait) still ends the model call before the final event

@@ -15,6 +15,8 @@ import threading
 import time
 from typing import IO, Any
 
+from oscova_runtime.messages import short_type_name
+
 from ..reporting import display_path
 from .events import jsonable
 from .service import ApproveCallback, RunService
@@ -174,6 +176,8 @@ class LiveTranscript:
                 self.note(style.red(f"← {event.get('name')}: denied"))
             else:
                 self.note(style.dim(f"← {event.get('name')}: {_one_line(event.get('result'))}"))
+        elif kind == "notice":
+            self.note(style.dim(f"! {event.get('provider')}: {_one_line(event.get('message'), 400)}"))
         elif kind in ("completed", "failed", "cancelled"):
             self.final = event
             self._clear_spinner()
@@ -298,7 +302,9 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
     lines.append(preview.get("instructions") or style.dim("(none)"))
     heading("Messages")
     for message in preview.get("messages") or []:
-        source = message.get("sourceId") or message.get("source")
+        source = message.get("source")
+        if message.get("sourceId"):  # the provider's class name: its module-qualified id is in the JSON
+            source = short_type_name(str(message["sourceId"]))
         lines.append(f"[{message['role']} · {source}] {message.get('text', '')}")
     if not preview.get("messages"):
         lines.append(style.dim("(none)"))
@@ -321,4 +327,6 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
         contributed = "; ".join(parts) if parts else style.dim(
             "nothing" + (f" ({provider['inactiveReason']})" if provider.get("inactiveReason") else ""))
         lines.append(f"{number:>2}. {provider['type']} ({provider['class']}): {contributed}")
+        for notice in provider.get("notices") or ():
+            lines.append(f"    ! {notice}")
     return "\n".join(lines)
