@@ -5,11 +5,12 @@ A `stat` per read keeps results current without a thread hop or a re-read per ru
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Callable
 from typing import Any
 
-from .paths import MAX_TEXT_BYTES, FileRefused, check_inside, open_regular
+from .paths import MAX_TEXT_BYTES, FileRefused, check_inside, read_head
 
 _cache: dict[tuple[str, str], tuple[int, int, Any]] = {}
 
@@ -29,13 +30,12 @@ def read_text(path: str, parse: Callable[[str], Any] | None = None, *, limit: in
     hit = _cache.get(key)
     if hit is not None and hit[0] == info.st_mtime_ns and hit[1] == info.st_size:
         return hit[2]
-    try:
-        with os.fdopen(open_regular(path), encoding="utf-8") as handle:
-            text = handle.read(limit if limit is not None else MAX_TEXT_BYTES)
+    chars = limit if limit is not None else MAX_TEXT_BYTES
+    data, more = read_head(path, root=root, limit=chars * 4)  # a character is at most four bytes
+    try:  # a character cut at the end of what was read is left out, not an error
+        text = codecs.getincrementaldecoder("utf-8")().decode(data, final=not more)[:chars]
     except UnicodeDecodeError as error:
         raise FileRefused(f"the file is not valid UTF-8 (byte {error.start})") from None
-    except OSError as error:
-        raise FileRefused(f"the file cannot be read: {error.strerror or error}") from None
     value = parse(text) if parse is not None else text
     if len(_cache) > 4096:
         _cache.clear()

@@ -26,7 +26,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.run_workspace import host_toml, write_workspace
-from tests.support.special_files import read_only
+from tests.support.special_files import READ_ONLY_WORDS, read_only
 
 from .conftest import SERVER_COMMAND, vscode_capabilities
 from .test_runs import plain
@@ -193,4 +193,4 @@ async def test_run_agent_completes_and_says_its_transcript_could_not_be_written(
     assert result["status"] == "completed" and result["text"] == "hello", result
     assert result["transcript"] is None
     assert result["transcriptError"].startswith("the transcript could not be written: "), result
-    assert "read-only" in result["transcriptError"]
+    assert READ_ONLY_WORDS[os.geteuid() == 0] in result["transcriptError"]

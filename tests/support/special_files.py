@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 
 
+READ_ONLY_WORDS = {True: "the file system is read-only", False: "permission was denied"}
+"""What a write in `read_only` is refused with, as root (a read-only tmpfs) and otherwise (mode 0555)."""
+
+
 @contextlib.contextmanager
 def mounted_tmpfs(folder: Path, options: str) -> Iterator[None]:
     """A tmpfs with `options` (`size=64k`, `ro,size=64k`) mounted on `folder` while the block runs."""

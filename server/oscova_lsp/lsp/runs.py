@@ -293,12 +293,13 @@ class Runs:
                 self._progress(request, lsp.WorkDoneProgressEnd(message=f"failed: {error}" if error else status))
                 self.server.work_done_progress.tokens.pop(request.token, None)
         self.server.window_log_message(lsp.LogMessageParams(
-            type=lsp.MessageType.Warning if status == "failed" else lsp.MessageType.Info,
+            type=lsp.MessageType.Warning if status == "failed" or result.get("transcriptError") else lsp.MessageType.Info,
             message=f"oscova: run {result['runId']} of {agent_id} {status}"
                     + (f": {result['error']}" if result.get("error") else "")
-                    + (f" (transcript {result['transcript']})" if result.get("transcript") else "")))
+                    + (f" (transcript {result['transcript']})" if result.get("transcript") else "")
+                    + (f"; {result['transcriptError']}" if result.get("transcriptError") else "")))
         return {key: result[key] for key in ("runId", "agentId", "sessionId", "status", "text", "messages",
-                                             "error", "transcript") if key in result}
+                                             "error", "transcript", "transcriptError") if key in result}
 
     async def preview_prompt(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
         command = params.command
@@ -592,6 +593,8 @@ async def compare_runs(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str
     args = command_argument(params)
     transcript = _string(args, "transcript", params.command, required=True)
     previous = _string(args, "previous", params.command)
+    if any("\x00" in (path or "") for path in (transcript, previous)):  # no file name holds one
+        raise JsonRpcInvalidParams(f"{params.command}: a transcript path cannot hold a NUL byte")
     try:
         return await asyncio.to_thread(compare_with_previous, transcript or "", previous)
     except RecordingError as error:
