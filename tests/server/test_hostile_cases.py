@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -126,8 +125,8 @@ async def test_list_tests_refuses_each_hostile_case_at_once_and_hovers_stay_fast
     assert "it is a FIFO, not a regular file" in by_name["b-fifo"]["error"]
     for name in ("a-stdin", "c-zero", "d-shadow"):
         assert "it is a symlink that leads outside the workspace root" in by_name[name]["error"], by_name[name]
-    assert statistics.median(hovers) < HOVER_BUDGET, hovers
-    assert max(hovers) < 10 * HOVER_BUDGET, hovers
+    # Measured on 2 shared cores: 1 to 35 ms. One sample may meet a scheduling hiccup of the machine.
+    assert sum(h < HOVER_BUDGET for h in hovers) >= 9 and max(hovers) < 10 * HOVER_BUDGET, hovers
     assert resident_bytes(editor) - before < 50_000_000  # nothing was read whole
     again = await command(editor, "oscova.listTests", {})  # the server's stdin is still its own
     assert [case["name"] for case in again] == sorted(by_name)

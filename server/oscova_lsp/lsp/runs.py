@@ -522,10 +522,10 @@ def _case_json(case: Any) -> dict[str, Any]:
 
 
 async def list_tests(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
-    """`[{name, path, uri, root, agentId, input}]`: the cases of the workspace folder `uri` names, or of every
-    folder the editor opened. Reading cases runs no workspace code, so it works in an untrusted workspace."""
-    from ..runs.cases import CaseError, find_cases
-
+    """`[{name, path, uri, root, agentId, input}]` (or `{name, path, uri, root, error}` for a case that cannot
+    be read: a FIFO, a link leading out, a damaged transcript): the cases of the workspace folder `uri` names,
+    or of every folder the editor opened. Reading cases runs no workspace code, so it works in an untrusted
+    workspace; and through the file gateway, so no case can stall it."""
     args = command_argument(params)
     document_uri = _string(args, "uri", params.command)
     if document_uri is not None:
@@ -535,9 +535,15 @@ async def list_tests(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[
         folders = [path]
     else:
         folders = list(runs.server.host.folders)
+    return await asyncio.to_thread(_listed, [f for f in folders if os.path.exists(f)])
+
+
+def _listed(folders: list[str]) -> list[dict[str, Any]]:
+    """On a worker thread, the first import included: listing never holds up the loop (hover, completion)."""
+    from ..runs.cases import CaseError, find_cases
+
     try:
-        cases = await asyncio.to_thread(find_cases, [f for f in folders if os.path.exists(f)])
-        return await asyncio.to_thread(lambda: [_case_json(c) for c in cases])
+        return [_case_json(case) for case in find_cases(folders)]
     except CaseError as error:
         raise JsonRpcRequestFailed(str(error)) from None
 
