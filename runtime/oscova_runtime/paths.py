@@ -162,7 +162,10 @@ def _resolve(path: str, root: str | Boundary | None, done: str = "read") -> str:
     if "\x00" in os.fspath(path):
         raise FileRefused("the path contains a NUL byte, which no file name can hold")
     boundary = _boundary(root)
-    real = boundary.real(path) if boundary is not None else os.path.realpath(path)
+    try:
+        real = boundary.real(path) if boundary is not None else os.path.realpath(path)
+    except OSError as error:  # a folder on the way removed or swapped while it was resolved
+        raise _cannot(done, error) from None
     if boundary is not None and not boundary.holds(real):
         where = OUTSIDE_ROOT if done == "read" else f"outside the workspace root; only files inside it are {done}"
         raise FileRefused(f"it is {where}" if not os.path.islink(path) else f"it is a symlink that leads {where}")
