@@ -180,12 +180,14 @@ def check_inside(path: str, root: str | Boundary | None, done: str = "read") -> 
     _resolve(path, root, done)
 
 
-def _check_opened(fd: int, real: str, boundary: Boundary | None, done: str) -> None:
-    """FileRefused (and `fd` closed) unless `fd` is a regular file still inside `root`: the real path of the
-    opened file (`/proc/self/fd`), or else of its folder again, so a folder swapped for a link between the
-    check and the open is caught."""
+def _check_opened(fd: int, real: str, boundary: Boundary | None, done: str) -> os.stat_result:
+    """`fstat(fd)`, or FileRefused (and `fd` closed) unless `fd` is a regular file still inside `boundary`: the
+    real path of the opened file (`/proc/self/fd`), or else of its folder again, so a folder swapped for a
+    link between the check and the open is caught."""
+    info = None
     try:
-        why = _not_regular(os.fstat(fd).st_mode, done)
+        info = os.fstat(fd)
+        why = _not_regular(info.st_mode, done)
         if why is None and boundary is not None:
             try:
                 opened = os.readlink(f"/proc/self/fd/{fd}")
@@ -195,15 +197,13 @@ def _check_opened(fd: int, real: str, boundary: Boundary | None, done: str) -> N
                 why = f"it was moved outside the workspace root while it was opened, and was not {done}"
     except OSError as error:
         why = str(_cannot(done, error))
-    if why is not None:
+    if why is not None or info is None:
         os.close(fd)
-        raise FileRefused(why)
+        raise FileRefused(why or "it cannot be read")
+    return info
 
 
-def open_regular(path: str, *, root: str | Boundary | None = None) -> int:
-    """A read-only descriptor of the regular file at `path` (inside `root`), or FileRefused (a FIFO, a device,
-    a socket, a `/proc` entry, a link leading out). The real path is opened with `O_NOFOLLOW` and
-    `O_NONBLOCK` (a FIFO swapped in after the check opens without waiting, and is refused)."""
+def _open_to_read(path: str, root: str | Boundary | None) -> tuple[int, os.stat_result]:
     boundary = _boundary(root)
     real = _resolve(path, boundary)
     try:
@@ -213,17 +213,22 @@ def open_regular(path: str, *, root: str | Boundary | None = None) -> int:
         fd = os.open(real, _READ_FLAGS)
     except OSError as error:
         raise _cannot("read", error) from None
-    _check_opened(fd, real, boundary, "read")
-    return fd
+    return fd, _check_opened(fd, real, boundary, "read")
+
+
+def open_regular(path: str, *, root: str | Boundary | None = None) -> int:
+    """A read-only descriptor of the regular file at `path` (inside `root`), or FileRefused (a FIFO, a device,
+    a socket, a `/proc` entry, a link leading out). The real path is opened with `O_NOFOLLOW` and
+    `O_NONBLOCK` (a FIFO swapped in after the check opens without waiting, and is refused)."""
+    return _open_to_read(path, root)[0]
 
 
 def _read_upto(path: str, root: str | Boundary | None, count: int, refuse_over: int | None = None,
                private: bool = False) -> tuple[bytes, int]:
     """At most `count` bytes of the regular file at `path` inside `root`, and its size as `fstat` saw it; a
     file whose size is over `refuse_over` is refused without a byte read."""
-    fd = open_regular(path, root=root)
+    fd, info = _open_to_read(path, root)
     try:
-        info = os.fstat(fd)
         if private:
             _check_private(info, "file")
         if refuse_over is not None and info.st_size > refuse_over:
@@ -264,15 +269,10 @@ def read_lines(path: str, *, root: str | Boundary | None = None, limit: int, lin
     """The lines of a UTF-8 text file, without their line ends, read as they are used: FileRefused (at once)
     for a file `open_regular` refuses or larger than `limit` by its size, and (while reading) for a line longer
     than `line_limit` bytes, more than `limit` bytes in all, or a line that is not UTF-8."""
-    fd = open_regular(path, root=root)
-    try:
-        size = os.fstat(fd).st_size
-    except OSError as error:
+    fd, info = _open_to_read(path, root)
+    if info.st_size > limit:
         os.close(fd)
-        raise _cannot("read", error) from None
-    if size > limit:
-        os.close(fd)
-        raise FileRefused(too_large(size, limit))
+        raise FileRefused(too_large(info.st_size, limit))
     return _lines(fd, limit, line_limit)
 
 
