@@ -34,7 +34,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 
 MAX_TEXT_BYTES = 1_000_000
@@ -603,6 +602,8 @@ def _check_private(info: os.stat_result, what: str) -> None:
 @contextlib.contextmanager
 def scratch_folder(prefix: str) -> Iterator[str]:
     """A private temporary folder (mode 0700, outside any workspace), removed with what it holds afterwards."""
+    import tempfile  # only `test --update` needs one: not loaded at start
+
     with tempfile.TemporaryDirectory(prefix=prefix) as folder:
         yield folder
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-
 READ_ONLY_WORDS = {True: "the file system is read-only", False: "permission was denied"}
 """What a write in `read_only` is refused with, as root (a read-only tmpfs) and otherwise (mode 0555)."""
 
