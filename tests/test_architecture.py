@@ -281,3 +281,80 @@ def test_the_project_has_no_import_cycles() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [frozenset({"a", "b", "c"})]
+
+
+FILE_GATEWAY = "runtime/oscova_runtime/paths.py"
+"""The one module that opens, creates, renames, removes or lists files (issue 20): everything else asks it."""
+GATEWAY_ONLY = {
+    "os": {"open", "fdopen", "replace", "rename", "renames", "link", "symlink", "mkfifo", "mknod", "truncate",
+           "chmod", "lchmod", "chown", "lchown", "makedirs", "mkdir", "unlink", "remove", "rmdir", "removedirs",
+           "listdir", "scandir", "walk", "fwalk", "posix_fallocate", "sendfile", "copy_file_range"},
+    "io": {"open", "open_code", "FileIO"},
+    "codecs": {"open"},
+    "shutil": {"copy", "copy2", "copyfile", "copyfileobj", "copytree", "copymode", "copystat", "move", "rmtree",
+               "chown", "make_archive", "unpack_archive"},
+    "tempfile": {"mkstemp", "mkdtemp", "NamedTemporaryFile", "TemporaryFile", "SpooledTemporaryFile",
+                 "TemporaryDirectory"},
+}
+"""Functions of these modules that touch files, by module: used (called, passed or imported by name) only in
+`FILE_GATEWAY`."""
+PATH_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "iterdir", "glob", "rglob", "touch",
+                "symlink_to", "hardlink_to", "mkdir", "unlink", "rmdir", "chmod", "lchmod"}
+"""Methods of `pathlib.Path` that read, write, list or change files: called nowhere but in the gateway (a
+`Path` elsewhere only names a file, as in `Path(p).as_uri()`)."""
+
+
+def _methods_named_open(tree: ast.AST) -> set[int]:
+    """The `open` names in a class body that defines a method `open` (`change = open`): the method, not the
+    built-in."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(isinstance(s, ast.FunctionDef) and s.name == "open" for s in node.body):
+            found |= {id(n) for s in node.body if isinstance(s, ast.Assign) for n in ast.walk(s.value)}
+    return found
+
+
+def _gateway_bypasses(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) for each way a module touches files without the gateway."""
+    methods = _methods_named_open(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "open" and isinstance(node.ctx, ast.Load) and id(node) not in methods:
+            yield node.lineno, "open"
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.attr in GATEWAY_ONLY.get(node.value.id, ()):
+            yield node.lineno, f"{node.value.id}.{node.attr}"
+        elif isinstance(node, ast.ImportFrom) and node.module in GATEWAY_ONLY:
+            for alias in node.names:
+                if alias.name in GATEWAY_ONLY[node.module]:
+                    yield node.lineno, f"from {node.module} import {alias.name}"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            receiver = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+            if method in PATH_METHODS and receiver not in ("paths", *GATEWAY_ONLY):  # `os.unlink` is counted above
+                yield node.lineno, f".{method}()"
+            elif method == "open" and isinstance(node.func.value, ast.Call):  # Path(x).open(), os.fdopen(...)...
+                yield node.lineno, ".open() on a path"
+
+
+def test_files_are_touched_only_through_the_one_gateway() -> None:
+    offenders = [
+        f"{relative}:{line} {what}"
+        for path in MODULES.values()
+        if (relative := path.relative_to(REPO).as_posix()) != FILE_GATEWAY
+        for line, what in _gateway_bypasses(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert offenders == []
+
+
+def test_the_gateway_check_finds_each_way_around_it() -> None:
+    samples = ["open(p)", "f = open", "os.open(p, 0)", "os.fdopen(fd)", "asyncio.to_thread(os.remove, p)",
+               "os.listdir(d)", "os.walk(d)", "os.scandir(d)", "os.replace(a, b)", "os.makedirs(d)",
+               "shutil.copyfile(a, b)", "tempfile.mkstemp()", "tempfile.TemporaryDirectory()",
+               "from os import replace", "from shutil import copyfile", "io.open(p)", "codecs.open(p)",
+               "Path(p).read_text()", "path.write_bytes(b'')", "folder.iterdir()", "Path(p).open()"]
+    for sample in samples:
+        assert list(_gateway_bypasses(ast.parse(sample))), sample
+    for fine in ["host.open(path, text, 1)", "os.path.realpath(p)", "os.stat(p)", "tempfile.gettempdir()",
+                 "navigation.rename(a, b)", "Path(p).as_uri()",
+                 "class Host:\n    def open(self): pass\n    change = open", "paths.read_text(p)", "text.replace('a', 'b')"]:
+        assert not list(_gateway_bypasses(ast.parse(fine))), fine

@@ -9,11 +9,12 @@ in file ... work"), while a run over unchanged files costs no thread hop.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import os
 from collections.abc import Callable
 from typing import Any
 
-from .paths import MAX_TEXT_BYTES, FileRefused, check_inside, open_regular
+from .paths import MAX_TEXT_BYTES, FileRefused, check_inside, read_head
 
 _cache: dict[tuple[str, str], tuple[int, int, Any]] = {}
 
@@ -50,13 +51,12 @@ def read_text(path: str, parse: Callable[[str], Any] | None = None, *, limit: in
     info, key, value = _lookup(path, parse, root)
     if info is None or value is not MISS:
         return value
-    try:
-        with os.fdopen(open_regular(path), encoding="utf-8") as handle:
-            text = handle.read(limit if limit is not None else MAX_TEXT_BYTES)
+    chars = limit if limit is not None else MAX_TEXT_BYTES
+    data, more = read_head(path, root=root, limit=chars * 4)  # a character is at most four bytes
+    try:  # a character cut at the end of what was read is left out, not an error
+        text = codecs.getincrementaldecoder("utf-8")().decode(data, final=not more)[:chars]
     except UnicodeDecodeError as error:
         raise FileRefused(f"the file is not valid UTF-8 (byte {error.start})") from None
-    except OSError as error:
-        raise FileRefused(f"the file cannot be read: {error.strerror or error}") from None
     value = parse(text) if parse is not None else text
     if len(_cache) > 4096:
         _cache.clear()

@@ -8,14 +8,13 @@ import copy
 import datetime as _dt
 import importlib
 import inspect
-import os
 import types
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .paths import read_head, write_text
+from .paths import read_head, scan_folder, write_text
 from .workspace import current_workspaces, resolve_inside
 
 ToolCallable = Callable[..., Any]
@@ -261,7 +260,7 @@ def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
         target = resolve_inside(path, workspaces())
 
         def _list() -> str:
-            entries = sorted(os.scandir(target), key=lambda e: e.name)
+            entries = scan_folder(target)  # `target` is a real path inside a grant
             return "\n".join(e.name + ("/" if e.is_dir() else "") for e in entries) or "(empty)"
 
         return await asyncio.to_thread(_list)

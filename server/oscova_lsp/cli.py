@@ -258,10 +258,13 @@ def _workspace_root(option: str | None) -> str | None:
 
 def _run(args: argparse.Namespace) -> int:
     import asyncio
+    import logging
 
     from .runs.service import RunService  # the runtime loads here, never for `check` or `serve`
     from .runs.terminal import run_in_terminal
 
+    # A transcript that cannot be written is said once, from the run's result, not also by its log line.
+    logging.getLogger("oscova_lsp.runs.transcript").setLevel(logging.ERROR)
     if args.replay is not None or args.live_tools:
         return _replay(args)
     root = _workspace_root(args.root)
@@ -317,6 +320,8 @@ def _replay(args: argparse.Namespace) -> int:
     except RecordingError as error:
         print(f"oscova-lsp: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if outcome.result.get("transcriptError"):
+        print(f"⚠ the replay's {outcome.result['transcriptError'].removeprefix('the ')}", file=sys.stderr)
     if args.json:
         print(json.dumps({"kind": "replay", "matched": outcome.matched, "status": outcome.status,
                           "difference": outcome.difference, "transcript": outcome.transcript}, ensure_ascii=False))

@@ -7,7 +7,7 @@ import os
 import re
 
 from ..context import AIContext, AIContextProvider, InvokingContext
-from ..paths import FileRefused, is_inside, read_head
+from ..paths import FileRefused, is_inside, read_head, walk
 from ..tools import function_from_callable
 
 LIBRARY_INSTRUCTIONS = (
@@ -29,7 +29,11 @@ class LibraryContextProvider(AIContextProvider):
 
     def _documents(self) -> list[str]:
         found = []
-        for folder, dirs, files in os.walk(self.library_root):  # linked folders are not descended into
+        try:
+            tree = walk(self.library_root, root=self.boundary)  # linked folders are not descended into
+        except FileRefused:
+            return []
+        for folder, dirs, files in tree:
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             for name in files:
                 found.append(os.path.relpath(os.path.join(folder, name), self.library_root))

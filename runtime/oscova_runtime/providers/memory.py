@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..filecache import read_text
-from ..paths import FileRefused, is_inside, refusal_note, write_text
+from ..paths import FileRefused, is_inside, refusal_note, scan_folder, write_text
 from ..templates import TemplateRenderer
 from ..tools import AIFunction, function_from_callable
 from .personal import slugify
@@ -99,7 +99,7 @@ class MemoryStore:
         found = [self.long_term_path] if os.path.lexists(self.long_term_path) else []
         daily = os.path.join(self.folder, "daily")
         if os.path.isdir(daily) and is_inside(daily, self.boundary):
-            found += [os.path.join(daily, n) for n in sorted(os.listdir(daily), reverse=True)]
+            found += [e.path for e in reversed(scan_folder(daily, root=self.boundary))]
         return found
 
 

@@ -14,7 +14,7 @@ import yaml
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..front_matter import split_front_matter
 from ..host_config import DEFAULT_PERSONAL_CONTEXT_MAX_BYTES
-from ..paths import check_inside, read_text, write_text
+from ..paths import read_text, remove_file, write_text
 from ..templates import TemplateRenderer
 
 ModelFactory = Callable[[InvokingContext], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
@@ -105,7 +105,5 @@ class SharedAgentPersonalContextRepository(ISharedAgentPersonalContextRepository
         await asyncio.to_thread(self._write, agent_id, content)
 
     async def delete(self, agent_id: str) -> None:
-        path = self.path_for(agent_id)
-        check_inside(os.path.dirname(path), self.boundary)  # never removes a file through a link leading out
-        if os.path.lexists(path):
-            await asyncio.to_thread(os.remove, path)
+        # never removes a file through a folder link leading out (FileRefused)
+        await asyncio.to_thread(remove_file, self.path_for(agent_id), root=self.boundary)

@@ -15,9 +15,14 @@ Two layers:
   hide a problem that the files on disk would show.
 
 Where: in the user's cache directory (`$OSCOVA_LSP_CACHE_DIR`, else `$XDG_CACHE_HOME/oscova-lsp`, else
-`~/.cache/oscova-lsp`), one folder (mode 0700) per workspace root, named by a hash of the root's real path.
-Never in the workspace: a cloned repository could ship entries whose facts say "no syntax error" for a broken
-template and so hide its problems; the user's own cache directory is written by the user's own runs only.
+`~/.cache/oscova-lsp`), one folder per workspace root, named by a hash of the root's real path, both created
+with mode 0700. Never in the workspace: a cloned repository could ship entries whose facts say "no syntax
+error" for a broken template and so hide its problems; the user's own cache directory is written by the
+user's own runs only. So it must be the user's alone: a cache directory or folder another user owns, or that
+its group or others can write, is not used at all (the check runs without the cache, and says so once), and
+a cache file another user owns or others can write is not believed. Every read and write goes through the
+file gateway (`oscova_runtime.paths`): a FIFO, a device or a link in place of a cache file is ignored, never
+waited on or read whole.
 
 Format: JSON (never pickle or marshal: reading the cache must not be able to run code). The first line is a
 header naming the format, the engine key and the blake2b digest of the second line; in `facts.json` the
@@ -25,7 +30,7 @@ second maps each file's path (relative to the root) to [digest of its text, its 
 holds the `world` digest, the disk questions with their answers, the notices and every file's diagnostics. A file whose header, engine key,
 root or digest does not match (corrupt, truncated, written by another version) is ignored as a whole; an
 entry of the wrong shape is ignored alone; either way those files are parsed again and the file rewritten.
-Writes go to a temporary file renamed over the old one (`os.replace`), so a reader, say another `check`
+Writes go to a temporary file renamed over the old one (`paths.write_file`), so a reader, say another `check`
 at the same time, sees the old cache or the new one, never half of one.
 
 What is stored is what the files themselves say (names, positions, messages, a definition's values): no
@@ -42,13 +47,24 @@ import gc
 import hashlib
 import itertools
 import json
+import logging
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from oscova_runtime.paths import (
+    FileRefused,
+    NotPrivate,
+    private_folder,
+    read_bytes,
+    remove_file,
+    remove_folder,
+    scan_folder,
+    write_file,
+)
 
 from .diagnostics import Diagnostic, Fix, Related, Severity, TextEdit
 from .files import (
@@ -73,12 +89,18 @@ ENV_OFF = "OSCOVA_LSP_NO_CACHE"
 MAX_WORKSPACES = 64
 STALE_TEMPORARY_SECONDS = 3600
 """A temporary file this old was left by a run that died while writing: removed."""
+MAX_CACHE_BYTES = 1_000_000_000
+"""The largest cache file read (the facts of 10,000 files take a few tens of MB)."""
 _MAGIC = "oscova-lsp facts"
 _FILE = "facts.json"
 _RESULTS_FILE = "results.json"
 
 Texts = dict[str, tuple[str | None, str | None]]
 """Path -> (text, why it was not read), as `read_text` returns them."""
+
+log = logging.getLogger(__name__)
+_told: set[str] = set()
+"""The cache folders whose refusal was said already (once a process)."""
 
 
 def cache_disabled() -> bool:
@@ -117,7 +139,10 @@ def engine_key() -> str:
     modules = [os.path.dirname(__file__), os.path.dirname(oscova_runtime.__file__ or "")]
     stamps = []
     for place in modules:
-        names = sorted(n for n in os.listdir(place) if n.endswith(".py")) if os.path.isdir(place) else [place]
+        try:
+            names = [e.name for e in scan_folder(place) if e.name.endswith(".py")]
+        except FileRefused:
+            names = []
         for name in names:
             try:
                 info = os.stat(os.path.join(place, name))
@@ -165,6 +190,8 @@ class FactsCache:
         if cache_disabled():
             return None
         folder = cache_folder(root)
+        if not _private(folder):
+            return None
         engine = engine_key()
         entries = _read_entries(os.path.join(folder, _FILE), engine, os.path.realpath(root))
         cache = cls(root, folder, engine, entries if entries is not None else {})
@@ -291,12 +318,29 @@ def _collector_paused() -> Iterator[None]:
 # The file: a header line, then the entries
 
 
+def _private(folder: str) -> bool:
+    """Makes the cache home and `folder` (mode 0700); whether both are the user's alone (`paths.private_folder`).
+    A folder someone else could have written is not used at all, and the user is told once."""
+    for place, follow in ((os.path.dirname(folder), True), (folder, False)):  # the home may be a link the user made
+        try:
+            private_folder(place, follow=follow)
+        except NotPrivate as refused:
+            if place not in _told:
+                _told.add(place)
+                log.warning("The cache folder %s is not used: %s; every check runs without the cache until it is "
+                            "the user's alone (`chmod 700 %s`)", place, refused, place)
+            return False
+        except FileRefused:  # cannot be made (a read-only home): no cache, as with none configured
+            return False
+    return True
+
+
 def _read_entries(path: str, engine: str, root: str) -> dict[str, Any] | None:
-    """The entries of a valid cache file, or None (missing, corrupt, truncated, foreign)."""
+    """The entries of a valid cache file, or None (missing, corrupt, truncated, foreign, not a regular file
+    inside its folder, or not the user's own: another owner, or writable by others)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+        data = read_bytes(path, root=os.path.dirname(path), limit=MAX_CACHE_BYTES, private=True)
+    except FileRefused:
         return None
     header_line, newline, body = data.partition(b"\n")
     if not newline:
@@ -320,36 +364,25 @@ def _write(folder: str, name: str, engine: str, root: str, entries: dict[str, An
     body = json.dumps(entries, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     header = json.dumps({"format": _MAGIC, "engine": engine, "root": root, "digest": _body_digest(body)},
                         ensure_ascii=False).encode("utf-8", "surrogatepass")
-    temporary = None
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        _ignore_in_git(folder)
-        descriptor, temporary = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=folder)  # mode 0600
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(header + b"\n" + body)
-        os.replace(temporary, os.path.join(folder, name))
-        temporary = None
-    except OSError:
+    if not _private(folder):
         return False
-    finally:
-        if temporary is not None:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+    _ignore_in_git(folder)
+    try:  # a temporary file (mode 0600) renamed into place: a reader sees the old cache or the new one
+        write_file(os.path.join(folder, name), header + b"\n" + body, root=folder, private=True)
+    except FileRefused:
+        return False
     _prune(os.path.dirname(folder), folder)
     return True
 
 
 def _ignore_in_git(folder: str) -> None:
     """A cache home placed inside a repository (`OSCOVA_LSP_CACHE_DIR=.cache`) stays out of its commits."""
-    marker = os.path.join(os.path.dirname(folder), ".gitignore")
-    if not os.path.exists(marker):
-        try:
-            with open(marker, "w", encoding="utf-8") as handle:
-                handle.write("# Written by oscova-lsp: its facts cache is never committed.\n*\n")
-        except OSError:
-            pass
+    home = os.path.dirname(folder)
+    marker = os.path.join(home, ".gitignore")
+    if not os.path.lexists(marker):
+        with contextlib.suppress(FileRefused):
+            write_file(marker, b"# Written by oscova-lsp: its facts cache is never committed.\n*\n", root=home,
+                       exclusive=True)
 
 
 def _prune(home: str, current: str) -> None:
@@ -357,33 +390,28 @@ def _prune(home: str, current: str) -> None:
     now = time.time()
     folders: list[tuple[float, str]] = []
     try:
-        names = os.listdir(home)
-    except OSError:
+        entries = scan_folder(home, root=home)
+    except FileRefused:
         return
-    for name in names:
-        folder = os.path.join(home, name)
-        if not os.path.isdir(folder) or os.path.islink(folder):
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
             continue
         try:
-            for leftover in os.listdir(folder):
-                if leftover.endswith(".tmp"):
-                    stale = os.path.join(folder, leftover)
-                    if now - os.stat(stale).st_mtime > STALE_TEMPORARY_SECONDS:
-                        os.unlink(stale)
-            folders.append((os.stat(os.path.join(folder, _FILE)).st_mtime, folder))
-        except OSError:
+            for leftover in scan_folder(entry.path, root=entry.path):
+                if leftover.name.endswith(".tmp") and now - leftover.stat(follow_symlinks=False).st_mtime \
+                        > STALE_TEMPORARY_SECONDS:
+                    remove_file(leftover.path, root=entry.path)
+            folders.append((os.stat(os.path.join(entry.path, _FILE)).st_mtime, entry.path))
+        except (OSError, FileRefused):
             continue
     folders.sort(reverse=True)
     for _, folder in folders[MAX_WORKSPACES:]:
         if folder == current:
             continue
-        try:
+        with contextlib.suppress(FileRefused):
             for name in (_FILE, _RESULTS_FILE):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(folder, name))
-            os.rmdir(folder)
-        except OSError:
-            pass
+                remove_file(os.path.join(folder, name), root=folder)
+            remove_folder(folder, root=home)
 
 
 # --------------------------------------------------------------------------------------------------

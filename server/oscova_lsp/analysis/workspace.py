@@ -14,7 +14,7 @@ from copy import copy as _shallow_copy
 from dataclasses import dataclass
 
 from oscova_runtime.host_config import HostConfig
-from oscova_runtime.paths import Boundary, FileRefused, is_inside, read_bytes
+from oscova_runtime.paths import Boundary, FileRefused, is_inside, read_bytes, walk
 
 from .files import (
     DefinitionFile,
@@ -79,7 +79,7 @@ def workspace_roots(path: str) -> list[str]:
     if not os.path.isdir(start):
         return roots
     excluded = excluded_dirs(top, host_config_path(top))
-    for dirpath, dirnames, _ in os.walk(start):
+    for dirpath, dirnames, _ in walk(start):  # the folder the user named; linked folders are not walked
         if dirpath != top:
             host_path = host_config_path(dirpath)
             if host_path is not None:
@@ -196,7 +196,7 @@ class Workspace:
         found: list[str] = []
         host_path = self._host_path()
         excluded = self._excluded_dirs(host_path)
-        for dirpath, dirnames, filenames in os.walk(self.root):
+        for dirpath, dirnames, filenames in walk(self.root, root=self.root):
             dirnames[:] = sorted(
                 d for d in dirnames
                 if d not in NEVER_SCANNED and os.path.join(dirpath, d) not in excluded

@@ -293,12 +293,13 @@ class Runs:
                 self._progress(request, lsp.WorkDoneProgressEnd(message=f"failed: {error}" if error else status))
                 self.server.work_done_progress.tokens.pop(request.token, None)
         self.server.window_log_message(lsp.LogMessageParams(
-            type=lsp.MessageType.Warning if status == "failed" else lsp.MessageType.Info,
+            type=lsp.MessageType.Warning if status == "failed" or result.get("transcriptError") else lsp.MessageType.Info,
             message=f"oscova: run {result['runId']} of {agent_id} {status}"
                     + (f": {result['error']}" if result.get("error") else "")
-                    + (f" (transcript {result['transcript']})" if result.get("transcript") else "")))
+                    + (f" (transcript {result['transcript']})" if result.get("transcript") else "")
+                    + (f"; {result['transcriptError']}" if result.get("transcriptError") else "")))
         return {key: result[key] for key in ("runId", "agentId", "sessionId", "status", "text", "messages",
-                                             "error", "transcript") if key in result}
+                                             "error", "transcript", "transcriptError") if key in result}
 
     async def preview_prompt(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
         command = params.command
@@ -521,10 +522,10 @@ def _case_json(case: Any) -> dict[str, Any]:
 
 
 async def list_tests(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
-    """`[{name, path, uri, root, agentId, input}]`: the cases of the workspace folder `uri` names, or of every
-    folder the editor opened. Reading cases runs no workspace code, so it works in an untrusted workspace."""
-    from ..runs.cases import CaseError, find_cases
-
+    """`[{name, path, uri, root, agentId, input}]` (or `{name, path, uri, root, error}` for a case that cannot
+    be read: a FIFO, a link leading out, a damaged transcript): the cases of the workspace folder `uri` names,
+    or of every folder the editor opened. Reading cases runs no workspace code, so it works in an untrusted
+    workspace; and through the file gateway, so no case can stall it."""
     args = command_argument(params)
     document_uri = _string(args, "uri", params.command)
     if document_uri is not None:
@@ -534,9 +535,15 @@ async def list_tests(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[
         folders = [path]
     else:
         folders = list(runs.server.host.folders)
+    return await asyncio.to_thread(_listed, [f for f in folders if os.path.exists(f)])
+
+
+def _listed(folders: list[str]) -> list[dict[str, Any]]:
+    """On a worker thread, the first import included: listing never holds up the loop (hover, completion)."""
+    from ..runs.cases import CaseError, find_cases
+
     try:
-        cases = await asyncio.to_thread(find_cases, [f for f in folders if os.path.exists(f)])
-        return await asyncio.to_thread(lambda: [_case_json(c) for c in cases])
+        return [_case_json(case) for case in find_cases(folders)]
     except CaseError as error:
         raise JsonRpcRequestFailed(str(error)) from None
 
@@ -592,6 +599,8 @@ async def compare_runs(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str
     args = command_argument(params)
     transcript = _string(args, "transcript", params.command, required=True)
     previous = _string(args, "previous", params.command)
+    if any("\x00" in (path or "") for path in (transcript, previous)):  # no file name holds one
+        raise JsonRpcInvalidParams(f"{params.command}: a transcript path cannot hold a NUL byte")
     try:
         return await asyncio.to_thread(compare_with_previous, transcript or "", previous)
     except RecordingError as error:

@@ -14,28 +14,39 @@ sends replace the recorded ones. When the recorded answers no longer fit (the ag
 was answered, or a recorded answer calls a tool the agent no longer offers) the case cannot be updated
 this way; it says so, and the case is recorded afresh with a run and `--save`.
 
+Cases are read, listed and written through the file gateway (`oscova_runtime.paths`): a case or a folder of
+cases that is a FIFO, a device or a link leading out of its workspace is listed with the reason it was
+refused (and fails alone: every other case still runs), and nothing is written outside the workspace.
+
 Plain Python, shared by the command line and the language server's `oscova.listTests` / `oscova.runTest`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from xml.etree import ElementTree
 
+from oscova_runtime.paths import FileRefused, copy_file, is_inside, scratch_folder, walk
+
 from ..analysis.workspace import workspace_roots
 from ..reporting import display_path
 from .errors import RunError
 from .events import describe_exception
-from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording, transcripts_of_run
+from .transcript import (
+    MAX_TRANSCRIPT_BYTES,
+    RUNS_DIRECTORY,
+    Recording,
+    RecordingError,
+    load_recording,
+    transcript_boundary,
+    transcripts_of_run,
+)
 
 TESTS_DIRECTORY = os.path.join(".oscova", "tests")
 CASE_SUFFIX = ".jsonl"
@@ -57,10 +68,14 @@ class Case:
     """The case file, absolute."""
     root: str
     """The workspace root the case belongs to (the folder holding `.oscova/tests/`)."""
+    refused: str | None = None
+    """Why this path (a folder of cases leading out of the workspace) is not read at all, or None."""
 
     def recording(self) -> Recording:
         """The recorded run; raises `RecordingError` with words when the file cannot serve as one."""
-        return load_recording(self.path)
+        if self.refused is not None:
+            raise RecordingError(self.refused)
+        return load_recording(self.path, self.root)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "path": self.path, "root": self.root}
@@ -121,13 +136,30 @@ def _case_of(path: str) -> Case:
 
 
 def _cases_below(folder: str) -> list[Case]:
+    """The cases below a folder inside `.oscova/tests/`; a folder there that leads out of the workspace (the
+    folder itself, or a link to one below it) is one refused entry, never walked."""
+    root = _case_of(os.path.join(folder, "_" + CASE_SUFFIX)).root
+    try:
+        tree = walk(folder, root=root)
+    except FileRefused as refused:
+        return [_refused(folder, root, refused)]
     found = []
-    for dirpath, dirnames, filenames in os.walk(folder):
+    for dirpath, dirnames, filenames in tree:
         dirnames.sort()
+        for name in dirnames:  # links to folders are not walked: say so when one leads out
+            linked = os.path.join(dirpath, name)
+            if os.path.islink(linked) and not is_inside(linked, root):
+                found.append(_refused(linked, root, FileRefused("it is a symlink that leads outside the workspace "
+                                                                "root; cases there are not read")))
         for filename in sorted(filenames):
             if filename.endswith(CASE_SUFFIX):
                 found.append(_case_of(os.path.join(dirpath, filename)))
     return found
+
+
+def _refused(path: str, root: str, refused: FileRefused) -> Case:
+    shown = os.path.relpath(path, root)
+    return Case(shown, path, root, refused=f"{shown}: {refused}")
 
 
 def find_cases(paths: Sequence[str]) -> list[Case]:
@@ -137,16 +169,16 @@ def find_cases(paths: Sequence[str]) -> list[Case]:
     cases: dict[str, Case] = {}
     for given in paths:
         path = os.path.abspath(given)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             raise CaseError(f"no such file or directory: {given}")
-        if os.path.isfile(path):
+        if not os.path.isdir(path):  # a file, a FIFO or a link: the case's read says what it is
             if not path.endswith(CASE_SUFFIX):
                 raise CaseError(f"{given} is not a case: a case is a `{CASE_SUFFIX}` file under {TESTS_DIRECTORY}")
             found = [_case_of(path)]
         elif f"{os.sep}.oscova{os.sep}tests" in path + os.sep:
             found = _cases_below(path)
         else:
-            found = [c for root in workspace_roots(path) if os.path.isdir(tests_dir(root))
+            found = [c for root in workspace_roots(path) if os.path.lexists(tests_dir(root))
                      for c in _cases_below(tests_dir(root))]
         for case in found:
             cases.setdefault(case.path, case)
@@ -158,7 +190,7 @@ def find_cases(paths: Sequence[str]) -> list[Case]:
 
 def find_run(root: str, run: str) -> str:
     """The transcript of a run: its run id (or the start of one), or the path of a transcript."""
-    if run.endswith(CASE_SUFFIX) and os.path.isfile(run):
+    if run.endswith(CASE_SUFFIX) and os.path.lexists(run):
         return os.path.abspath(run)
     runs = os.path.join(root, RUNS_DIRECTORY)
     matches = [os.path.basename(path) for path in transcripts_of_run(runs, run, prefix=True)]
@@ -196,8 +228,11 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
             n += 1
             name = f"{base}-{n}"
         target = os.path.join(tests_dir(root), name + CASE_SUFFIX)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    shutil.copyfile(source, target)
+    try:
+        copy_file(source, target, source_root=transcript_boundary(source), root=root, limit=MAX_TRANSCRIPT_BYTES,
+                  exclusive=True)
+    except FileRefused as refused:
+        raise CaseError(f"the case {name!r} was not saved to {target}: {refused}") from None
     return Case(name, target, root)
 
 
@@ -232,6 +267,8 @@ async def run_case(case: Case, *, update: bool = False) -> CaseResult:
         message = str(error)
     except OSError as error:
         message = f"The case cannot be read: {describe_exception(error)}"
+    except Exception as error:  # noqa: BLE001 - one case that cannot run never stops the others
+        message = f"The case could not run: {describe_exception(error)}"
     return CaseResult(case, "error", agent_id, error=message, duration=time.perf_counter() - began)
 
 
@@ -258,7 +295,7 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
             return self._pending.popleft()
 
     rerecorder = Rerecorder(recording)
-    with tempfile.TemporaryDirectory(prefix="oscova-update-") as scratch:
+    with scratch_folder("oscova-update-") as scratch:
         service = RunService(case.root, runs_dir=scratch)
         try:
             handle = service.start_run(recording.agent_id, recording.input, recorder=rerecorder,
@@ -269,28 +306,19 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
         problem = rerecorder.finish()
         if problem is None and result["status"] != recording.status:
             problem = f"the run now ends {result['status']}" + (f": {result['error']}" if result.get("error") else "")
-        if problem is None and result.get("transcript") is None:
-            problem = "the new recording could not be written"
+        if problem is None and (result.get("transcript") is None or result.get("transcriptError")):
+            problem = result.get("transcriptError") or "the new recording could not be written"
         if problem is not None:
             return problem.splitlines()[0]
         again = await replay_run(case.root, recording.agent_id, result["transcript"])
         if not again.matched:
             return (again.difference or f"the new recording replays as {again.status}").splitlines()[0]
-        _replace(case.path, result["transcript"])
+        try:  # atomically (a crash leaves the old case or the new one), never through a link leading out
+            copy_file(result["transcript"], case.path, source_root=scratch, root=case.root,
+                      limit=MAX_TRANSCRIPT_BYTES)
+        except FileRefused as refused:
+            return f"the case was not rewritten: {refused}"
     return None
-
-
-def _replace(path: str, source: str) -> None:
-    """Copies the new recording over the case atomically (a crash leaves the old case or the new one)."""
-    handle, temporary = tempfile.mkstemp(prefix=".update-", suffix=CASE_SUFFIX, dir=os.path.dirname(path))
-    os.close(handle)
-    try:
-        shutil.copyfile(source, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 # ------------------------------------------------------------------------------------------- reports

@@ -7,31 +7,34 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from oscova_runtime.paths import FileRefused, scan_folder
+
 from .diff import render_requests
-from .transcript import TRANSCRIPT_NAME, RecordingError, load_recording
+from .transcript import TRANSCRIPT_NAME, RecordingError, load_recording, transcript_boundary
 
 NO_REQUEST = "(this run sent no model request)\n"
 
 
 def previous_transcript(path: str) -> str | None:
-    """The transcript of the run of the same agent that started before this one, in the same folder."""
+    """The transcript of the run of the same agent that started before this one, in the same folder (listed
+    inside the workspace the transcript belongs to: a folder leading out has none)."""
     folder, name = os.path.split(os.path.abspath(path))
     match = TRANSCRIPT_NAME.match(name)
     if match is None:
+        return None
+    try:
+        entries = scan_folder(folder, root=transcript_boundary(path))
+    except FileRefused:
         return None
 
     def key(candidate: str) -> tuple[str, int]:
         try:
             mtime = os.stat(os.path.join(folder, candidate)).st_mtime_ns
-        except OSError:
+        except (OSError, ValueError):
             mtime = 0
         return (candidate[:15], mtime)
 
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return None
-    same = [n for n in names if (m := TRANSCRIPT_NAME.match(n)) and m["agent"] == match["agent"]]
+    same = [e.name for e in entries if (m := TRANSCRIPT_NAME.match(e.name)) and m["agent"] == match["agent"]]
     current = key(name)
     earlier = [n for n in same if n != name and key(n) <= current]
     return os.path.join(folder, max(earlier, key=key)) if earlier else None

@@ -183,7 +183,7 @@ def diff_transcripts(a: str, b: str) -> str:
 
 def resolve_transcript(root: str | None, reference: str) -> str:
     """A transcript path, or the transcript of the run with that id under `<root>/.oscova/runs/`."""
-    if os.path.isfile(reference):
+    if os.path.lexists(reference) and not os.path.isdir(reference):  # a FIFO or a link too: its read says why
         return reference
     if root is not None and reference and os.sep not in reference and "/" not in reference:
         found = transcripts_of_run(os.path.join(root, RUNS_DIRECTORY), reference)

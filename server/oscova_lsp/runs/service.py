@@ -2,7 +2,8 @@
 
 Plain Python (no LSP types), shared by `oscova-lsp run` / `preview` and the language server's commands.
 Every run streams events (`events.EVENT_KINDS`) to a callback and to a JSON-lines transcript under
-`<root>/.oscova/runs/`, and ends with a result `{runId, status, text, messages, error?, transcript}`.
+`<root>/.oscova/runs/`, and ends with a result `{runId, status, text, messages, error?, transcript,
+transcriptError?}` (`transcriptError`: why the transcript could not be written, or was cut short).
 Keys never leave the service: events, results, log messages and transcripts pass through a `Redactor`.
 """
 
@@ -641,6 +642,9 @@ class RunService:
         result = self._finish(run, status, error)
         if run.writer is not None:  # the transcript is complete when the result is handed out
             await asyncio.get_running_loop().run_in_executor(None, run.writer.wait_closed)
+            if run.writer.problem is not None:  # not written, or cut short (a full disk): the result says so
+                result["transcript"] = run.writer.path
+                result["transcriptError"] = run.writer.problem
         return result
 
     def _finish(self, run: _Run, status: RunStatus, error: str | None) -> dict[str, Any]:

@@ -280,7 +280,11 @@ async def run_in_terminal(
         pass
     spinner = asyncio.ensure_future(view.spin()) if view is not None and view.spinner_enabled else None
     try:
-        return await handle
+        result = await handle
+        if result.get("transcriptError"):  # the run went on; what it left behind is missing or cut short
+            err.write(f"⚠ {result['transcriptError']}\n")
+            err.flush()
+        return result
     finally:
         if spinner is not None:
             spinner.cancel()

@@ -5,10 +5,16 @@ run, in lines with `record` instead of `kind`: first a header (`record: "header"
 agent, input and session), then one `record: "model"` line per model call (the request as sent, the
 response or the error) and one `record: "tool"` line per tool call of the requested agent (its result or
 error). That is everything a replay needs (`replay.py`). Keys never appear: every line is redacted.
+
+Transcripts are read and written through the file gateway (`oscova_runtime.paths`): a transcript is a regular
+file inside the workspace holding its `.oscova` folder (or, named outside one, inside its own folder), at most
+`MAX_TRANSCRIPT_BYTES`; a run that cannot write its transcript still runs, and a full disk cuts it at a line
+end with a last `record: "incomplete"` line saying why, which a replay reports.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import logging
@@ -16,31 +22,51 @@ import os
 import queue
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
-from oscova_runtime.paths import FileRefused, open_for_writing
+from oscova_runtime.paths import FileRefused, LineLog, describe_os_error, remove_file, scan_folder
+from oscova_runtime.paths import read_lines as read_file_lines
 
 log = logging.getLogger(__name__)
 
 RUNS_DIRECTORY = os.path.join(".oscova", "runs")
+MAX_TRANSCRIPT_BYTES = 128_000_000
+"""The largest transcript (or case) read: one of a long run with large tool results stays well below it."""
+MAX_TRANSCRIPT_LINE = 32_000_000
+"""The longest line of one read: a model request with its whole conversation (images included)."""
+INCOMPLETE = "incomplete"
+"""The `record` of the last line a cut transcript ends with: `{record, reason, lines}`."""
 
 
 TRANSCRIPT_NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6})-(?P<agent>.+)-(?P<run>[0-9A-Za-z]+)\.jsonl$")
 """The file names `transcript_path` makes: time, agent id (made safe), run id."""
 
 
+def transcript_boundary(path: str) -> str:
+    """The folder a transcript must stay inside, after symlinks: the workspace holding the `.oscova` folder
+    it is in, or (a transcript named outside one) its own folder, as written."""
+    absolute = os.path.abspath(path)
+    parts = absolute.split(os.sep)
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == ".oscova":
+            return os.sep.join(parts[:i]) or os.sep
+    return os.path.dirname(absolute)
+
+
 def transcripts_of_run(runs_dir: str, run: str, *, prefix: bool = False) -> list[str]:
-    """The transcripts under `runs_dir` whose run id is `run` (or starts with it, with `prefix`), sorted."""
+    """The transcripts under `runs_dir` whose run id is `run` (or starts with it, with `prefix`), sorted; none
+    when the folder is missing or leads out of its workspace."""
     try:
-        names = sorted(os.listdir(runs_dir))
-    except OSError:
+        entries = scan_folder(runs_dir, root=transcript_boundary(os.path.join(runs_dir, "_")))
+    except FileRefused:
         return []
     found = []
-    for name in names:
-        match = TRANSCRIPT_NAME.match(name)
+    for entry in entries:
+        match = TRANSCRIPT_NAME.match(entry.name)
         if match and (match["run"].startswith(run) if prefix else match["run"] == run):
-            found.append(os.path.join(runs_dir, name))
+            found.append(os.path.join(runs_dir, entry.name))
     return found
 
 
@@ -51,21 +77,31 @@ def transcript_path(runs_dir: str, agent_id: str, run_id: str) -> str:
     return os.path.join(runs_dir, f"{stamp}-{safe}-{run_id}.jsonl")
 
 
+def _encoded(event: dict[str, Any]) -> bytes:
+    """One JSON line; a lone surrogate (a file name that is not UTF-8) is kept as its JSON escape."""
+    return (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
+
+
 class TranscriptWriter:
     """Appends events as they happen, from a thread of its own: JSON encoding and file writes stay off the
-    event loop. Each batch of events is flushed, so a crash keeps what ran."""
+    event loop. Each batch of events is written at once, so a crash keeps what ran. A transcript that cannot
+    be written (a link leading out, a read-only folder) or that a full disk cuts leaves the run going; `problem`
+    then says why, for the run's result."""
 
     def __init__(self, path: str, root: str | None = None) -> None:
         """`root`: the workspace root the transcript must stay inside (a `.oscova` link leading out is refused,
         and the run goes on without a transcript)."""
         self.path: str | None = path
-        self._handle: IO[str] | None = None
+        self.problem: str | None = None
+        """Why the transcript is missing (`path` is then None) or cut short, in words."""
+        self._log: LineLog | None = None
         self._queue: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         try:
-            self._handle = os.fdopen(open_for_writing(path, root=root, append=True), "a", encoding="utf-8")
+            self._log = LineLog(path, root=root)
         except FileRefused as refused:
             log.warning("The run transcript %s was not written: %s", path, refused)
+            self.problem = f"the transcript could not be written: {refused.cause}"
             self.path = None
             return
         self._thread = threading.Thread(target=self._drain, name="oscova-transcript", daemon=True)
@@ -73,7 +109,7 @@ class TranscriptWriter:
 
     def write(self, event: dict[str, Any]) -> None:
         """Queues the event (never blocks); the caller must not change it afterwards."""
-        if self._thread is not None and self.path is not None:
+        if self._thread is not None and self.problem is None:
             self._queue.put(event)
 
     def close(self) -> None:
@@ -86,26 +122,39 @@ class TranscriptWriter:
             self._thread.join(timeout)
 
     def _drain(self) -> None:
-        handle = self._handle
-        if handle is None:  # the writer thread starts only once the file is open
+        lines = self._log
+        if lines is None:  # the writer thread starts only once the file is open
             return
         try:
-            while True:
-                event = self._queue.get()
-                if event is None:
-                    break
-                handle.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
-                if self._queue.empty():
-                    handle.flush()
-        except OSError as error:
-            log.warning("The run transcript %s could not be written: %s", self.path, error.strerror or error)
-            self.path = None  # later events are dropped, not queued
+            done = False
+            while not done:
+                batch = [self._queue.get()]
+                while not self._queue.empty():
+                    batch.append(self._queue.get())
+                done = None in batch
+                events = [event for event in batch if event is not None]
+                if events and not lines.append(b"".join(_encoded(e) for e in events), len(events)):
+                    self._stopped(lines)
+                    return
         finally:
-            self._handle = None
-            try:
-                handle.close()
-            except OSError:
-                pass
+            lines.close()
+
+    def _stopped(self, lines: LineLog) -> None:
+        """A write failed: the file ends at its last whole line, then (in the space set aside) a line saying
+        why; a transcript that got no line at all is removed."""
+        why = describe_os_error(lines.failure) if lines.failure is not None else "a write failed"
+        kept = lines.lines
+        if kept and lines.end(_encoded({"record": INCOMPLETE, "reason": why, "lines": kept})):
+            self.problem = f"the transcript was cut after line {kept}: {why}"
+        elif kept:
+            self.problem = f"the transcript was cut after line {kept}: {why} (and that could not be noted in it)"
+        else:
+            self.problem = f"the transcript could not be written: {why}"
+            lines.close()
+            with contextlib.suppress(FileRefused):
+                remove_file(lines.path)
+            self.path = None
+        log.warning("The run transcript %s: %s", lines.path, self.problem)
 
 
 def read_transcript(path: str) -> list[dict[str, Any]]:
@@ -114,8 +163,13 @@ def read_transcript(path: str) -> list[dict[str, Any]]:
 
 
 def read_lines(path: str) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """Every line of a transcript as JSON; FileRefused when the gateway refuses the file."""
+    return [json.loads(line) for line in _text_lines(path, None) if line.strip()]
+
+
+def _text_lines(path: str, root: str | None) -> Iterator[str]:
+    return read_file_lines(path, root=root or transcript_boundary(path), limit=MAX_TRANSCRIPT_BYTES,
+                           line_limit=MAX_TRANSCRIPT_LINE)
 
 
 TRANSCRIPT_VERSION = 2
@@ -176,8 +230,17 @@ def relocate(value: Any, old_root: str | None, new_root: str | None) -> Any:
     """`value` with the workspace root `old_root` written as `new_root` in its strings (JSON-ready data)."""
     if not old_root or not new_root or old_root == new_root:
         return value
-    old, new = json.dumps(old_root)[1:-1], json.dumps(new_root)[1:-1]
-    return json.loads(json.dumps(value, ensure_ascii=False).replace(old, new))
+
+    def moved(item: Any) -> Any:
+        if isinstance(item, str):
+            return item.replace(old_root, new_root)
+        if isinstance(item, list):
+            return [moved(part) for part in item]
+        if isinstance(item, dict):
+            return {moved(key): moved(part) for key, part in item.items()}
+        return item
+
+    return moved(value)
 
 
 def _damage(line: dict[str, Any]) -> str | None:
@@ -192,38 +255,54 @@ def _damage(line: dict[str, Any]) -> str | None:
     return None
 
 
-def load_recording(path: str) -> Recording:
-    """Reads a transcript for replay; raises `RecordingError` with a sentence when it cannot serve."""
+def _recording_lines(path: str, root: str | None) -> list[dict[str, Any]]:
+    """The JSON objects of a transcript's lines; RecordingError with a sentence when they cannot serve."""
     shown = os.path.basename(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            texts = handle.read().splitlines()
-    except FileNotFoundError:
-        raise RecordingError(f"no transcript at {path}") from None
-    except IsADirectoryError:
-        raise RecordingError(f"{path} is a folder, not a transcript") from None
-    except OSError as error:
-        raise RecordingError(f"the transcript {path} cannot be read: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise RecordingError(f"{shown} is not a run transcript (not UTF-8 text)") from None
+    if not os.path.lexists(path):
+        raise RecordingError(f"no transcript at {path}")
     lines: list[dict[str, Any]] = []
-    for number, text in enumerate(texts, start=1):
-        if not text.strip():
-            continue
-        try:
-            line = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            line = None
-        if not isinstance(line, dict):
-            if not lines:
-                raise RecordingError(f"{shown} is not a run transcript (JSON lines)")
-            raise RecordingError(f"{shown} is damaged: line {number} is not a JSON object (cut short by a crash?)")
-        problem = _damage(line)
-        if problem:
-            raise RecordingError(f"{shown} is damaged: line {number} is {problem}")
-        lines.append(line)
+    try:
+        for number, text in enumerate(_text_lines(path, root), start=1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except (json.JSONDecodeError, RecursionError):
+                line = None
+            if not isinstance(line, dict):
+                if not lines:
+                    raise RecordingError(f"{shown} is not a run transcript (JSON lines)")
+                raise RecordingError(f"{shown} is damaged: line {number} is not a JSON object (cut short by a crash?)")
+            if line.get("record") == INCOMPLETE:
+                kept = line.get("lines") if isinstance(line.get("lines"), int) else number - 1
+                raise RecordingError(f"{shown} is incomplete: {line.get('reason') or 'a write failed'} (the "
+                                     f"transcript was cut after line {kept} while the run was recorded); a replay "
+                                     "needs the whole run: record it again")
+            problem = _damage(line)
+            if problem:
+                raise RecordingError(f"{shown} is damaged: line {number} is {problem}")
+            lines.append(line)
+    except FileRefused as refused:
+        raise RecordingError(f"{shown}: {refused}") from None
     if not lines:
         raise RecordingError(f"{shown} is not a run transcript: it is empty")
+    return lines
+
+
+def _header_root(shown: str, header: dict[str, Any]) -> str | None:
+    root = header.get("root")
+    if root is None:
+        return None
+    if not isinstance(root, str) or not os.path.isabs(root) or "\x00" in root:
+        raise RecordingError(f"{shown} is damaged: the header's `root` is not an absolute path ({root!r})")
+    return root
+
+
+def load_recording(path: str, root: str | None = None) -> Recording:
+    """Reads a transcript for replay; raises `RecordingError` with a sentence when it cannot serve. `root`: the
+    folder it must stay inside after symlinks (default: `transcript_boundary`)."""
+    shown = os.path.basename(path)
+    lines = _recording_lines(path, root)
     header = lines[0]
     if header.get("record") != "header":
         if "kind" in header:
@@ -240,7 +319,7 @@ def load_recording(path: str) -> Recording:
                              f"({TRANSCRIPT_VERSION}); update oscova-lsp")
     recording = Recording(path, version, str(header.get("runId", "")), str(header.get("agentId", "")),
                           str(header.get("input", "")), bool(header.get("approvals")),
-                          _string(header.get("clock")), _facts(header.get("environment")), _string(header.get("root")),
+                          _string(header.get("clock")), _facts(header.get("environment")), _header_root(shown, header),
                           session_id=_string(header.get("sessionId")))
     for line in lines[1:]:
         record = line.get("record")

@@ -1,0 +1,193 @@
+"""The one file gateway (`oscova_runtime.paths`, issue 20): what every read, write, listing and removal in a
+workspace, its `.oscova/` folder and the user's cache is held to, tested on real files, links, FIFOs, `/proc`
+entries, a racing folder swap and (as root) a tmpfs that fills up."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from oscova_runtime.paths import (
+    FileRefused,
+    LineLog,
+    NotPrivate,
+    check_inside,
+    private_folder,
+    read_bytes,
+    read_lines,
+    remove_file,
+    scan_folder,
+    walk,
+    write_file,
+)
+
+from tests.support.special_files import mounted_tmpfs
+
+LEADS_OUT = "it is a symlink that leads outside the workspace root"
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path]:
+    """(root, outside): a workspace root holding `inside/file.txt`, and a folder beside it holding a secret."""
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (root / "inside").mkdir(parents=True)
+    outside.mkdir()
+    (root / "inside" / "file.txt").write_text("inside")
+    (outside / "file.txt").write_text("secret")
+    return root, outside
+
+
+def test_a_folder_swapped_for_a_link_while_files_are_read_never_leaks_what_is_outside(layout: tuple[Path, Path]):
+    """A thread keeps swapping the folder `inside` for a link to the outside folder and back; every read
+    through the gateway gives the inside text or a refusal. A read that checks first and opens after (the
+    old way) meets the outside text in the same race, which shows the race is real."""
+    root, outside = layout
+    folder, away = root / "inside", root / "away"
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            os.rename(folder, away)
+            os.symlink(outside, folder)
+            os.unlink(folder)
+            os.rename(away, folder)
+
+    racer = threading.Thread(target=swap, daemon=True)
+    racer.start()
+    seen, naive = set(), set()
+    deadline = time.monotonic() + 2
+    try:
+        while time.monotonic() < deadline:
+            path = str(folder / "file.txt")
+            try:
+                seen.add(read_bytes(path, root=str(root)))
+            except FileRefused:
+                seen.add(b"refused")
+            try:
+                check_inside(path, str(root))
+                with open(path, "rb") as handle:
+                    naive.add(handle.read())
+            except (FileRefused, OSError):
+                pass
+    finally:
+        stop.set()
+        racer.join()
+    assert b"secret" not in seen and b"inside" in seen, seen
+    assert b"secret" in naive, "the race was never met; the test proved nothing"
+
+
+def test_special_files_and_system_views_are_refused_with_the_reason(layout: tuple[Path, Path]):
+    root, _ = layout
+    os.mkfifo(root / "fifo")
+    for path, reason in ((root / "fifo", "it is a FIFO, not a regular file"), ("/dev/zero", "a character device"),
+                         ("/proc/self/environ", "it is in /proc, a view of the running system"),
+                         (str(root / "a\x00b"), "NUL byte")):
+        with pytest.raises(FileRefused, match=reason):
+            read_bytes(str(path))
+    os.symlink("/proc/self/fd/0", root / "stdin")
+    with pytest.raises(FileRefused, match=LEADS_OUT):
+        read_bytes(str(root / "stdin"), root=str(root))
+    with pytest.raises(FileRefused, match="it is a FIFO, not a regular file, and was not written"):
+        LineLog(str(root / "fifo"), root=str(root))
+
+
+def test_a_file_over_its_limit_is_refused_by_its_size_without_being_read(tmp_path: Path):
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as handle:
+        handle.truncate(4_000_000_000)  # sparse: 4 GB that take no disk
+    began = time.perf_counter()
+    with pytest.raises(FileRefused, match=r"larger than 64 MB \(4,000,000,000 bytes"):
+        read_lines(str(huge), limit=64_000_000, line_limit=1_000)
+    with pytest.raises(FileRefused, match="4,000,000,000 bytes"):
+        read_bytes(str(huge), limit=64_000_000)
+    assert time.perf_counter() - began < 1
+
+
+def test_line_reading_is_bounded_per_line_and_names_a_bad_line(tmp_path: Path):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"one\r\ntwo\n\nthree")
+    assert list(read_lines(str(path), limit=100, line_limit=10)) == ["one", "two", "", "three"]
+    path.write_bytes(b"short\n" + b"x" * 5000 + b"\nafter\n")
+    lines = read_lines(str(path), limit=100_000, line_limit=1000)
+    assert next(lines) == "short"
+    with pytest.raises(FileRefused, match="line 2 is longer than 1,000 bytes"):
+        next(lines)
+    path.write_bytes(b"fine\n\xff\xfe\n")
+    with pytest.raises(FileRefused, match=r"line 2 is not valid UTF-8"):
+        list(read_lines(str(path), limit=100, line_limit=100))
+
+
+def test_a_whole_file_write_is_atomic_keeps_the_mode_and_never_writes_through_a_link(layout: tuple[Path, Path]):
+    root, outside = layout
+    target = root / "inside" / "case.jsonl"
+    target.write_text("old")
+    target.chmod(0o640)
+    write_file(str(target), b"new", root=str(root))
+    assert target.read_text() == "new" and stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in target.parent.iterdir()) == ["case.jsonl", "file.txt"]  # no temporary file left
+    with pytest.raises(FileRefused, match="a file of that name exists"):
+        write_file(str(target), b"other", root=str(root), exclusive=True)
+    assert target.read_text() == "new"
+    link = root / "inside" / "link.txt"
+    link.symlink_to(outside / "file.txt")
+    write_file(str(link), b"replaced", root=str(root))  # the link is replaced, what it led to is untouched
+    assert (outside / "file.txt").read_text() == "secret" and not link.is_symlink() and link.read_text() == "replaced"
+    (root / "out").symlink_to(outside)
+    with pytest.raises(FileRefused, match=LEADS_OUT):
+        write_file(str(root / "out" / "new.txt"), b"x", root=str(root))
+    with pytest.raises(FileRefused, match=LEADS_OUT):
+        remove_file(str(root / "out" / "file.txt"), root=str(root))
+    assert sorted(p.name for p in outside.iterdir()) == ["file.txt"]
+    private = root / "inside" / "private.json"
+    write_file(str(private), b"{}", root=str(root), private=True)
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+
+
+def test_listings_and_walks_never_follow_a_link_out(layout: tuple[Path, Path]):
+    root, outside = layout
+    (root / "inside" / "out").symlink_to(outside)
+    (root / "linked").symlink_to(outside)
+    assert [e.name for e in scan_folder(str(root / "inside"), root=str(root))] == ["file.txt", "out"]
+    with pytest.raises(FileRefused, match=LEADS_OUT):
+        scan_folder(str(root / "linked"), root=str(root))
+    with pytest.raises(FileRefused, match=LEADS_OUT):
+        walk(str(root / "linked"), root=str(root))
+    files = [os.path.join(d, f) for d, _, names in walk(str(root), root=str(root)) for f in names]
+    assert files == [str(root / "inside" / "file.txt")]  # `inside/out` and `linked` are not walked
+
+
+def test_a_private_folder_is_made_0700_and_refused_when_others_could_write_it(tmp_path: Path):
+    home = tmp_path / "a" / "cache"
+    private_folder(str(home))
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700 and stat.S_IMODE(home.parent.stat().st_mode) == 0o700
+    home.chmod(0o777)
+    with pytest.raises(NotPrivate, match=r"other users can write to the folder \(mode 0777\)"):
+        private_folder(str(home))
+    home.chmod(0o700)
+    (tmp_path / "link").symlink_to(home)
+    private_folder(str(tmp_path / "link"))  # a link the user made to a folder of theirs
+    with pytest.raises(FileRefused, match="it is a symlink, not a folder"):
+        private_folder(str(tmp_path / "link"), follow=False)
+    if os.geteuid() == 0:
+        os.chown(home, 4242, 4242)
+        with pytest.raises(NotPrivate, match="not owned by you"):
+            private_folder(str(home))
+
+
+def test_a_full_disk_cuts_a_line_log_at_a_line_end_and_leaves_room_for_why(tmp_path: Path):
+    folder = tmp_path / "small"
+    with mounted_tmpfs(folder, "size=64k"):
+        log = LineLog(str(folder / "run.jsonl"), root=str(folder))
+        line = b"x" * 999 + b"\n"
+        while log.append(line):
+            pass
+        assert log.failure is not None and log.failure.strerror
+        assert log.end(b'{"record": "incomplete"}\n')
+        log.close()
+        data = (folder / "run.jsonl").read_bytes()
+        assert data.endswith(b'\n{"record": "incomplete"}\n') and data.count(line) == log.lines - 1
+        assert sorted(p.name for p in folder.iterdir()) == ["run.jsonl"]  # the reserve is given back
