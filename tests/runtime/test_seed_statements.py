@@ -206,17 +206,17 @@ async def test_a_cancelled_run_stops_during_a_providers_file_read(tmp_path, open
     the pre-run pipeline. Later providers and the model are not invoked." — the read happens off the event loop,
     so a cancel lands while the disk is still reading (here: a read held up at the file gateway)."""
     entered, release, finished = threading.Event(), threading.Event(), threading.Event()
-    real = filecache.open_regular
+    real = filecache.read_head
 
-    def slow_disk(path: str) -> int:
+    def slow_disk(path: str, **options):
         entered.set()
         release.wait(3)
         try:
-            return real(path)
+            return real(path, **options)
         finally:
             finished.set()
 
-    monkeypatch.setattr(filecache, "open_regular", slow_disk)
+    monkeypatch.setattr(filecache, "read_head", slow_disk)
     later = Later()
     agent = await AgentOrchestrator().get_or_create_agent(make_request(
         AgentDefinition(id="a"), openai_client, [file_provider(kind, tmp_path), later]))
