@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "sends something else")
     run.add_argument("--live-tools", action="store_true", help="with --replay: run the tools instead of "
                      "using the recorded results")
+    run.add_argument("--trace", action="store_true", help="with --replay: export the replay's spans as a run "
+                     "does (a replay is offline and exports nothing without it)")
 
     preview = sub.add_parser("preview", help="print an agent's assembled instructions, messages and tools")
     preview.add_argument("agent_id", metavar="AGENT_ID")
@@ -313,7 +315,7 @@ def _replay(args: argparse.Namespace) -> int:
             print(f"replaying {display_path(path)} offline" + (" (live tools)" if args.live_tools else ""),
                   file=sys.stderr)
         outcome = asyncio.run(replay_run(root, args.agent_id, path, input=args.input, live_tools=args.live_tools,
-                                         on_event=listener))
+                                         on_event=listener, trace=args.trace))
     except RecordingError as error:
         print(f"oscova-lsp: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -389,6 +391,9 @@ def _test_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=None, metavar="NAME", help="the saved case's name (default: the agent id)")
     parser.add_argument("--root", default=None, metavar="DIR",
                         help="the workspace root for --save and the default PATH (default: found from here)")
+    parser.add_argument("--trace", action="store_true",
+                        help="export the replays' spans as runs do (agent tests are offline and export nothing "
+                             "without it)")
 
 
 def _test(args: argparse.Namespace) -> int:
@@ -429,7 +434,7 @@ def _test(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     async def main() -> list[Any]:
-        return [await run_case(case, update=args.update) for case in cases]
+        return [await run_case(case, update=args.update, trace=args.trace) for case in cases]
 
     results = asyncio.run(main())
     print(render(results, args.format))

@@ -211,7 +211,7 @@ class Runs:
 
         service = self.services[root] = RunService(root, host=self.server.host, trusted=self.trusted,
                                                    stream_share=STREAM_SHARE,
-                                                   settle=self.server.apply_pending_edits)
+                                                   settle=self.server.apply_pending_edits, notify=self._notify)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
         try:
@@ -452,6 +452,11 @@ class Runs:
             if agent["id"] == agent_id:
                 return str(agent["name"])
         return agent_id
+
+    def _notify(self, text: str) -> None:
+        """What a user should know once (a collector named by the workspace gets no credentials): the
+        editor's output channel."""
+        self.server.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"oscova: {text}"))
 
     # -- approval -----------------------------------------------------------------------------------------
 

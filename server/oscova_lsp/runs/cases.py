@@ -204,9 +204,10 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
 # ------------------------------------------------------------------------------------------- running
 
 
-async def run_case(case: Case, *, update: bool = False) -> CaseResult:
-    """Replays one case (never a network connection: the recorded answers and tool results stand in).
-    With `update`, a drifted case is re-recorded (the module docstring says how) and reports `updated`."""
+async def run_case(case: Case, *, update: bool = False, trace: bool = False) -> CaseResult:
+    """Replays one case (never a network connection: the recorded answers and tool results stand in, and
+    spans are exported only with `trace`). With `update`, a drifted case is re-recorded (the module
+    docstring says how) and reports `updated`."""
     from .replay import replay_run
 
     began = time.perf_counter()
@@ -214,7 +215,7 @@ async def run_case(case: Case, *, update: bool = False) -> CaseResult:
     try:
         recording = case.recording()
         agent_id = recording.agent_id
-        result = await replay_run(case.root, agent_id, case.path)
+        result = await replay_run(case.root, agent_id, case.path, trace=trace)
         failure = result.result.get("error")
         if not result.matched and failure and recording.status == "completed" and DRIFT_WORDS not in failure:
             raise CaseError(f"The replay of {agent_id} failed: {failure}")  # not a drift: the agent cannot run
@@ -259,7 +260,7 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
 
     rerecorder = Rerecorder(recording)
     with tempfile.TemporaryDirectory(prefix="oscova-update-") as scratch:
-        service = RunService(case.root, runs_dir=scratch)
+        service = RunService(case.root, runs_dir=scratch, tracing=False)
         try:
             handle = service.start_run(recording.agent_id, recording.input, recorder=rerecorder,
                                        approve=rerecorder.approve if recording.approvals else None)

@@ -211,17 +211,18 @@ def _cancelled() -> BaseException:
 
 async def replay_run(root: str, agent_id: str | None, transcript: str, *, input: str | None = None,
                      live_tools: bool = False, on_event: Callable[[dict[str, Any]], Any] | None = None,
-                     runs_dir: str | None = None) -> ReplayResult:
+                     runs_dir: str | None = None, trace: bool = False) -> ReplayResult:
     """Replays the run recorded in `transcript` with the agent `agent_id` (default: the recorded one) of
     the workspace `root` as it is now, on `input` (default: the recorded input). The replay's own
-    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`).
+    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`). A replay is offline: it exports spans
+    only with `trace` (then by the rules of a run's, `tracing.collector`).
 
     Raises `RecordingError` when the transcript cannot be replayed (an old transcript, not a transcript).
     """
     from .service import RunService
 
     recording = load_recording(transcript)
-    service = RunService(root, runs_dir=runs_dir)
+    service = RunService(root, runs_dir=runs_dir, tracing=trace)
     replayer = Replayer(recording, live_tools=live_tools, root=service.root)
     events: list[dict[str, Any]] = []
 

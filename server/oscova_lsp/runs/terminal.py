@@ -255,6 +255,8 @@ async def run_in_terminal(
     """Runs with a live view; Ctrl-C cancels the run (a second Ctrl-C stops waiting for it)."""
     view: LiveTranscript | None = None if as_json else LiveTranscript(out, err)
     listener = JsonLines(out) if view is None else view
+    if view is not None:  # a notice goes between the lines of the live view, not into its spinner
+        service.notify = view.note
     approve = terminal_approver(view) if view is not None and interactive else None
     handle = service.start_run(agent_id, text, on_event=listener, approve=approve)
     loop = asyncio.get_running_loop()

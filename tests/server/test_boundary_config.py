@@ -1,0 +1,98 @@
+"""Configuration and client input cannot widen what the server does (issue 20): a collector named by the
+workspace gets no credentials (said once in the output channel), unknown codes in settings are a warning
+and never blank the editor, trust is a boolean, a command's `uri` outside every opened folder is refused,
+and a warm start from the cache never hides a grant that now leads elsewhere.
+
+Each test spawns the server over stdio as an editor does (pytest-lsp's client)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.uris import from_fs_path
+from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
+
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.otlp_receiver import OtlpReceiver
+from tests.support.run_workspace import host_toml, write_workspace
+
+from .conftest import SERVER_COMMAND
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TOKEN = "otlp-token-lsp-83c1f0a2"
+KEY_VARIABLE = "OSCOVA_BOUNDARY_TEST_KEY"
+
+
+async def start(root: Path, *, env: dict[str, str] | None = None, options: Any = None,
+                folders: list[Path] | None = None, capabilities: str = "neovim@v0.7.0") -> LanguageClient:
+    client = make_test_lsp_client()
+
+    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def register(params: lsp.RegistrationParams) -> None:
+        return None
+
+    @client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
+    def ask(params: lsp.ShowMessageRequestParams) -> None:
+        return None
+
+    await client.start_io(*SERVER_COMMAND, env={**os.environ, **(env or {})}, cwd=str(root))
+    given = [lsp.WorkspaceFolder(uri=from_fs_path(str(f)), name=f.name) for f in (folders or [root])]
+    await client.initialize_session(lsp.InitializeParams(
+        capabilities=client_capabilities(capabilities), root_uri=given[0].uri if given else None,
+        workspace_folders=given, initialization_options=options))
+    return client
+
+
+async def stop(client: LanguageClient) -> None:
+    try:
+        await client.shutdown_session()
+    finally:
+        await client.stop()
+
+
+async def until(condition: Callable[[], Any], timeout: float = 30, what: str = "the condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout:g} s")
+
+
+async def command(client: LanguageClient, name: str, argument: dict[str, Any] | None = None) -> Any:
+    return await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command=name, arguments=[argument] if argument is not None else None))
+
+
+# -- item 4: a collector named by the workspace is announced once and gets no credentials --------------------
+
+
+async def test_a_workspace_collector_is_said_once_in_the_output_channel(tmp_path: Path, fake_openai: FakeOpenAI):
+    fake_openai.enqueue(Reply(text="one"), Reply(text="two"))
+    with OtlpReceiver() as collector:
+        root = write_workspace(tmp_path / "ws", host_toml(fake_openai.base_url, KEY_VARIABLE, extra=(
+            f'\n[telemetry]\notlp_endpoint = "{collector.url}"\n')))
+        environ = {KEY_VARIABLE: "sk-boundary-test-key-1", "OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer {TOKEN}"}
+        for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+            environ[name] = ""
+        client = await start(root, env=environ)
+        try:
+            for text in ("first", "second"):
+                result = await command(client, "oscova.runAgent", {"agentId": "echo", "input": text,
+                                                                   "uri": from_fs_path(str(root))})
+                assert result["status"] == "completed", result
+            await until(lambda: len(collector.span_names()) >= 4, what="the spans of both runs")
+            notices = [m for m in client.log_messages if "no credentials" in m.message]
+            assert len(notices) == 1, [m.message for m in client.log_messages]
+            assert f"{collector.url}/v1/traces" in notices[0].message
+        finally:
+            await stop(client)
+        assert TOKEN not in collector.everything()
+        assert all("authorization" not in r.headers for r in collector.received())
