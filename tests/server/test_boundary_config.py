@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
+from oscova_lsp.analysis import cache
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
@@ -96,3 +98,40 @@ async def test_a_workspace_collector_is_said_once_in_the_output_channel(tmp_path
             await stop(client)
         assert TOKEN not in collector.everything()
         assert all("authorization" not in r.headers for r in collector.received())
+
+
+# -- item 5: a warm start never hides a grant that now leads elsewhere ------------------------------------
+
+
+def shown(client: LanguageClient) -> dict[str, list[str]]:
+    """What the client shows: each file's diagnostic codes and messages (files shown nothing left out)."""
+    return {uri: sorted(f"{d.code} {d.message}" for d in items) for uri, items in client.diagnostics.items() if items}
+
+
+async def scan_ended(client: LanguageClient, timeout: float = 60) -> None:
+    await until(lambda: any(isinstance(r, lsp.WorkDoneProgressEnd) for reports in client.progress_reports.values()
+                            for r in reports), timeout, "the end of the initial scan")
+    await asyncio.sleep(0.5)  # the last publications follow the progress end
+
+
+async def test_a_warm_start_shows_a_grant_that_became_a_link_to_root(tmp_path: Path, monkeypatch):
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns("broken"))
+    environ = {cache.ENV_DIR: str(tmp_path / "cache"), cache.ENV_OFF: "", "HOME": str(tmp_path / "home")}
+    client = await start(root, env=environ)  # a first start reads the workspace and stores its results
+    try:
+        await scan_ended(client)
+        assert shown(client) == {}, "the example workspace is clean"
+    finally:
+        await stop(client)
+    shutil.rmtree(root / "data")
+    (root / "data").symlink_to("/", target_is_directory=True)  # no file's text changed
+    client = await start(root, env={**environ, "OSCOVA_LSP_TEST_SCAN_DELAY": "2"})
+    try:
+        await scan_ended(client)
+        found = shown(client)
+    finally:
+        await stop(client)
+    researcher = from_fs_path(str(root / "agents" / "researcher.agent.yaml"))
+    assert any(m.startswith("OSC044") and "whole file system" in m for m in found.get(researcher, [])), found
+    assert any(m.startswith("OSC043") for m in found.get(from_fs_path(str(root / "oscova.toml")), [])), found

@@ -607,11 +607,11 @@ class Checker:
         allowed = self.ws.host.host.allow_outside_workspaces
         for index, folder in enumerate(folders):
             rng = doc.value_range((*key, index)) or doc.best_range(key)
-            if not allowed and grant_outside(self.ws.root, folder):
+            if not allowed and grant_outside(self.ws.root, folder, real_path=self.ws.real_path):
                 out.append(self._simple(path, rng, "OSC043",
                                         f"workspace grant `{folder}` is outside the workspace root: it is ignored "
                                         "at run time unless `[host] allow_outside_workspaces = true`"))
-            too_wide = grant_too_wide(self.ws.root, folder)
+            too_wide = grant_too_wide(self.ws.root, folder, real_path=self.ws.real_path, home=self.ws.home_folder())
             if too_wide:
                 out.append(self._simple(path, rng, "OSC044",
                                         f"workspace grant `{folder}`: {too_wide} to the agent's tools"))
