@@ -300,7 +300,7 @@ def _replay(args: argparse.Namespace) -> int:
     from .reporting import display_path
     from .runs.diff import resolve_transcript
     from .runs.replay import DRIFTED, RecordingError, replay_run
-    from .runs.terminal import JsonLines, LiveTranscript
+    from .runs.terminal import JsonLines, LiveTranscript, approver
 
     if args.replay is None:
         print("oscova-lsp: --live-tools goes with --replay TRANSCRIPT", file=sys.stderr)
@@ -314,8 +314,9 @@ def _replay(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"replaying {display_path(path)} offline" + (" (live tools)" if args.live_tools else ""),
                   file=sys.stderr)
+        approve = approver(listener if isinstance(listener, LiveTranscript) else None, sys.stderr)
         outcome = asyncio.run(replay_run(root, args.agent_id, path, input=args.input, live_tools=args.live_tools,
-                                         on_event=listener, trace=args.trace))
+                                         on_event=listener, trace=args.trace, approve=approve))
     except RecordingError as error:
         print(f"oscova-lsp: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -245,7 +245,7 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
     """Replays the case answering each model request with the recorded answer at its position, records what
     the agent sends now, and puts that recording in place of the case once it replays as recorded. Returns
     why it could not (the case is left as it was), or None."""
-    from .replay import Replayer, replay_run
+    from .replay import Replayer, refuse, replay_run
     from .service import RunService
 
     class Rerecorder(Replayer):
@@ -263,7 +263,7 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
         service = RunService(case.root, runs_dir=scratch, tracing=False)
         try:
             handle = service.start_run(recording.agent_id, recording.input, recorder=rerecorder,
-                                       approve=rerecorder.approve if recording.approvals else None)
+                                       approve=refuse if recording.approvals else None)  # no tool runs
             result = await handle
         finally:
             await service.aclose()

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import IO, Any
 
 from ..reporting import display_path
@@ -246,6 +247,24 @@ def terminal_approver(view: LiveTranscript) -> ApproveCallback:
         return answer.strip().lower() in ("y", "yes")
 
     return approve
+
+
+def refusing_approver(note: Callable[[str], None]) -> ApproveCallback:
+    """Where nobody can answer (stdin is not a terminal): each approval-required call is refused, and `note`
+    says so. Never an answer taken from a file."""
+
+    async def refuse(request: dict[str, Any]) -> bool:
+        note(f"{request['tool']} needs approval and there is no terminal to ask: refused")
+        return False
+
+    return refuse
+
+
+def approver(view: LiveTranscript | None, err: IO[str]) -> ApproveCallback:
+    """The `[y/N]` prompt at a terminal (stdin and a live view), else `refusing_approver`."""
+    if view is not None and sys.stdin.isatty():
+        return terminal_approver(view)
+    return refusing_approver(view.note if view is not None else lambda text: print(text, file=err, flush=True))
 
 
 async def run_in_terminal(
