@@ -22,7 +22,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _codes(value: str) -> frozenset[str]:
-    return frozenset(c.strip().upper() for c in value.split(",") if c.strip())
+    """`--select` / `--ignore`: comma-separated codes or prefixes, each naming a rule (a typo is an error)."""
+    from .analysis.rules import CODE_FORM, is_known_code, unknown_code
+
+    codes = [c.strip() for c in value.split(",") if c.strip()]
+    if not codes:
+        raise argparse.ArgumentTypeError(f"no code given ({CODE_FORM})")
+    for code in codes:
+        if not is_known_code(code):
+            raise argparse.ArgumentTypeError(unknown_code(code))
+    return frozenset(c.upper() for c in codes)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -135,3 +135,25 @@ async def test_a_warm_start_shows_a_grant_that_became_a_link_to_root(tmp_path: P
     researcher = from_fs_path(str(root / "agents" / "researcher.agent.yaml"))
     assert any(m.startswith("OSC044") and "whole file system" in m for m in found.get(researcher, [])), found
     assert any(m.startswith("OSC043") for m in found.get(from_fs_path(str(root / "oscova.toml")), [])), found
+
+
+# -- item 7: unknown codes in a setting are a warning, and never blank the editor ---------------------------
+
+
+async def test_a_setting_with_unknown_codes_warns_and_keeps_the_editor_showing(tmp_path: Path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (root / "a.agent.yaml").write_text("id: a\ninstructions: Hi {{ nobody }}\nmemory: maybe\n")  # OSC101, OSC002
+    uri = from_fs_path(str(root / "a.agent.yaml"))
+    for options, codes in (({"select": ["E501"]}, ["OSC002", "OSC101"]),
+                           ({"select": ["E501", "OSC101"]}, ["OSC101"])):
+        client = await start(root, options=options)
+        try:
+            await until(lambda: client.diagnostics.get(uri), what="the diagnostics of a.agent.yaml")
+            assert sorted(str(d.code) for d in client.diagnostics[uri]) == codes
+            warnings = [m for m in client.messages if m.type == lsp.MessageType.Warning]
+            assert len(warnings) == 1, [m.message for m in client.messages]
+            assert "unknown code `E501` (codes look like OSC101 or OSC1)" in warnings[0].message
+        finally:
+            await stop(client)

@@ -99,6 +99,7 @@ def initialize(ls: OscovaServer, params: lsp.InitializeParams) -> None:
     elif not folders and params.root_path:
         folders = [params.root_path]
     ls.settings = Settings.parse(params.initialization_options)
+    ls.warn_settings(ls.settings.problems)
     ls.reset_host([f for f in folders if f], ls.settings.lint_options())
     ls.publisher.pull = params.capabilities.text_document is not None and \
         params.capabilities.text_document.diagnostic is not None
