@@ -174,7 +174,15 @@ def _check(args: argparse.Namespace) -> int:
     from .analysis.diagnostics import Diagnostic, Severity
     from .analysis.host import AnalysisHost
     from .analysis.workspace import workspace_roots
-    from .reporting import display_path, format_github, format_json, format_sarif, format_text, summary
+    from .reporting import (
+        display_path,
+        format_github,
+        format_json,
+        format_sarif,
+        format_text,
+        printable,
+        summary,
+    )
 
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
@@ -200,7 +208,7 @@ def _check(args: argparse.Namespace) -> int:
         found, notices = host.check(root, jobs=args.jobs, cache=not args.no_cache,
                                     under=None if args.workspaces else under)
         for notice in notices:
-            print(f"note: {notice}", file=sys.stderr)
+            print(f"note: {printable(notice)}", file=sys.stderr)
         if found:
             checked.append(root)
         files += len(found)
@@ -306,7 +314,7 @@ def _replay(args: argparse.Namespace) -> int:
     than recorded, 2 for a transcript that cannot be replayed."""
     import asyncio
 
-    from .reporting import display_path
+    from .reporting import display_path, json_text, printable
     from .runs.diff import resolve_transcript
     from .runs.replay import DRIFTED, RecordingError, replay_run
     from .runs.terminal import JsonLines, LiveTranscript, approver
@@ -321,19 +329,19 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         path = resolve_transcript(root, args.replay)
         if not args.json:
-            print(f"replaying {display_path(path)} offline" + (" (live tools)" if args.live_tools else ""),
+            print(f"replaying {printable(display_path(path))} offline" + (" (live tools)" if args.live_tools else ""),
                   file=sys.stderr)
         approve = approver(listener if isinstance(listener, LiveTranscript) else None, sys.stderr)
         outcome = asyncio.run(replay_run(root, args.agent_id, path, input=args.input, live_tools=args.live_tools,
                                          on_event=listener, trace=args.trace, approve=approve))
     except RecordingError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if args.json:
-        print(json.dumps({"kind": "replay", "matched": outcome.matched, "status": outcome.status,
-                          "difference": outcome.difference, "transcript": outcome.transcript}, ensure_ascii=False))
+        print(json_text({"kind": "replay", "matched": outcome.matched, "status": outcome.status,
+                         "difference": outcome.difference, "transcript": outcome.transcript}))
     elif outcome.status == DRIFTED:
-        print(f"✗ drifted: {outcome.difference}", file=sys.stderr)
+        print(f"✗ drifted: {printable(outcome.difference or '')}", file=sys.stderr)
     elif outcome.matched:
         print("✓ replay matches the recording", file=sys.stderr)
     else:
@@ -344,6 +352,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     """`diff A B`: exit 0 when the runs are the same, 1 when they differ, 2 when one cannot be read."""
     from .analysis.workspace import find_root
+    from .reporting import printable
     from .runs.diff import diff_transcripts, resolve_transcript
     from .runs.transcript import RecordingError
 
@@ -351,18 +360,19 @@ def _diff(args: argparse.Namespace) -> int:
     try:
         difference = diff_transcripts(resolve_transcript(root, args.first), resolve_transcript(root, args.second))
     except RecordingError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if not difference:
         print("The runs match: the same model requests, tool calls and answers.", file=sys.stderr)
         return EXIT_OK
-    print(difference)
+    print(printable(difference))
     return EXIT_FINDINGS
 
 
 def _preview(args: argparse.Namespace) -> int:
     import asyncio
 
+    from .reporting import json_text, printable
     from .runs.errors import RunError
     from .runs.service import RunService
     from .runs.terminal import format_preview
@@ -381,10 +391,10 @@ def _preview(args: argparse.Namespace) -> int:
     try:
         preview = asyncio.run(main())
     except RunError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_FINDINGS
     if args.json:
-        print(json.dumps(preview, indent=2, ensure_ascii=False))
+        print(json_text(preview, indent=2))
     else:
         print(format_preview(preview, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     return EXIT_OK
@@ -411,6 +421,7 @@ def _test(args: argparse.Namespace) -> int:
     2 on usage errors and when there is no case at all."""
     import asyncio
 
+    from .reporting import printable
     from .runs.cases import CaseError, find_cases, render, run_case, save_case
 
     if args.save is not None or args.name is not None:
@@ -423,7 +434,7 @@ def _test(args: argparse.Namespace) -> int:
         try:
             case = save_case(root, args.save, args.name)
         except CaseError as error:
-            print(f"oscova-lsp: {error}", file=sys.stderr)
+            print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
             return EXIT_USAGE
         print(f"saved the case {case.name}: {os.path.relpath(case.path)}")
         return EXIT_OK
@@ -436,7 +447,7 @@ def _test(args: argparse.Namespace) -> int:
     try:
         cases = find_cases(paths)
     except CaseError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if not cases:
         print(f"oscova-lsp: no agent tests under {', '.join(paths)}: save a run as a case with "

@@ -150,7 +150,7 @@ async def test_a_setting_with_unknown_codes_warns_and_keeps_the_editor_showing(t
                            ({"select": ["E501", "OSC101"]}, ["OSC101"])):
         client = await start(root, options=options)
         try:
-            await until(lambda: client.diagnostics.get(uri), what="the diagnostics of a.agent.yaml")
+            await until(lambda c=client: c.diagnostics.get(uri), what="the diagnostics of a.agent.yaml")
             assert sorted(str(d.code) for d in client.diagnostics[uri]) == codes
             warnings = [m for m in client.messages if m.type == lsp.MessageType.Warning]
             assert len(warnings) == 1, [m.message for m in client.messages]

@@ -20,7 +20,6 @@ Plain Python, shared by the command line and the language server's `oscova.listT
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -32,7 +31,7 @@ from typing import Any, Literal
 from xml.etree import ElementTree
 
 from ..analysis.workspace import workspace_roots
-from ..reporting import display_path
+from ..reporting import display_path, json_text, printable, printable_line
 from .errors import RunError
 from .events import describe_exception
 from .transcript import RUNS_DIRECTORY, Recording, RecordingError, load_recording, transcripts_of_run
@@ -314,20 +313,21 @@ def summary(results: Sequence[CaseResult]) -> str:
 
 
 def format_text(results: Sequence[CaseResult]) -> str:
+    """For a terminal: what comes from files and recordings (names, errors, diffs) escaped (`printable`)."""
     lines = []
     for r in results:
         word = {"passed": "PASS", "failed": "FAIL", "updated": "UPDATED", "error": "ERROR"}[r.status]
-        lines.append(f"{word} {r.case.name}" + (f" ({r.agent_id})" if r.agent_id else ""))
+        lines.append(f"{word} {printable_line(r.case.name)}" + (f" ({printable_line(r.agent_id)})" if r.agent_id else ""))
         if r.error:
-            lines.append(f"  {r.error}")
+            lines.append(f"  {printable(r.error)}")
         if r.difference and r.status != "passed":
-            lines.extend("  " + line for line in r.difference.rstrip("\n").splitlines())
+            lines.extend("  " + line for line in printable(r.difference).rstrip("\n").splitlines())
     lines.append(summary(results))
     return "\n".join(lines)
 
 
 def format_json(results: Sequence[CaseResult]) -> str:
-    return json.dumps({"cases": [r.to_json() for r in results], **_count(results)}, indent=2, ensure_ascii=False)
+    return json_text({"cases": [r.to_json() for r in results], **_count(results)}, indent=2)
 
 
 def _github_escape(text: str, *, property: bool = False) -> str:
@@ -340,12 +340,12 @@ def format_github(results: Sequence[CaseResult]) -> str:
     lines = []
     for r in results:
         if r.ok:
-            lines.append(f"{'PASS' if r.status == 'passed' else 'UPDATED'} {r.case.name}")
+            lines.append(f"{'PASS' if r.status == 'passed' else 'UPDATED'} {printable_line(r.case.name)}")
             continue
         what = "drifted" if r.status == "failed" else "could not run"
-        body = "\n".join(x for x in (r.error, r.difference) if x)
-        lines.append(f"::error file={_github_escape(display_path(r.case.path), property=True)},line=1,"
-                     f"title={_github_escape(f'Agent test {r.case.name} {what}', property=True)}::"
+        body = printable("\n".join(x for x in (r.error, r.difference) if x))
+        lines.append(f"::error file={_github_escape(printable_line(display_path(r.case.path)), property=True)},line=1,"
+                     f"title={_github_escape(f'Agent test {printable_line(r.case.name)} {what}', property=True)}::"
                      f"{_github_escape(body)}")
     lines.append(summary(results))
     return "\n".join(lines)
