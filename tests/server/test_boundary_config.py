@@ -15,8 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types as lsp
 from oscova_lsp.analysis import cache
+from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
@@ -157,3 +159,73 @@ async def test_a_setting_with_unknown_codes_warns_and_keeps_the_editor_showing(t
             assert "unknown code `E501` (codes look like OSC101 or OSC1)" in warnings[0].message
         finally:
             await stop(client)
+
+
+# -- item 9: trust is a boolean; a command's `uri` stays inside the opened folders --------------------------
+
+
+@pytest.mark.parametrize(("options", "trusted", "warned"), [
+    ({"workspaceTrusted": True}, True, False),
+    (None, True, False),  # a client without the notion (Neovim, Helix): nothing to distrust
+    ({}, True, False),
+    ({"workspaceTrusted": False}, False, False),
+    ({"workspaceTrusted": "false"}, False, True),
+    ({"workspaceTrusted": "true"}, False, True),
+    ({"workspaceTrusted": "no"}, False, True),
+    ({"workspaceTrusted": 0}, False, True),
+    ({"workspaceTrusted": 1}, False, True),
+    ({"workspaceTrusted": None}, False, True),
+    ({"workspaceTrusted": {}}, False, True),
+    ({"oscova": {"workspaceTrusted": "false"}}, False, True),
+    ({"workspaceTrusted": True, "oscova": {"workspaceTrusted": 0}}, False, True),
+])
+def test_anything_but_json_true_is_untrusted(options: Any, trusted: bool, warned: bool) -> None:
+    from oscova_lsp.lsp.runs import workspace_trust
+
+    found, problems = workspace_trust(options)
+    assert found is trusted
+    assert bool(problems) is warned
+    for problem in problems:
+        assert "must be true or false" in problem and "treated as untrusted" in problem
+
+
+async def test_a_trust_value_of_the_wrong_type_refuses_runs_and_warns(tmp_path: Path, fake_openai: FakeOpenAI):
+    root = write_workspace(tmp_path / "ws", host_toml(fake_openai.base_url, None))
+    for value in ("false", 0, None, "no"):
+        client = await start(root, options={"workspaceTrusted": value})
+        try:
+            with pytest.raises(JsonRpcException, match="not trusted"):
+                await command(client, "oscova.runAgent", {"agentId": "echo", "input": "hi"})
+            warning = await until(lambda c=client: [m for m in c.messages if "workspaceTrusted" in m.message],
+                                  what="the trust warning")
+            assert warning[0].type == lsp.MessageType.Warning
+        finally:
+            await stop(client)
+    assert fake_openai.requests == []
+
+
+async def test_a_command_uri_outside_every_opened_folder_is_refused(tmp_path: Path, fake_openai: FakeOpenAI):
+    root = write_workspace(tmp_path / "ws", host_toml(fake_openai.base_url, None))
+    outside = write_workspace(tmp_path / "elsewhere", host_toml(fake_openai.base_url, None),
+                              agents={"outsider": "id: outsider\ninstructions: Hi.\n"})
+    (tmp_path / "link").symlink_to(outside, target_is_directory=True)
+    (root / "agents" / "door").symlink_to(outside, target_is_directory=True)  # a link inside leading out
+    client = await start(root)
+    try:
+        for uri in ("file:///etc/passwd", "file:///etc", from_fs_path(str(outside / "agents" / "outsider.agent.yaml")),
+                    from_fs_path(str(tmp_path / "link")), from_fs_path(str(root / "agents" / "door"))):
+            for name, argument in (("oscova.listAgents", {}), ("oscova.previewPrompt", {"agentId": "outsider"}),
+                                   ("oscova.runAgent", {"agentId": "outsider", "input": "hi"}),
+                                   ("oscova.listTests", {}), ("oscova.runTest", {}),
+                                   ("oscova.saveTestCase", {"runId": "x"}), ("oscova.evictAgent", {"agentId": "x"})):
+                with pytest.raises(JsonRpcException) as refused:
+                    await command(client, name, {**argument, "uri": uri})
+                assert refused.value.code == -32602, (name, uri, refused.value)  # InvalidParams
+                assert "outside every folder the editor opened" in str(refused.value)
+        listed = await command(client, "oscova.listAgents", {})
+        assert sorted(a["id"] for a in listed) == ["echo", "helper", "lead"]
+        inside = await command(client, "oscova.listAgents", {"uri": from_fs_path(str(root / "agents"))})
+        assert sorted(a["id"] for a in inside) == ["echo", "helper", "lead"]
+    finally:
+        await stop(client)
+    assert fake_openai.requests == []

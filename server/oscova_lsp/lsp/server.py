@@ -252,8 +252,8 @@ class OscovaServer(LanguageServer):
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.host = AnalysisHost()
         self.settings = Settings()
-        self._warned: tuple[str, ...] = ()
-        """The problems of the settings last warned about (each new set is shown once)."""
+        self._warned: set[str] = set()
+        """The problems of the settings already shown (each is shown once a session)."""
         self.client_pid: int | None = None
         self.initial_options: Any = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -588,12 +588,13 @@ class OscovaServer(LanguageServer):
 
     def warn_settings(self, problems: tuple[str, ...]) -> None:
         """What is wrong with the client's settings, as a `window/showMessage` warning: a setting left out or
-        at its default is never silent. Once per distinct set of problems."""
-        if not problems or problems == self._warned:
+        at its default is never silent. Each problem once a session."""
+        fresh = [problem for problem in dict.fromkeys(problems) if problem not in self._warned]
+        if not fresh:
             return
-        self._warned = problems
+        self._warned.update(fresh)
         self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
-                                                       message="Oscova: " + "; ".join(problems) + "."))
+                                                       message="Oscova: " + "; ".join(fresh) + "."))
 
     async def register_watchers(self) -> None:
         if not self.caps("workspace", "did_change_watched_files", "dynamic_registration"):

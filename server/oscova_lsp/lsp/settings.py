@@ -56,7 +56,7 @@ class Settings:
         debounce = value.get("debounce", value.get("debounceMs", DEFAULT_DEBOUNCE_MS))
         if isinstance(debounce, bool) or not isinstance(debounce, int | float) or not 0 <= debounce <= MAX_DEBOUNCE_MS:
             problems.append(f"the setting `oscova.debounce` must be a number of milliseconds from 0 to "
-                            f"{MAX_DEBOUNCE_MS}, not {_shown(debounce)}; the default {DEFAULT_DEBOUNCE_MS} applies")
+                            f"{MAX_DEBOUNCE_MS}, not {describe_value(debounce)}; the default {DEFAULT_DEBOUNCE_MS} applies")
             debounce = DEFAULT_DEBOUNCE_MS
         select = _code_list(*setting("select"), problems, selecting=True)
         ignore = _code_list(*setting("ignore"), problems) or frozenset()
@@ -64,8 +64,8 @@ class Settings:
         return cls(int(debounce), ignore, severity, select, tuple(problems))
 
 
-def _shown(value: Any) -> str:
-    """A value's JSON type, for a sentence (`a string`, `an object`), or the number itself."""
+def describe_value(value: Any) -> str:
+    """A value as a sentence names it: its JSON type (`a string`, `an object`, `null`), or the number itself."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     names = {bool: "a boolean", str: "a string", list: "an array", dict: "an object", type(None): "null"}
@@ -79,7 +79,7 @@ def _codes_of(name: str, raw: list[Any], problems: list[str]) -> list[str]:
         if isinstance(entry, str) and is_known_code(entry):
             known.append(entry.strip().upper())
         else:
-            shown = entry if isinstance(entry, str) else _shown(entry)
+            shown = entry if isinstance(entry, str) else describe_value(entry)
             problems.append(f"the setting `{name}` has an {unknown_code(shown)}; it is left out")
     return known
 
@@ -90,7 +90,7 @@ def _code_list(name: str, raw: Any, problems: list[str], *, selecting: bool = Fa
     if raw is None:
         return None
     if not isinstance(raw, list):
-        problems.append(f"the setting `{name}` must be a list of codes, not {_shown(raw)}; it is not applied")
+        problems.append(f"the setting `{name}` must be a list of codes, not {describe_value(raw)}; it is not applied")
         return None
     known = _codes_of(name, raw, problems)
     if selecting and raw and not known:
@@ -103,7 +103,7 @@ def _severity(name: str, raw: Any, problems: list[str]) -> dict[str, str]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        problems.append(f"the setting `{name}` must be an object of codes and levels, not {_shown(raw)}; it is "
+        problems.append(f"the setting `{name}` must be an object of codes and levels, not {describe_value(raw)}; it is "
                         "not applied")
         return {}
     severity: dict[str, str] = {}
