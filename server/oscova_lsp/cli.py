@@ -34,6 +34,17 @@ def _codes(value: str) -> frozenset[str]:
     return frozenset(c.upper() for c in codes)
 
 
+def _port(value: str) -> int:
+    """`--port`: a TCP port number (0 lets the system choose one)."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"the port must be a number from 0 to 65535, not {value}")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -102,7 +113,7 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
     parser.add_argument("--tcp", action="store_true", help="listen on a TCP port instead")
     parser.add_argument("--host", default="127.0.0.1", help="TCP host, loopback only (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
+    parser.add_argument("--port", type=_port, default=2087, help="TCP port (default 2087)")
     parser.add_argument("--clientProcessId", "--client-process-id", dest="client_pid", type=int, default=None,
                         help="exit when this process is gone")
 

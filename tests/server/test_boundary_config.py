@@ -229,3 +229,17 @@ async def test_a_command_uri_outside_every_opened_folder_is_refused(tmp_path: Pa
     finally:
         await stop(client)
     assert fake_openai.requests == []
+
+
+# -- item 10: a port out of range is a usage error with a sentence ------------------------------------------
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "-1"])
+def test_a_tcp_port_out_of_range_exits_2_with_a_sentence(port: str) -> None:
+    import subprocess
+
+    result = subprocess.run([*SERVER_COMMAND, "serve", "--tcp", "--port", port], capture_output=True, text=True,
+                            timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert f"the port must be a number from 0 to 65535, not {port}" in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
