@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis import cache
 from oscova_lsp.analysis.engine import Analysis
+
+from .test_cache import cache_home  # noqa: F401 - the autouse fixture: a cache folder of the test's own
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -67,14 +68,6 @@ CHANGES: dict[str, Callable[[Path, Path], dict[str, str]]] = {
     "HOME moved inside a grant": lambda root, outside: {"HOME": str(root / "data" / "home")},
     "HOME is a granted folder": lambda root, outside: {"HOME": str(root / "data")},
 }
-
-
-@pytest.fixture(autouse=True)
-def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "cache-home"
-    monkeypatch.setenv(cache.ENV_DIR, str(home))
-    monkeypatch.delenv(cache.ENV_OFF, raising=False)
-    return home
 
 
 def check(root: Path, *extra: str, env: dict[str, str]) -> tuple[int, str, str]:

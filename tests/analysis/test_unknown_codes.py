@@ -6,9 +6,6 @@ shown as `window/showMessage` by the server) while the setting's valid codes sti
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,16 +14,10 @@ from oscova_lsp.analysis.diagnostics import Severity
 from oscova_lsp.lsp.settings import Settings
 
 from .support import make_workspace
+from .test_ci_trust import MODELS, oscova
 
-MODELS = '[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
 FILES = {"oscova.toml": MODELS, "a.agent.yaml": "id: a\ninstructions: Hi {{ nobody }}\nmemory: maybe\n"}  # OSC101, OSC002
 UNKNOWN = "unknown code `E501` (codes look like OSC101 or OSC1)"
-
-
-def oscova(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("oscova-lsp", path=str(Path(sys.executable).parent))
-    assert exe, "the console script `oscova-lsp` is installed"
-    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

@@ -27,6 +27,7 @@ from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.run_workspace import host_toml, write_workspace
 
 from .conftest import SERVER_COMMAND
+from .test_warm_start import stop
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TOKEN = "otlp-token-lsp-83c1f0a2"
@@ -51,13 +52,6 @@ async def start(root: Path, *, env: dict[str, str] | None = None, options: Any =
         capabilities=client_capabilities(capabilities), root_uri=given[0].uri if given else None,
         workspace_folders=given, initialization_options=options))
     return client
-
-
-async def stop(client: LanguageClient) -> None:
-    try:
-        await client.shutdown_session()
-    finally:
-        await client.stop()
 
 
 async def until(condition: Callable[[], Any], timeout: float = 30, what: str = "the condition") -> Any:

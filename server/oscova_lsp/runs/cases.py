@@ -372,17 +372,17 @@ def format_junit(results: Sequence[CaseResult]) -> str:
             case = ElementTree.SubElement(suite, "testcase", name=r.case.name,
                                           classname=f"oscova.{r.agent_id or 'case'}", file=display_path(r.case.path),
                                           time=f"{r.duration:.3f}")
-            if r.status == "failed":
-                failure = ElementTree.SubElement(case, "failure", message=r.error or "the agent's requests drifted "
-                                                 "from the recording", type="drift")
-                failure.text = r.difference or ""
+            if r.status == "failed":  # XML holds no control character: escaped as on a terminal
+                failure = ElementTree.SubElement(case, "failure", message=printable(r.error or "the agent's requests "
+                                                 "drifted from the recording"), type="drift")
+                failure.text = printable(r.difference or "")
             elif r.status == "error":
-                error = ElementTree.SubElement(case, "error", message=r.error or "the case could not run",
+                error = ElementTree.SubElement(case, "error", message=printable(r.error or "the case could not run"),
                                                type="error")
-                error.text = r.error or ""
+                error.text = printable(r.error or "")
             elif r.status == "updated":
                 out = ElementTree.SubElement(case, "system-out")
-                out.text = f"updated: the recording now holds the requests the agent sends\n{r.difference or ''}"
+                out.text = f"updated: the recording now holds the requests the agent sends\n{printable(r.difference or '')}"
     ElementTree.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
 
