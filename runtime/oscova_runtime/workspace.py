@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .paths import is_inside
 
@@ -54,19 +54,30 @@ def resolve_inside(path: str, allowed: Sequence[str], *, must_exist: bool = True
     raise WorkspaceViolation(WORKSPACE_DENIED)
 
 
-def grant_outside(root: str, folder: str) -> str | None:
-    """Why a workspace grant needs `[host] allow_outside_workspaces`, or None when it lies inside the root."""
-    real = os.path.realpath(os.path.join(root, folder))
-    return None if is_inside(real, root) else "it is outside the workspace root"
+RealPath = Callable[[str], str]
 
 
-def grant_too_wide(root: str, folder: str) -> str | None:
-    """Why a workspace grant is never given silently: it is `/`, the home folder, or holds the home folder."""
-    real = os.path.realpath(os.path.join(root, folder))
-    home = os.path.realpath(os.path.expanduser("~"))
-    if real == os.path.realpath(os.sep):
+def home_folder() -> str:
+    """The real path of the user's home folder (`HOME`), which no grant may hold silently."""
+    return os.path.realpath(os.path.expanduser("~"))
+
+
+def grant_outside(root: str, folder: str, *, real_path: RealPath = os.path.realpath) -> str | None:
+    """Why a workspace grant needs `[host] allow_outside_workspaces`, or None when it lies inside the root.
+    `real_path` resolves symlinks (the checker passes one that records the question for its cache)."""
+    real = real_path(os.path.join(root, folder))
+    return None if is_inside(real, real_path(root), real=False) else "it is outside the workspace root"
+
+
+def grant_too_wide(root: str, folder: str, *, real_path: RealPath = os.path.realpath,
+                   home: str | None = None) -> str | None:
+    """Why a workspace grant is never given silently: it is `/`, the home folder, or holds the home folder.
+    `home`: the home folder's real path (default `home_folder()`)."""
+    real = real_path(os.path.join(root, folder))
+    home = home_folder() if home is None else home
+    if real == real_path(os.sep):
         return "it grants the whole file system"
-    if is_inside(home, real):
+    if is_inside(home, real, real=False):
         return "it grants the home folder" if real == home else f"it grants a folder holding the home folder ({home})"
     return None
 

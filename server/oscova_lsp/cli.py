@@ -22,7 +22,27 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _codes(value: str) -> frozenset[str]:
-    return frozenset(c.strip().upper() for c in value.split(",") if c.strip())
+    """`--select` / `--ignore`: comma-separated codes or prefixes, each naming a rule (a typo is an error)."""
+    from .analysis.rules import CODE_FORM, is_known_code, unknown_code
+
+    codes = [c.strip() for c in value.split(",") if c.strip()]
+    if not codes:
+        raise argparse.ArgumentTypeError(f"no code given ({CODE_FORM})")
+    for code in codes:
+        if not is_known_code(code):
+            raise argparse.ArgumentTypeError(unknown_code(code))
+    return frozenset(c.upper() for c in codes)
+
+
+def _port(value: str) -> int:
+    """`--port`: a TCP port number (0 lets the system choose one)."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"the port must be a number from 0 to 65535, not {value}")
+    return port
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "sends something else")
     run.add_argument("--live-tools", action="store_true", help="with --replay: run the tools instead of "
                      "using the recorded results")
+    run.add_argument("--trace", action="store_true", help="with --replay: export the replay's spans as a run "
+                     "does (a replay is offline and exports nothing without it)")
 
     preview = sub.add_parser("preview", help="print an agent's assembled instructions, messages and tools")
     preview.add_argument("agent_id", metavar="AGENT_ID")
@@ -91,7 +113,7 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
     parser.add_argument("--tcp", action="store_true", help="listen on a TCP port instead")
     parser.add_argument("--host", default="127.0.0.1", help="TCP host, loopback only (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
+    parser.add_argument("--port", type=_port, default=2087, help="TCP port (default 2087)")
     parser.add_argument("--clientProcessId", "--client-process-id", dest="client_pid", type=int, default=None,
                         help="exit when this process is gone")
 
@@ -163,7 +185,15 @@ def _check(args: argparse.Namespace) -> int:
     from .analysis.diagnostics import Diagnostic, Severity
     from .analysis.host import AnalysisHost
     from .analysis.workspace import workspace_roots
-    from .reporting import display_path, format_github, format_json, format_sarif, format_text, summary
+    from .reporting import (
+        display_path,
+        format_github,
+        format_json,
+        format_sarif,
+        format_text,
+        printable,
+        summary,
+    )
 
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
@@ -189,7 +219,7 @@ def _check(args: argparse.Namespace) -> int:
         found, notices = host.check(root, jobs=args.jobs, cache=not args.no_cache,
                                     under=None if args.workspaces else under)
         for notice in notices:
-            print(f"note: {notice}", file=sys.stderr)
+            print(f"note: {printable(notice)}", file=sys.stderr)
         if found:
             checked.append(root)
         files += len(found)
@@ -298,10 +328,10 @@ def _replay(args: argparse.Namespace) -> int:
     than recorded, 2 for a transcript that cannot be replayed."""
     import asyncio
 
-    from .reporting import display_path
+    from .reporting import display_path, json_text, printable
     from .runs.diff import resolve_transcript
     from .runs.replay import DRIFTED, RecordingError, replay_run
-    from .runs.terminal import JsonLines, LiveTranscript
+    from .runs.terminal import JsonLines, LiveTranscript, approver
 
     if args.replay is None:
         print("oscova-lsp: --live-tools goes with --replay TRANSCRIPT", file=sys.stderr)
@@ -313,20 +343,21 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         path = resolve_transcript(root, args.replay)
         if not args.json:
-            print(f"replaying {display_path(path)} offline" + (" (live tools)" if args.live_tools else ""),
+            print(f"replaying {printable(display_path(path))} offline" + (" (live tools)" if args.live_tools else ""),
                   file=sys.stderr)
+        approve = approver(listener if isinstance(listener, LiveTranscript) else None, sys.stderr)
         outcome = asyncio.run(replay_run(root, args.agent_id, path, input=args.input, live_tools=args.live_tools,
-                                         on_event=listener))
+                                         on_event=listener, trace=args.trace, approve=approve))
     except RecordingError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if outcome.result.get("transcriptError"):
         print(f"⚠ the replay's {outcome.result['transcriptError'].removeprefix('the ')}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"kind": "replay", "matched": outcome.matched, "status": outcome.status,
-                          "difference": outcome.difference, "transcript": outcome.transcript}, ensure_ascii=False))
+        print(json_text({"kind": "replay", "matched": outcome.matched, "status": outcome.status,
+                         "difference": outcome.difference, "transcript": outcome.transcript}))
     elif outcome.status == DRIFTED:
-        print(f"✗ drifted: {outcome.difference}", file=sys.stderr)
+        print(f"✗ drifted: {printable(outcome.difference or '')}", file=sys.stderr)
     elif outcome.matched:
         print("✓ replay matches the recording", file=sys.stderr)
     else:
@@ -337,6 +368,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     """`diff A B`: exit 0 when the runs are the same, 1 when they differ, 2 when one cannot be read."""
     from .analysis.workspace import find_root
+    from .reporting import printable
     from .runs.diff import diff_transcripts, resolve_transcript
     from .runs.transcript import RecordingError
 
@@ -344,18 +376,19 @@ def _diff(args: argparse.Namespace) -> int:
     try:
         difference = diff_transcripts(resolve_transcript(root, args.first), resolve_transcript(root, args.second))
     except RecordingError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if not difference:
         print("The runs match: the same model requests, tool calls and answers.", file=sys.stderr)
         return EXIT_OK
-    print(difference)
+    print(printable(difference))
     return EXIT_FINDINGS
 
 
 def _preview(args: argparse.Namespace) -> int:
     import asyncio
 
+    from .reporting import json_text, printable
     from .runs.errors import RunError
     from .runs.service import RunService
     from .runs.terminal import format_preview
@@ -374,10 +407,10 @@ def _preview(args: argparse.Namespace) -> int:
     try:
         preview = asyncio.run(main())
     except RunError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_FINDINGS
     if args.json:
-        print(json.dumps(preview, indent=2, ensure_ascii=False))
+        print(json_text(preview, indent=2))
     else:
         print(format_preview(preview, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     return EXIT_OK
@@ -394,6 +427,9 @@ def _test_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=None, metavar="NAME", help="the saved case's name (default: the agent id)")
     parser.add_argument("--root", default=None, metavar="DIR",
                         help="the workspace root for --save and the default PATH (default: found from here)")
+    parser.add_argument("--trace", action="store_true",
+                        help="export the replays' spans as runs do (agent tests are offline and export nothing "
+                             "without it)")
 
 
 def _test(args: argparse.Namespace) -> int:
@@ -401,6 +437,7 @@ def _test(args: argparse.Namespace) -> int:
     2 on usage errors and when there is no case at all."""
     import asyncio
 
+    from .reporting import printable
     from .runs.cases import CaseError, find_cases, render, run_case, save_case
 
     if args.save is not None or args.name is not None:
@@ -413,7 +450,7 @@ def _test(args: argparse.Namespace) -> int:
         try:
             case = save_case(root, args.save, args.name)
         except CaseError as error:
-            print(f"oscova-lsp: {error}", file=sys.stderr)
+            print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
             return EXIT_USAGE
         print(f"saved the case {case.name}: {os.path.relpath(case.path)}")
         return EXIT_OK
@@ -426,7 +463,7 @@ def _test(args: argparse.Namespace) -> int:
     try:
         cases = find_cases(paths)
     except CaseError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if not cases:
         print(f"oscova-lsp: no agent tests under {', '.join(paths)}: save a run as a case with "
@@ -434,7 +471,7 @@ def _test(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     async def main() -> list[Any]:
-        return [await run_case(case, update=args.update) for case in cases]
+        return [await run_case(case, update=args.update, trace=args.trace) for case in cases]
 
     results = asyncio.run(main())
     print(render(results, args.format))

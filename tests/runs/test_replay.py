@@ -323,8 +323,20 @@ async def test_a_run_with_approvals_replays_with_the_same_tool_list(service, fak
     attempts = no_network()
     replayed = await replay_run(str(workspace), None, result["transcript"])
     assert replayed.matched and not (workspace / "data" / "out.txt").exists()
-    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
-    assert live.matched and (workspace / "data" / "out.txt").read_text() == "hello"  # approved as recorded
+    # Approval is never taken from the recording: without anyone to ask, the live tool is refused ...
+    refused = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert not refused.matched and not (workspace / "data" / "out.txt").exists()
+    assert [e.get("denied") for e in refused.events if e["kind"] == "toolResult"] == [True]
+    # ... and with someone to ask, it is asked, as in a run.
+    asked: list[dict[str, Any]] = []
+
+    async def ask(request: dict[str, Any]) -> bool:
+        asked.append(request)
+        return True
+
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True, approve=ask)
+    assert live.matched and (workspace / "data" / "out.txt").read_text() == "hello"
+    assert [(r["tool"], r["arguments"]) for r in asked] == [("write_file", {"path": "out.txt", "content": "hello"})]
     assert attempts == []
 
 

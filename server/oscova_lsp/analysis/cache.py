@@ -53,7 +53,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from oscova_runtime.paths import (
     FileRefused,
@@ -78,11 +78,12 @@ from .files import (
 )
 from .jinja_source import TemplateFacts, WireFacts, facts_from_wire, facts_to_wire
 from .text import LineIndex, Position, Range
+from .workspace import DISK_QUESTIONS, DiskAnswer, ask_disk
 from .yaml_source import Path, Span, YamlDocument, YamlProblem
 
 FACTS_FORMAT = 1
 """Raised whenever the shape of the cached facts changes."""
-RESULTS_FORMAT = 1
+RESULTS_FORMAT = 2
 """Raised whenever the shape of the stored results changes."""
 ENV_DIR = "OSCOVA_LSP_CACHE_DIR"
 ENV_OFF = "OSCOVA_LSP_NO_CACHE"
@@ -616,10 +617,11 @@ def _hashable(key: Any) -> Any:
 # The results of a whole check: reused only when nothing they were computed from changed
 #
 # The checks are a function of the files found, their texts, the lint options, the engine (all in the
-# `world` digest and the header's engine key) and of a few questions they ask the disk: is this path inside
-# the root (after symlinks), is there a file there. Those questions are recorded while the checks run
-# (`Workspace.probes`) and asked again before stored results are reused; a different answer, like any
-# changed file, runs the checks again on the current facts.
+# `world` digest and the header's engine key) and of a few questions they ask the disk (`workspace.ask_disk`):
+# is this path inside the root (after symlinks), is there a file there, where does a granted folder really
+# lead, where is the home folder. Those questions are recorded while the checks run (`Workspace.probes`) and
+# asked again before stored results are reused; a different answer, like any changed file, runs the checks
+# again on the current facts.
 
 
 @dataclass
@@ -627,19 +629,15 @@ class StoredResults:
     diagnostics: dict[str, list[Diagnostic]]
     """Every file's diagnostics (files without any included)."""
     notices: list[str]
-    probes: dict[tuple[str, str], bool]
-    """(kind, path) -> the answer: kind `inside` (`Workspace.inside`) or `file` (`Workspace.is_file`)."""
+    probes: dict[tuple[str, str], DiskAnswer]
+    """(kind, path) -> the answer, for each question of `workspace.DISK_QUESTIONS` the checks asked."""
 
 
-def _probes_hold(root: str, probes: dict[tuple[str, str], bool]) -> bool:
+def _probes_hold(root: str, probes: dict[tuple[str, str], DiskAnswer]) -> bool:
     from oscova_runtime.paths import Boundary
 
     boundary = Boundary(root)
-    for (kind, path), answer in probes.items():
-        now = boundary.contains(path) if kind == "inside" else os.path.isfile(path)
-        if now != answer:
-            return False
-    return True
+    return all(ask_disk(kind, path, root, boundary) == answer for (kind, path), answer in probes.items())
 
 
 def _results_to_json(world: str, stored: StoredResults) -> dict[str, Any]:
@@ -653,11 +651,11 @@ def _results_from_json(body: dict[str, Any]) -> StoredResults:
     if not (type(notices) is list and all(type(n) is str for n in notices) and type(probes) is list
             and type(diagnostics) is dict):
         raise ValueError("results")
-    answers: dict[tuple[str, str], bool] = {}
+    answers: dict[tuple[str, str], DiskAnswer] = {}
     for kind, path, answer in probes:
-        if kind not in ("inside", "file") or type(path) is not str or type(answer) is not bool:
+        if type(kind) is not str or type(path) is not str or type(answer) is not DISK_QUESTIONS.get(kind):
             raise ValueError("probe")
-        answers[(kind, path)] = answer
+        answers[(kind, path)] = cast(DiskAnswer, answer)
     return StoredResults({_text(path): [_diagnostic(row) for row in rows] for path, rows in diagnostics.items()},
                          notices, answers)
 

@@ -33,7 +33,15 @@ from .files import (
     variable_places,
 )
 from .jinja_source import TemplateFacts, VariableUse
-from .rules import ROOT_BASE, RULES, memory_root_outside, template_missing, template_outside_root
+from .rules import (
+    ROOT_BASE,
+    RULES,
+    is_known_code,
+    memory_root_outside,
+    template_missing,
+    template_outside_root,
+    unknown_code,
+)
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument
 from .workspace import LISTED_USES, TemplateUse, Workspace
@@ -607,11 +615,11 @@ class Checker:
         allowed = self.ws.host.host.allow_outside_workspaces
         for index, folder in enumerate(folders):
             rng = doc.value_range((*key, index)) or doc.best_range(key)
-            if not allowed and grant_outside(self.ws.root, folder):
+            if not allowed and grant_outside(self.ws.root, folder, real_path=self.ws.real_path):
                 out.append(self._simple(path, rng, "OSC043",
                                         f"workspace grant `{folder}` is outside the workspace root: it is ignored "
                                         "at run time unless `[host] allow_outside_workspaces = true`"))
-            too_wide = grant_too_wide(self.ws.root, folder)
+            too_wide = grant_too_wide(self.ws.root, folder, real_path=self.ws.real_path, home=self.ws.home_folder())
             if too_wide:
                 out.append(self._simple(path, rng, "OSC044",
                                         f"workspace grant `{folder}`: {too_wide} to the agent's tools"))
@@ -672,6 +680,23 @@ class Checker:
             key = (*prefix, "memory", "root")
             rng = doc.value_range(key) or doc.best_range(key) or self._first_line(parsed.lines)
             out.append(self._simple(parsed.path, rng, "OSC040", memory_root_outside(memory_root)))
+        return out + self._lint_codes(parsed.path, doc, prefix, config)
+
+    def _lint_codes(self, path: str, doc: TomlDocument, prefix: Path, config: HostConfig) -> list[Diagnostic]:
+        """OSC002 on each code of `[lint]` that names no rule (a typo must not pass for a clean check). No
+        `select` or `ignore` hides it: it is about them (`UNFILTERED`)."""
+        out: list[Diagnostic] = []
+        lint = config.lint
+        entries = [((*prefix, "lint", key, index), code, f"`[lint] {key}`", False)
+                   for key, codes in (("select", lint.select or []), ("ignore", lint.ignore))
+                   for index, code in enumerate(codes)]
+        entries += [((*prefix, "lint", "severity", code), code, "`[lint.severity]`", True) for code in lint.severity]
+        for key_path, code, where, is_key in entries:
+            if is_known_code(code):
+                continue
+            rng = (doc.key_range(key_path) if is_key else doc.value_range(key_path)) or doc.best_range(key_path)
+            out.append(Diagnostic(path, rng, "OSC002", unknown_code(code, where), RULES["OSC002"].severity,
+                                  data={UNFILTERED: True}))
         return out
 
 
@@ -693,6 +718,10 @@ def _unique_state_key(provider: PlannedProvider, taken: frozenset[str]) -> str:
     return f"{provider.class_name}{n}"
 
 
+UNFILTERED = "unfiltered"
+"""A diagnostic's `data` key: reported whatever `select`, `ignore` and suppressions say (an error in them)."""
+
+
 @dataclass
 class LintOptions:
     """Which codes are reported and at what severity, from `[lint]`, the command line or the editor.
@@ -709,9 +738,12 @@ def apply_lint(diagnostics: list[Diagnostic], parsed: ParsedFile | None, host: H
     and the editor override `[lint]`."""
     from .diagnostics import Severity
 
+    # `[lint]` codes naming no rule are reported (`Checker._lint_codes`) and left out here: a `select` of
+    # typos alone selects nothing less than everything
     ignore = _codes(host.lint.ignore)
-    select = _codes(host.lint.select) if host.lint.select else None
-    severity: dict[str, str] = {c.strip().upper(): level for c, level in host.lint.severity.items() if c.strip()}
+    select = _codes(host.lint.select or []) or None
+    severity: dict[str, str] = {c.strip().upper(): level for c, level in host.lint.severity.items()
+                                if is_known_code(c)}
     if options is not None:
         ignore |= _codes(options.ignore)
         if options.select is not None:
@@ -720,6 +752,9 @@ def apply_lint(diagnostics: list[Diagnostic], parsed: ParsedFile | None, host: H
     suppressions = parsed.suppressions if parsed is not None else {}
     out = []
     for diag in diagnostics:
+        if diag.data.get(UNFILTERED):
+            out.append(diag)
+            continue
         if _selected(diag.code, ignore) or (select is not None and not _selected(diag.code, select)):
             continue
         line_codes = suppressions.get(diag.range.start.line, ...)
@@ -736,7 +771,7 @@ def apply_lint(diagnostics: list[Diagnostic], parsed: ParsedFile | None, host: H
 
 
 def _codes(values: Iterable[str]) -> set[str]:
-    return {c.strip().upper() for c in values if c.strip()}
+    return {c.strip().upper() for c in values if is_known_code(c)}
 
 
 def _selected(code: str, prefixes: Iterable[str]) -> bool:

@@ -20,7 +20,7 @@ from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, 
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
 from .rules import RULES
 from .text import Range
-from .workspace import Workspace, find_root, read_text
+from .workspace import DiskAnswer, Workspace, find_root, read_text
 
 PARALLEL_THRESHOLD = 400
 """Below this many files, worker processes cost more than they save."""
@@ -80,7 +80,7 @@ class Analysis:
         self.save_results(found, probes)
         return found
 
-    def save_results(self, found: dict[str, list[Diagnostic]], probes: dict[tuple[str, str], bool]) -> None:
+    def save_results(self, found: dict[str, list[Diagnostic]], probes: dict[tuple[str, str], DiskAnswer]) -> None:
         """Stores `found`, every file's diagnostics as loaded, and the disk questions asked to compute them
         (`Workspace.probes`) as this root's results; nothing when the load did not use the cache."""
         if self._results_target is not None:

@@ -52,7 +52,9 @@ parses."""),
     Rule("OSC002", E, "definitions, host configuration", "Schema violation",
          """A value has the wrong type, a required key such as `id` is missing, an enum value is not one of
 its choices, or `instructions` and `instructions_file` are both set. The agent cannot be built from this
-definition. `oscova-lsp schema` prints the JSON Schema the definition is validated against."""),
+definition. `oscova-lsp schema` prints the JSON Schema the definition is validated against. In `[lint]`, a code
+that names no rule (`E501`, `OSC999`) is one too, reported whatever `select` and `ignore` say: a typo must
+not pass for a clean check."""),
     Rule("OSC003", W, "definitions, host configuration", "Unknown key",
          """The key is not part of the format, so it is ignored. It is most often a typo of a known key.""",
          "rename it to the closest known key"),
@@ -195,3 +197,19 @@ def memory_root_outside(value: str) -> str:
 
 def rule(code: str) -> Rule:
     return RULES[code]
+
+
+# -- codes as users write them: `[lint]`, `--select` / `--ignore`, the editor settings
+
+CODE_FORM = "codes look like OSC101 or OSC1"
+
+
+def is_known_code(code: str) -> bool:
+    """A code or a prefix of one (`OSC1` is every OSC1xx, `OSC` every code), in any case."""
+    normal = code.strip().upper()
+    return normal.startswith("OSC") and any(known.startswith(normal) for known in RULES)
+
+
+def unknown_code(code: str, where: str = "") -> str:
+    """The sentence for a code no rule has: `where` names the setting (`in `[lint] select``), or nothing."""
+    return f"unknown code `{code}`{f' in {where}' if where else ''} ({CODE_FORM})"

@@ -238,12 +238,48 @@ def _scan(doc: TomlDocument) -> list[int]:
             else:
                 seen[path] = key_range
                 doc.spans[path] = Span(key_range, value_range)
+                if line[value_start:value_start + 1] == "[":
+                    _scan_array(doc, path, line_no, value_start, end_line)
                 for i in range(1, len(parts)):
                     doc.spans.setdefault((*table, *parts[:i]), Span(key_range, value_range))
             line_no = end_line + 1
             continue
         line_no += 1
     return duplicates
+
+
+def _scan_array(doc: TomlDocument, path: Path, line_no: int, start: int, end_line: int) -> None:
+    """Records the span of each item of the array at (`line_no`, `start`) as `(*path, index)`, so a finding
+    about one entry (a grant, a code of `[lint]`) covers exactly that entry."""
+    depth, item_start, index = 0, -1, 0
+    for n in range(line_no, end_line + 1):
+        text = doc.lines.line_text(n)
+        i = start if n == line_no else 0
+        while i < len(text):
+            ch = text[i]
+            if ch == "#":
+                break
+            if ch in "\"'":  # a string: skipped whole (a basic string's escapes included)
+                close = re.match(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', text[i:])
+                end = i + (len(close.group()) if close else len(text) - i)
+                if depth == 1 and item_start < 0:
+                    item_start = i
+                if depth == 1 and item_start == i:
+                    doc.spans[(*path, index)] = Span(None, Range(doc.lines.position_of_char(n, i),
+                                                                  doc.lines.position_of_char(n, end)))
+                i = end
+                continue
+            if ch in "[{":
+                depth += 1
+            elif ch in "]}":
+                depth -= 1
+                if depth == 0:
+                    return
+            elif ch == "," and depth == 1:
+                index, item_start = index + 1, -1
+            elif depth == 1 and item_start < 0 and not ch.isspace():
+                item_start = i
+            i += 1
 
 
 def _strip_comment(line: str) -> str:

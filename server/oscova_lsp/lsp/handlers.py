@@ -25,7 +25,7 @@ from ..ide import actions, completion, hints, hover, navigation, symbols
 from ..ide.model import RenameError
 from . import convert
 from .capabilities import COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER
-from .runs import code_lenses, command_handlers, workspace_trusted
+from .runs import code_lenses, command_handlers, workspace_trust
 from .server import OscovaServer
 from .settings import Settings
 
@@ -99,13 +99,14 @@ def initialize(ls: OscovaServer, params: lsp.InitializeParams) -> None:
     elif not folders and params.root_path:
         folders = [params.root_path]
     ls.settings = Settings.parse(params.initialization_options)
+    ls.runs.trusted, trust_problems = workspace_trust(params.initialization_options)
+    ls.warn_settings(ls.settings.problems + trust_problems)
     ls.reset_host([f for f in folders if f], ls.settings.lint_options())
     ls.publisher.pull = params.capabilities.text_document is not None and \
         params.capabilities.text_document.diagnostic is not None
     ls.publisher.debounce = ls.settings.debounce
     ls.initial_options = params.initialization_options
     ls.client_pid = ls.client_pid or params.process_id
-    ls.runs.trusted = workspace_trusted(params.initialization_options)
 
 
 async def initialized(ls: OscovaServer, params: lsp.InitializedParams) -> None:

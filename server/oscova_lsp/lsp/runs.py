@@ -32,6 +32,7 @@ from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
 from . import convert
 from .capabilities import COMMANDS
+from .settings import describe_value
 
 if TYPE_CHECKING:
     from ..runs import RunHandle, RunService
@@ -184,13 +185,32 @@ class Runs:
 
     # -- services ---------------------------------------------------------------------------------------
 
+    def opened_path(self, document_uri: str, command: str) -> str:
+        """The path a command's `uri` names, when it lies inside a folder the editor opened (real paths: a link
+        leading out is outside), or inside the workspace of a document it opened; else InvalidParams. A
+        command never makes the server read, list or run a folder the editor did not open."""
+        path = convert.path_of(document_uri)
+        if path is None:
+            raise JsonRpcInvalidParams(f"{command}: `uri` must be a file: URI, not {document_uri!r}")
+        host = self.server.host
+        opened = any(is_inside(path, folder) for folder in host.folders) or \
+            any(is_inside(path, host.root_of(document)) for document in host.snapshot().documents)
+        if not opened:
+            raise JsonRpcInvalidParams(f"{command}: `uri` {document_uri} is outside every folder the editor opened; "
+                                       "the commands work on those folders only")
+        return path
+
+    def is_opened_root(self, root: str) -> bool:
+        """A workspace root of an opened folder (at, below or above it) or of an open document."""
+        host = self.server.host
+        return any(is_inside(root, folder, real=False) or is_inside(folder, root, real=False)
+                   for folder in host.folders) or any(host.root_of(d) == root for d in host.snapshot().documents)
+
     def root_for(self, document_uri: str | None, command: str) -> str:
         """The workspace root a command's `uri` (a file or a folder) names; the first folder's without one."""
         host = self.server.host
         if document_uri is not None:
-            path = convert.path_of(document_uri)
-            if path is None:
-                raise JsonRpcInvalidParams(f"{command}: `uri` must be a file: URI, not {document_uri!r}")
+            path = self.opened_path(document_uri, command)
             return host.root_of(os.path.join(path, "_") if os.path.isdir(path) else path)
         if not host.folders:
             raise JsonRpcInvalidParams(f"{command}: the editor opened no workspace folder; pass `uri`")
@@ -211,7 +231,7 @@ class Runs:
 
         service = self.services[root] = RunService(root, host=self.server.host, trusted=self.trusted,
                                                    stream_share=STREAM_SHARE,
-                                                   settle=self.server.apply_pending_edits)
+                                                   settle=self.server.apply_pending_edits, notify=self._notify)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
         try:
@@ -353,7 +373,7 @@ class Runs:
         else:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(server.checked.wait(), 30)
-            roots = sorted(server.host.snapshot().analyses)
+            roots = sorted(root for root in server.host.snapshot().analyses if self.is_opened_root(root))
         server.apply_pending_edits()
         snapshot = server.host.snapshot()
         out: list[dict[str, Any]] = []
@@ -454,6 +474,11 @@ class Runs:
                 return str(agent["name"])
         return agent_id
 
+    def _notify(self, text: str) -> None:
+        """What a user should know once (a collector named by the workspace gets no credentials): the
+        editor's output channel."""
+        self.server.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"oscova: {text}"))
+
     # -- approval -----------------------------------------------------------------------------------------
 
     async def _approve(self, prompt: dict[str, Any]) -> bool:
@@ -491,14 +516,26 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
     return handlers
 
 
-def workspace_trusted(options: Any) -> bool:
-    """False only when the client says so: `initializationOptions.workspaceTrusted == false` (VS Code)."""
-    if not isinstance(options, dict):
-        return True
-    for scope in (options, options.get("oscova")):
-        if isinstance(scope, dict) and scope.get("workspaceTrusted") is False:
-            return False
-    return True
+TRUST_KEY = "workspaceTrusted"
+
+
+def workspace_trust(options: Any) -> tuple[bool, tuple[str, ...]]:
+    """Whether the workspace is trusted, and what was wrong with the trust setting. A client that sends no
+    `initializationOptions.workspaceTrusted` (nor `oscova.workspaceTrusted`) has no notion of trust: trusted.
+    One that sends it is trusted only by JSON `true`; `false` is Restricted Mode (VS Code), and any other
+    value (`"false"`, `0`, `null`) fails closed, with a sentence for the user."""
+    trusted, problems = True, []
+    scopes = [("initializationOptions", options)]
+    if isinstance(options, dict) and "oscova" in options:
+        scopes.append(("initializationOptions.oscova", options["oscova"]))
+    for name, scope in scopes:
+        if not isinstance(scope, dict) or TRUST_KEY not in scope or scope[TRUST_KEY] is True:
+            continue
+        trusted = False
+        if scope[TRUST_KEY] is not False:
+            problems.append(f"`{name}.{TRUST_KEY}` must be true or false, not {describe_value(scope[TRUST_KEY])}; "
+                            "the workspace is treated as untrusted (runs and agent tests are refused)")
+    return trusted, tuple(problems)
 
 
 def _prepare() -> None:
@@ -529,10 +566,7 @@ async def list_tests(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[
     args = command_argument(params)
     document_uri = _string(args, "uri", params.command)
     if document_uri is not None:
-        path = convert.path_of(document_uri)
-        if path is None:
-            raise JsonRpcInvalidParams(f"{params.command}: `uri` must be a file: URI, not {document_uri!r}")
-        folders = [path]
+        folders = [runs.opened_path(document_uri, params.command)]
     else:
         folders = list(runs.server.host.folders)
     return await asyncio.to_thread(_listed, [f for f in folders if os.path.exists(f)])
@@ -559,12 +593,10 @@ async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, An
     update = args.get("update", False)
     if not isinstance(update, bool):
         raise JsonRpcInvalidParams(f"{params.command}: `update` must be true or false")
+    path = runs.opened_path(document_uri or "", params.command)
     if not runs.trusted:
         raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runTest replays agents (and imports the "
                                    "workspace's provider code) only in a trusted workspace")
-    path = convert.path_of(document_uri or "")
-    if path is None:
-        raise JsonRpcInvalidParams(f"{params.command}: `uri` must be a file: URI, not {document_uri!r}")
     try:
         case = find_cases([path])[0]
     except (CaseError, IndexError) as error:

@@ -252,6 +252,8 @@ class OscovaServer(LanguageServer):
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.host = AnalysisHost()
         self.settings = Settings()
+        self._warned: set[str] = set()
+        """The problems of the settings already shown (each is shown once a session)."""
         self.client_pid: int | None = None
         self.initial_options: Any = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -574,6 +576,7 @@ class OscovaServer(LanguageServer):
         if value is None:
             value = self.initial_options
         settings = Settings.parse(value)
+        self.warn_settings(settings.problems)
         if settings == self.settings:
             return
         lint_changed = settings.lint_options() != self.settings.lint_options()
@@ -582,6 +585,16 @@ class OscovaServer(LanguageServer):
         self.host.set_lint(settings.lint_options())
         if lint_changed:
             await self.publisher.recheck_everything()
+
+    def warn_settings(self, problems: tuple[str, ...]) -> None:
+        """What is wrong with the client's settings, as a `window/showMessage` warning: a setting left out or
+        at its default is never silent. Each problem once a session."""
+        fresh = [problem for problem in dict.fromkeys(problems) if problem not in self._warned]
+        if not fresh:
+            return
+        self._warned.update(fresh)
+        self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
+                                                       message="Oscova: " + "; ".join(fresh) + "."))
 
     async def register_watchers(self) -> None:
         if not self.caps("workspace", "did_change_watched_files", "dynamic_registration"):

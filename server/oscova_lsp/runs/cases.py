@@ -23,7 +23,6 @@ Plain Python, shared by the command line and the language server's `oscova.listT
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -35,7 +34,7 @@ from xml.etree import ElementTree
 from oscova_runtime.paths import FileRefused, copy_file, is_inside, scratch_folder, walk
 
 from ..analysis.workspace import workspace_roots
-from ..reporting import display_path
+from ..reporting import display_path, json_text, printable, printable_line
 from .errors import RunError
 from .events import describe_exception
 from .transcript import (
@@ -239,9 +238,10 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
 # ------------------------------------------------------------------------------------------- running
 
 
-async def run_case(case: Case, *, update: bool = False) -> CaseResult:
-    """Replays one case (never a network connection: the recorded answers and tool results stand in).
-    With `update`, a drifted case is re-recorded (the module docstring says how) and reports `updated`."""
+async def run_case(case: Case, *, update: bool = False, trace: bool = False) -> CaseResult:
+    """Replays one case (never a network connection: the recorded answers and tool results stand in, and
+    spans are exported only with `trace`). With `update`, a drifted case is re-recorded (the module
+    docstring says how) and reports `updated`."""
     from .replay import replay_run
 
     began = time.perf_counter()
@@ -249,7 +249,7 @@ async def run_case(case: Case, *, update: bool = False) -> CaseResult:
     try:
         recording = case.recording()
         agent_id = recording.agent_id
-        result = await replay_run(case.root, agent_id, case.path)
+        result = await replay_run(case.root, agent_id, case.path, trace=trace)
         failure = result.result.get("error")
         if not result.matched and failure and recording.status == "completed" and DRIFT_WORDS not in failure:
             raise CaseError(f"The replay of {agent_id} failed: {failure}")  # not a drift: the agent cannot run
@@ -281,7 +281,7 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
     """Replays the case answering each model request with the recorded answer at its position, records what
     the agent sends now, and puts that recording in place of the case once it replays as recorded. Returns
     why it could not (the case is left as it was), or None."""
-    from .replay import Replayer, replay_run
+    from .replay import Replayer, refuse, replay_run
     from .service import RunService
 
     class Rerecorder(Replayer):
@@ -296,10 +296,10 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
 
     rerecorder = Rerecorder(recording)
     with scratch_folder("oscova-update-") as scratch:
-        service = RunService(case.root, runs_dir=scratch)
+        service = RunService(case.root, runs_dir=scratch, tracing=False)
         try:
             handle = service.start_run(recording.agent_id, recording.input, recorder=rerecorder,
-                                       approve=rerecorder.approve if recording.approvals else None)
+                                       approve=refuse if recording.approvals else None)  # no tool runs
             result = await handle
         finally:
             await service.aclose()
@@ -341,20 +341,21 @@ def summary(results: Sequence[CaseResult]) -> str:
 
 
 def format_text(results: Sequence[CaseResult]) -> str:
+    """For a terminal: what comes from files and recordings (names, errors, diffs) escaped (`printable`)."""
     lines = []
     for r in results:
         word = {"passed": "PASS", "failed": "FAIL", "updated": "UPDATED", "error": "ERROR"}[r.status]
-        lines.append(f"{word} {r.case.name}" + (f" ({r.agent_id})" if r.agent_id else ""))
+        lines.append(f"{word} {printable_line(r.case.name)}" + (f" ({printable_line(r.agent_id)})" if r.agent_id else ""))
         if r.error:
-            lines.append(f"  {r.error}")
+            lines.append(f"  {printable(r.error)}")
         if r.difference and r.status != "passed":
-            lines.extend("  " + line for line in r.difference.rstrip("\n").splitlines())
+            lines.extend("  " + line for line in printable(r.difference).rstrip("\n").splitlines())
     lines.append(summary(results))
     return "\n".join(lines)
 
 
 def format_json(results: Sequence[CaseResult]) -> str:
-    return json.dumps({"cases": [r.to_json() for r in results], **_count(results)}, indent=2, ensure_ascii=False)
+    return json_text({"cases": [r.to_json() for r in results], **_count(results)}, indent=2)
 
 
 def _github_escape(text: str, *, property: bool = False) -> str:
@@ -367,12 +368,12 @@ def format_github(results: Sequence[CaseResult]) -> str:
     lines = []
     for r in results:
         if r.ok:
-            lines.append(f"{'PASS' if r.status == 'passed' else 'UPDATED'} {r.case.name}")
+            lines.append(f"{'PASS' if r.status == 'passed' else 'UPDATED'} {printable_line(r.case.name)}")
             continue
         what = "drifted" if r.status == "failed" else "could not run"
-        body = "\n".join(x for x in (r.error, r.difference) if x)
-        lines.append(f"::error file={_github_escape(display_path(r.case.path), property=True)},line=1,"
-                     f"title={_github_escape(f'Agent test {r.case.name} {what}', property=True)}::"
+        body = printable("\n".join(x for x in (r.error, r.difference) if x))
+        lines.append(f"::error file={_github_escape(printable_line(display_path(r.case.path)), property=True)},line=1,"
+                     f"title={_github_escape(f'Agent test {printable_line(r.case.name)} {what}', property=True)}::"
                      f"{_github_escape(body)}")
     lines.append(summary(results))
     return "\n".join(lines)
@@ -399,17 +400,17 @@ def format_junit(results: Sequence[CaseResult]) -> str:
             case = ElementTree.SubElement(suite, "testcase", name=r.case.name,
                                           classname=f"oscova.{r.agent_id or 'case'}", file=display_path(r.case.path),
                                           time=f"{r.duration:.3f}")
-            if r.status == "failed":
-                failure = ElementTree.SubElement(case, "failure", message=r.error or "the agent's requests drifted "
-                                                 "from the recording", type="drift")
-                failure.text = r.difference or ""
+            if r.status == "failed":  # XML holds no control character: escaped as on a terminal
+                failure = ElementTree.SubElement(case, "failure", message=printable(r.error or "the agent's requests "
+                                                 "drifted from the recording"), type="drift")
+                failure.text = printable(r.difference or "")
             elif r.status == "error":
-                error = ElementTree.SubElement(case, "error", message=r.error or "the case could not run",
+                error = ElementTree.SubElement(case, "error", message=printable(r.error or "the case could not run"),
                                                type="error")
-                error.text = r.error or ""
+                error.text = printable(r.error or "")
             elif r.status == "updated":
                 out = ElementTree.SubElement(case, "system-out")
-                out.text = f"updated: the recording now holds the requests the agent sends\n{r.difference or ''}"
+                out.text = f"updated: the recording now holds the requests the agent sends\n{printable(r.difference or '')}"
     ElementTree.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
 

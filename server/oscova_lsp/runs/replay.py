@@ -37,7 +37,6 @@ from oscova_runtime.messages import (
 )
 from oscova_runtime.recording import facts_at
 from oscova_runtime.session import AgentSession
-from oscova_runtime.tools import APPROVAL_DENIED
 
 from .diff import request_difference, tool_lines, unified
 from .events import jsonable
@@ -45,7 +44,7 @@ from .recorder import Recorder, message_from_record
 from .transcript import Recording, RecordingError, load_recording, relocate
 
 __all__ = ["DRIFTED", "Recording", "RecordingError", "ReplayDrift", "ReplayResult", "Replayer", "load_recording",
-           "replay_run"]
+           "refuse", "replay_run"]
 
 DRIFTED = "drifted"
 
@@ -196,12 +195,11 @@ class Replayer(Recorder):
             raise _recreate(recorded["error"])
         return recorded.get("result")
 
-    async def approve(self, request: dict[str, Any]) -> bool:
-        """Approval as recorded: granted when the recorded run ran this call, denied when it was denied."""
-        for tool in self.recording.tools:
-            if tool.get("name") == request.get("tool") and tool.get("arguments") == request.get("arguments"):
-                return tool.get("result") != APPROVAL_DENIED
-        return False
+
+
+async def refuse(request: dict[str, Any]) -> bool:
+    """The approval of a replay with nobody to ask: refused. A recording's approvals are never answers."""
+    return False
 
 
 def _cancelled() -> BaseException:
@@ -211,17 +209,23 @@ def _cancelled() -> BaseException:
 
 async def replay_run(root: str, agent_id: str | None, transcript: str, *, input: str | None = None,
                      live_tools: bool = False, on_event: Callable[[dict[str, Any]], Any] | None = None,
-                     runs_dir: str | None = None) -> ReplayResult:
+                     runs_dir: str | None = None, trace: bool = False,
+                     approve: Callable[[dict[str, Any]], Awaitable[bool]] | None = None) -> ReplayResult:
     """Replays the run recorded in `transcript` with the agent `agent_id` (default: the recorded one) of
     the workspace `root` as it is now, on `input` (default: the recorded input). The replay's own
-    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`).
+    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`). A replay is offline: it exports spans
+    only with `trace` (then by the rules of a run's, `tracing.collector`).
+
+    Approval is never taken from the recording: when the recorded run could ask (its header says
+    `approvals`), the replay offers the same tools, and a live tool that needs approval asks `approve` as a
+    run would; without `approve` it is refused. (Without `live_tools` no tool runs: nothing is asked.)
 
     Raises `RecordingError` when the transcript cannot be replayed (an old transcript, not a transcript).
     """
     from .service import RunService
 
     recording = load_recording(transcript)
-    service = RunService(root, runs_dir=runs_dir)
+    service = RunService(root, runs_dir=runs_dir, tracing=trace)
     replayer = Replayer(recording, live_tools=live_tools, root=service.root)
     events: list[dict[str, Any]] = []
 
@@ -238,7 +242,7 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
         service._sessions[(agent, session_id)] = session
     try:
         handle = service.start_run(agent, recording.input if input is None else input, session_id=session_id,
-                                   on_event=listen, approve=replayer.approve if recording.approvals else None,
+                                   on_event=listen, approve=(approve or refuse) if recording.approvals else None,
                                    recorder=replayer)
         result = await handle
     finally:

@@ -270,7 +270,8 @@ class RunService:
     def __init__(
         self, root: str | os.PathLike[str], *, host: AnalysisHost | None = None, runs_dir: str | None = None,
         function_invocation: FunctionInvocationSettings | None = None, trusted: bool = True,
-        stream_share: float | None = None, settle: Callable[[], None] | None = None,
+        stream_share: float | None = None, settle: Callable[[], None] | None = None, tracing: bool = True,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.root = os.path.realpath(os.fspath(root))
         self._settle = settle
@@ -279,6 +280,10 @@ class RunService:
         """The root as the analysis host names it (not resolved: the host indexes files by their given path)."""
         self.trusted = trusted
         """False (an untrusted workspace): previews leave the workspace's tool and provider code unimported."""
+        self.tracing = tracing
+        """False: runs export no spans, whatever the environment or `[telemetry]` says (a replay is offline)."""
+        self.notify = notify or _to_stderr
+        """Hears what a user should know once (a collector named by the workspace gets no credentials)."""
         self._files = host or AnalysisHost([self._source_root])
         self._owns_files = host is None
         self.runs_dir = runs_dir or os.path.join(self.root, RUNS_DIRECTORY)
@@ -617,7 +622,8 @@ class RunService:
                 configure = run.recorder.configure_builder(use_agent_run_observer(accessor))
                 agent = await host.get_agent(definition, configure_builder=configure)
                 run.input_message = ChatMessage.of("user", input)
-                tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id)
+                tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id,
+                                    notify=self.notify) if self.tracing else None
                 with approval_channel(self._approval_handler(run, approve) if approve else None), \
                         run.recorder.active(), listening(run.on_notice), \
                         observe_calls(run.calls, *([tracer] if tracer is not None else [])):
@@ -679,6 +685,10 @@ class RunService:
                 return False
 
         return ask
+
+
+def _to_stderr(text: str) -> None:
+    print(f"oscova-lsp: {text}", file=sys.stderr, flush=True)
 
 
 class _Pacer:
