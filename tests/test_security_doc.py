@@ -19,7 +19,7 @@ def _tests_in(path: Path) -> set[str]:
 
 def test_every_row_names_tests_that_exist() -> None:
     rows = [line for line in (ROOT / "SECURITY.md").read_text().splitlines()
-            if line.startswith("| ") and not line.startswith(("| a workspace file", "| the client sends"))]
+            if line.startswith("| ") and not line.startswith(("| a workspace file", "| the client sends", "| a file the product touches"))]
     assert len(rows) >= 15
     for row in rows:
         current: Path | None = None
