@@ -64,7 +64,7 @@ class NotRecording(Recorder):
 def reply(body: dict[str, Any]) -> Reply:
     if body["messages"][-1]["role"] == "tool":
         return Reply(text="The launch is on Tuesday. " * 20, chunk_size=40)
-    return Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"})])
+    return Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"})])
 
 
 async def measure(root: Path, runs: int) -> tuple[dict[str, list[float]], dict[str, list[float]], str]:
@@ -99,7 +99,7 @@ async def tap_cost(rounds: int) -> tuple[float, float]:
     options = ChatOptions(instructions="## Environment\n- Operating system: Linux\n" * 6 + "You help Alice.",
                           tools=[tool])
     messages = [ChatMessage.of("user", "When is the launch?"),
-                ChatMessage("assistant", [FunctionCallContent("c1", "read_file", {"path": "notes.txt"})]),
+                ChatMessage("assistant", [FunctionCallContent("c1", "read_file", {"path": "data/notes.txt"})]),
                 ChatMessage("tool", [])]
     updates = [ChatResponseUpdate("assistant", [TextContent("The launch is on Tuesday. " * 2)]) for _ in range(12)]
     updates.append(ChatResponseUpdate("assistant", [], UsageDetails(11, 7, 18), "stop"))
@@ -122,8 +122,8 @@ async def tap_cost(rounds: int) -> tuple[float, float]:
         async for _update in real():
             pass
     direct = (time.perf_counter() - start) / rounds
-    call = FunctionCallContent("c1", "read_file", {"path": "notes.txt"})
-    context = FunctionInvocationContext(tool, {"path": "notes.txt"}, call, 0, {})
+    call = FunctionCallContent("c1", "read_file", {"path": "data/notes.txt"})
+    context = FunctionInvocationContext(tool, {"path": "data/notes.txt"}, call, 0, {})
 
     async def run_tool(ctx: FunctionInvocationContext) -> str:
         return "The launch is on Tuesday.\n"

@@ -109,7 +109,8 @@ class ConfiguredHost:
 
     def tool_catalogue(self) -> dict[str, AIFunction]:
         """Built-in tools plus `[tools.*]` (imported here: only a run loads user code, and only when trusted)."""
-        tools: dict[str, AIFunction] = dict(builtin_tools(BuiltinToolContext(timezone=self.config.user.timezone)))
+        tools: dict[str, AIFunction] = dict(builtin_tools(BuiltinToolContext(timezone=self.config.user.timezone,
+                                                                           root=self.root)))
         if not self.trusted:
             return tools
         for name, settings in self.config.tools.items():
@@ -312,6 +313,7 @@ class ConfiguredHost:
             available_agent_definitions=self.definitions,
             context_provider_factory=self.provider_factory,
             workspace_resolver=self.workspace_directories,
+            workspace_root=self.root,
             **{"tool_policy": self.tool_policy, "run_scope_factory": AGENT_INVOCATIONS, **overrides},
         )
 

@@ -68,6 +68,9 @@ class AgentBuildRequest:
     chat_options_resolver: Callable[[AgentDefinition], ChatOptions | None] | None = None
     run_scope_factory: IAgentRunScopeFactory | None = None
     """The optional `IAgentRunScopeFactory`: every built agent enters one scope per run."""
+    workspace_root: str | None = None
+    """The folder relative tool paths resolve against (the configured host: its workspace root); without one,
+    the first workspace directory of the agent (a port addition: the seed says nothing of relative paths)."""
     tool_policy: ToolPolicy = ALLOW_ALL
     """The host's tool policy, checked by the governed function-invocation loop before every call (a port
     addition: the seed's host supplies it to that client)."""
@@ -276,7 +279,8 @@ class AgentOrchestrator(IAgentOrchestrator):
         builder = ChatClientBuilder(chat_client)
         builder.use(lambda inner: FunctionInvokingChatClient(
             inner, self.function_invocation_settings, builder.function_middleware, request.tool_policy))
-        builder.use_function_middleware(WorkspaceValidation(lambda: request.workspace_resolver(definition)))
+        builder.use_function_middleware(WorkspaceValidation(lambda: request.workspace_resolver(definition),
+                                                         request.workspace_root))
         if request.configure_agent_builder is not None:
             builder = request.configure_agent_builder(builder, definition) or builder
         if requested and request.configure_builder is not None:
