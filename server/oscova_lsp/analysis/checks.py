@@ -620,7 +620,9 @@ class Checker:
     def _reference_checks(self, parsed: TemplateFile | DefinitionFile) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         facts = template_facts(parsed)
-        if facts is None or all(t in self.ws.files for t in self.ws.reference_targets(parsed, facts)):
+        # A target that was read is inside the root; one that is indexed but unread may be a link leading out.
+        if facts is None or all(t in self.ws.files and self.ws.files[t].skipped is None
+                                for t in self.ws.reference_targets(parsed, facts)):
             return out  # the common case, without mapping every reference to its range
         for ref, rng in reference_ranges(parsed):
             target = self.ws.resolve_template(ref.path)
