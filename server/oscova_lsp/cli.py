@@ -178,6 +178,7 @@ def _check(args: argparse.Namespace) -> int:
     files = 0
     checked: list[str] = []
     failing: list[str] = []
+    rendered: list[str] = []  # the templates of the definitions given, checked with them
     # A short-lived process that builds a large graph of objects with few cycles: the cyclic collector would
     # walk it again and again (a third of a warm check's time on 10,000 files). Reference counting still
     # frees what is dropped; peak memory is measured by benchmarks/check_bench.py.
@@ -193,6 +194,7 @@ def _check(args: argparse.Namespace) -> int:
         if found:
             checked.append(root)
         files += len(found)
+        rendered += [p for p in found if not any(p == q or is_inside(p, q, real=False) for q in paths)]
         for items in found.values():
             diagnostics.extend(items)
         if any(d.severity is Severity.ERROR for items in found.values() for d in items):
@@ -207,7 +209,7 @@ def _check(args: argparse.Namespace) -> int:
         body = format_text(diagnostics)
         if body:
             print(body)
-        print(summary(diagnostics, files, len(checked), failing))
+        print(summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered))))
     elif args.format == "json":
         print(format_json(diagnostics))
     elif args.format == "sarif":
@@ -217,6 +219,19 @@ def _check(args: argparse.Namespace) -> int:
         if body:
             print(body)
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _with_templates(paths: list[str], templates: int) -> str:
+    """What a check of definition files covered besides them: the templates they render."""
+    from .reporting import display_path
+
+    if not templates:
+        return ""
+    noun = "template" if templates == 1 else "templates"
+    given = [p for p in paths if os.path.isfile(p)]
+    if len(given) == 1:
+        return f"{display_path(given[0])} and the {templates} {noun} it renders"
+    return f"the {len(given)} definitions given and the {templates} {noun} they render"
 
 
 def _serve(args: argparse.Namespace) -> int:
