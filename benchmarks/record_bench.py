@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oscova_lsp.runs.recorder import Configure, Recorder  # noqa: E402
+from oscova_lsp.runs.recorder import Recorder  # noqa: E402
 from oscova_lsp.runs.service import RunService  # noqa: E402
 from oscova_lsp.runs.transcript import read_lines  # noqa: E402
 from oscova_runtime.chat_client import OpenAIChatClient  # noqa: E402
@@ -51,14 +51,11 @@ from tests.support.run_workspace import host_toml, write_workspace  # noqa: E402
 
 
 class NotRecording(Recorder):
-    """Records nothing: the run without the model tap and the tool middleware."""
+    """Records nothing: the run without the model and tool tap."""
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         yield
-
-    def configure_builder(self, inner: Configure | None) -> Configure:
-        return inner or (lambda builder: builder)
 
 
 def reply(body: dict[str, Any]) -> Reply:
@@ -130,7 +127,7 @@ async def tap_cost(rounds: int) -> tuple[float, float]:
 
     start = time.perf_counter()
     for _ in range(rounds):
-        await recorder.tool_middleware(context, run_tool)
+        await recorder.tool(context, run_tool)
         lines.clear()
     return tapped - direct, (time.perf_counter() - start) / rounds
 

@@ -20,6 +20,7 @@ from .function_invocation import (
 )
 from .governance import ALLOW_ALL, ToolPolicy
 from .messages import ChatOptions
+from .recording import tapped_tool
 from .reducer import SummarizingChatReducer
 from .session import ChatReducer, InMemoryChatHistoryProvider
 from .tools import AIFunction
@@ -285,6 +286,7 @@ class AgentOrchestrator(IAgentOrchestrator):
             builder = request.configure_agent_builder(builder, definition) or builder
         if requested and request.configure_builder is not None:
             builder = request.configure_builder(builder) or builder
+        builder.use_function_middleware(tapped_tool)  # a recorded or replayed run sees every agent's tool calls
         builder.use_function_middleware(RepeatedCallGuard())
         scope_factory = request.run_scope_factory
         run_scope = (lambda: scope_factory.create_scope(definition)) if scope_factory is not None else None

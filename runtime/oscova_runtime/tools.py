@@ -34,6 +34,8 @@ class AIFunction:
     """Arguments that name files or folders; workspace validation checks them against the grants."""
     egress: bool = False
     """The tool sends data off this machine (the network); a host policy may disallow such tools."""
+    agent_id: str | None = None
+    """The agent this tool runs, when it is an agent called as a tool (`ChatClientAgent.as_ai_function`)."""
 
     async def invoke(self, arguments: Mapping[str, Any]) -> Any:
         result = self.func(**dict(arguments))
@@ -97,7 +99,7 @@ def wrap_with_approval(function: AIFunction, handler: ApprovalHandler) -> AIFunc
         return await function.invoke(arguments)
 
     return AIFunction(function.name, function.description, function.parameters, gated, True,
-                      function.path_parameters, function.egress)
+                      function.path_parameters, function.egress, function.agent_id)
 
 
 # --------------------------------------------------------------------------------------------------

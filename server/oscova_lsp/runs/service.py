@@ -607,8 +607,7 @@ class RunService:
                 task_run = AgentTaskRun(live_messages=[])
                 task_run.live_messages_changed.append(run.on_messages_changed)
                 accessor.observer = AgentTaskRunObserver(task_run)
-                configure = run.recorder.configure_builder(use_agent_run_observer(accessor))
-                agent = await host.get_agent(definition, configure_builder=configure)
+                agent = await host.get_agent(definition, configure_builder=use_agent_run_observer(accessor))
                 run.input_message = ChatMessage.of("user", input)
                 tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id)
                 with approval_channel(self._approval_handler(run, approve) if approve else None), \
