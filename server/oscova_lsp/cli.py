@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_arguments(serve)
 
     run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results")
-    run.add_argument("agent_id", metavar="AGENT_ID")
+    run.add_argument("agent_id", metavar="AGENT_ID", nargs="?",
+                     help="the agent to run (with --replay: default the recorded one)")
     run.add_argument("--input", default=None, metavar="TEXT", help="the input (default: read from stdin)")
     run.add_argument("--root", default=None, metavar="DIR",
                      help="the workspace root (default: found from the current directory)")
@@ -279,6 +280,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.replay is not None or args.live_tools:
         return _replay(args)
+    if args.agent_id is None:
+        print("oscova-lsp: the following arguments are required: AGENT_ID (or --replay RUN_ID, which replays the "
+              "recorded agent)", file=sys.stderr)
+        return EXIT_USAGE
     root = _workspace_root(args.root)
     if root is None:
         return EXIT_USAGE
@@ -303,6 +308,12 @@ def _run(args: argparse.Namespace) -> int:
 
     result = asyncio.run(main())
     return EXIT_OK if result["status"] == "completed" else EXIT_FINDINGS
+
+
+REPLAY_MATCHED = {"completed": "✓ replay matches the recording",
+                  "failed": "✓ the replay reproduces the recorded failure",
+                  "cancelled": "✓ the replay reproduces the recorded cancellation"}
+"""The last line of a replay that ended as its recording did: a failure reproduced is not a success."""
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -338,7 +349,7 @@ def _replay(args: argparse.Namespace) -> int:
     elif outcome.status == DRIFTED:
         print(f"✗ drifted: {outcome.difference}", file=sys.stderr)
     elif outcome.matched:
-        print("✓ replay matches the recording", file=sys.stderr)
+        print(REPLAY_MATCHED.get(outcome.status, REPLAY_MATCHED["completed"]), file=sys.stderr)
     else:
         print(f"✗ the replay ended {outcome.status}, the recorded run otherwise", file=sys.stderr)
     return EXIT_OK if outcome.matched else EXIT_FINDINGS
