@@ -171,7 +171,8 @@ class LiveTranscript:
             if "error" in event:
                 self.note(style.red(f"← {event.get('name')} failed: {_one_line(event['error'])}"))
             elif event.get("denied"):
-                self.note(style.red(f"← {event.get('name')}: denied"))
+                reason = f": {event['reason']}" if event.get("reason") else ""
+                self.note(style.red(f"← {event.get('name')}: denied{reason}"))
             else:
                 self.note(style.dim(f"← {event.get('name')}: {_one_line(event.get('result'))}"))
         elif kind in ("completed", "failed", "cancelled"):
@@ -256,6 +257,8 @@ async def run_in_terminal(
     view: LiveTranscript | None = None if as_json else LiveTranscript(out, err)
     listener = JsonLines(out) if view is None else view
     approve = terminal_approver(view) if view is not None and interactive else None
+    if approve is None:
+        _say_what_is_withheld(service.approval_tools(agent_id), as_json, err)
     handle = service.start_run(agent_id, text, on_event=listener, approve=approve)
     loop = asyncio.get_running_loop()
     interrupts = 0
@@ -282,6 +285,20 @@ async def run_in_terminal(
             spinner.cancel()
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
+
+
+def _say_what_is_withheld(names: list[str], as_json: bool, err: IO[str]) -> None:
+    """One note naming the tools a run without approval prompts does not offer, and why."""
+    if not names:
+        return
+    listed = ", ".join(names)
+    verb = "needs" if len(names) == 1 else "need"
+    pronoun = "it was" if len(names) == 1 else "they were"
+    why, instead = (("with --json nothing is asked", "run without --json at a terminal") if as_json else
+                    ("the input comes from a pipe, not a terminal", "pass --input at a terminal"))
+    err.write(f"note: {listed} {verb} approval, which cannot be asked here ({why}), so {pronoun} not offered to "
+              f"the model; {instead} to be asked\n")
+    err.flush()
 
 
 def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
