@@ -422,7 +422,7 @@ def _test(args: argparse.Namespace) -> int:
     2 on usage errors and when there is no case at all."""
     import asyncio
 
-    from .runs.cases import CaseError, find_cases, render, run_case, save_case
+    from .runs.cases import CaseError, find_cases, render, run_case, save_case, tests_dir
 
     if args.save is not None or args.name is not None:
         if args.save is None or args.paths or args.update:
@@ -431,12 +431,13 @@ def _test(args: argparse.Namespace) -> int:
         root = _workspace_root(args.root)
         if root is None:
             return EXIT_USAGE
+        first = not os.path.isdir(tests_dir(root))
         try:
             case = save_case(root, args.save, args.name)
         except CaseError as error:
             print(f"oscova-lsp: {error}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"saved the case {case.name}: {os.path.relpath(case.path)}")
+        print(_saved_words(case, first, named=args.name is not None))
         return EXIT_OK
     paths = args.paths
     if not paths:
@@ -460,6 +461,23 @@ def _test(args: argparse.Namespace) -> int:
     results = asyncio.run(main())
     print(render(results, args.format))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS
+
+
+def _saved_words(case: Any, first: bool, *, named: bool) -> str:
+    """Where a saved case went; the name it got when its default was taken; on a workspace's first case, the
+    `.gitignore` lines that commit the cases and not the rest of `.oscova/`."""
+    from .runs.cases import GITIGNORE_LINES, default_case_name, tests_dir
+
+    line = f"saved the case {case.name}: {os.path.relpath(case.path)}"
+    wanted = default_case_name(case.recording().agent_id)
+    if not named and case.name != wanted:
+        line += f" ({wanted} is taken; --name NAME names it)"
+    if not first:
+        return line
+    ignore = "".join(f"\n    {pattern}" for pattern in GITIGNORE_LINES)
+    return (f"{line}\nCommit {os.path.relpath(tests_dir(case.root))}{os.sep}: a case is a fixture of your "
+            "repository. The rest of .oscova/ (run transcripts, memory) belongs to this machine; keep it out "
+            f"with these lines in the .gitignore beside oscova.toml:{ignore}")
 
 
 def _schema() -> int:
