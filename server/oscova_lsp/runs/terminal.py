@@ -279,7 +279,10 @@ async def run_in_terminal(
         pass
     spinner = asyncio.ensure_future(view.spin()) if view is not None and view.spinner_enabled else None
     try:
-        return await handle
+        result = await handle
+        if view is None and result.get("transcript"):  # stdout is the JSON lines; stderr says where they went
+            err.write(f"transcript: {display_path(result['transcript'])}\n")
+        return result
     finally:
         if spinner is not None:
             spinner.cancel()
