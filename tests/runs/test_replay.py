@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import re
 import shutil
 import socket
 from collections.abc import Callable, Iterator
@@ -387,7 +388,7 @@ async def test_a_run_recorded_elsewhere_replays_here(service, fake_openai, works
 async def test_the_requests_of_a_run_render_as_text(service, fake_openai, workspace):
     result = await record(service, fake_openai)
     text = render_requests(load_recording(result["transcript"]))
-    blocks = text.split("\n\n")
+    blocks = re.split(r"\n\n(?=# model request )", text)  # instructions may hold blank lines of their own
     assert [block.splitlines()[0] for block in blocks] == ["# model request 1", "# model request 2"]
     assert "You help ." in blocks[0] and "[user] When is the launch?" in blocks[0]
     assert '[assistant → read_file c1] {"path": "data/notes.txt"}' in blocks[1]
