@@ -274,3 +274,23 @@ def test_a_missing_model_deep_in_the_chain_is_reported_from_the_agent_that_was_r
     error = next(line for line in result.stderr.splitlines() if line.startswith("✗ "))
     assert error.startswith("✗ The agent 'helpdesk' cannot run: 'order-lookup', which it calls "
                             "(helpdesk → order-lookup), uses the model 'local'"), error
+
+
+def test_the_readme_custom_provider_classes_work_as_printed(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    code = readme.split("The class subclasses `oscova_runtime.AIContextProvider`", 1)[1]
+    code = code.split("```python\n", 1)[1].split("```", 1)[0]
+    host = ('[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
+            '[providers.tickets]\nclass = "providers.readme:TicketContextProvider"\ntemplate = "templates/tickets.j2"\n'
+            'variables = ["open_tickets", "ticket_owner"]\ntrusted = true\n\n'
+            '[providers.oncall]\nclass = "providers.readme:OnCallProvider"\n')
+    root = make_workspace(tmp_path / "ws", "http://127.0.0.1:9/v1", host=host, agents={
+        "desk": "id: desk\ninstructions: Help.\ncontext_providers: [tickets, oncall]\n"})
+    (root / "providers").mkdir()
+    (root / "providers" / "readme.py").write_text(code)
+    (root / "templates").mkdir()
+    (root / "templates" / "tickets.j2").write_text("Open tickets ({{ ticket_owner }}):\n{{ open_tickets }}\n")
+    preview = oscova("preview", "desk", cwd=root)
+    assert preview.returncode == 0, preview.stderr
+    assert "Open tickets (alice):\n- #42 EU 502s" in preview.stdout
+    assert "The on-call engineer today is Bob." in preview.stdout

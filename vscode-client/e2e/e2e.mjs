@@ -495,6 +495,20 @@ async function main() {
         throw new Error(`${error.message}\n${await panel.innerText().catch(() => '(no panel)')}`);
       });
       await shot('10-test-explorer-drift-diff');
+      // Opening the failure shows the editor's diff view: the recorded request beside the current one.
+      await panel.locator('.monaco-list-row').filter({ hasText: 'now sends something other than what was recorded' }).first()
+        .dblclick();
+      await waitFor(async () => {
+        const diffs = await page.locator('.monaco-diff-editor').allInnerTexts();
+        return diffs.some((t) => {
+          const text = t.replace(/\s+/g, ' ');
+          return text.includes('Answer questions about time zones with') && text.includes('Answer questions about time with');
+        });
+      }, 'the diff view of the recorded and the current request', 30_000).catch(async (error) => {
+        await shot('failure-tests-diff-view');
+        throw error;
+      });
+      await shot('11-test-explorer-drift-diff-view');
       if (fake.state.requests.length !== requestsBefore) throw new Error('a replay reached the model endpoint');
       log(`agent tests: listed, run all (${savedFromRunView ? 3 : 2} passed), the drifted case failed with the diff of the instructions; no model request`);
       return true;
