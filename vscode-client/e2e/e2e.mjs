@@ -495,9 +495,12 @@ async function main() {
         throw new Error(`${error.message}\n${await panel.innerText().catch(() => '(no panel)')}`);
       });
       await shot('10-test-explorer-drift-diff');
-      // Opening the failure shows the editor's diff view: the recorded request beside the current one.
-      await panel.locator('.monaco-list-row').filter({ hasText: 'now sends something other than what was recorded' }).first()
-        .dblclick();
+      // Selecting the failure's message in Test Results shows the editor's diff view: recorded beside current.
+      const failureRow = panel.locator('.monaco-list-row').filter({ hasText: 'now sends something other than what was recorded' }).last();
+      await failureRow.click();
+      if (await failureRow.getAttribute('aria-expanded') === 'false') await failureRow.press('ArrowRight');
+      const messageRow = panel.locator('.monaco-list-row[aria-level="3"]').filter({ hasText: 'now sends something other than' });
+      if (await messageRow.count()) await messageRow.first().click();
       await waitFor(async () => {
         const diffs = await page.locator('.monaco-diff-editor').allInnerTexts();
         return diffs.some((t) => {
