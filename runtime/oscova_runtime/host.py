@@ -110,7 +110,8 @@ class ConfiguredHost:
 
     def tool_catalogue(self) -> dict[str, AIFunction]:
         """Built-in tools plus `[tools.*]` (imported here: only a run loads user code, and only when trusted)."""
-        tools: dict[str, AIFunction] = dict(builtin_tools(BuiltinToolContext(timezone=self.config.user.timezone)))
+        tools: dict[str, AIFunction] = dict(builtin_tools(BuiltinToolContext(timezone=self.config.user.timezone,
+                                                                           root=self.root)))
         if not self.trusted:
             return tools
         for name, settings in self.config.tools.items():
@@ -144,14 +145,18 @@ class ConfiguredHost:
         settings = self.config.models.get(name)
         if settings is None:
             chain = self.agent_chain(requested.id, definition.id) if requested is not None else []
-            via = f" (reached through {' → '.join(chain)})" if len(chain) > 1 else ""
+            # The agent that was run first, then the one (deeper in its agent_tools) that needs the model.
+            uses = (f"agent {chain[0]!r} cannot run: {definition.id!r}, which it calls ({' → '.join(chain)}), uses "
+                    f"the model {name!r}" if len(chain) > 1 else f"agent {definition.id!r} uses the model {name!r}")
             if not self.config.models:
                 raise HostConfigurationError(
-                    f"No model endpoint is configured: the agent {definition.id!r}{via} uses the model {name!r}; "
-                    f"add a [models.{name}] section with `model` and `base_url` to oscova.toml")
+                    f"No model endpoint is configured, so the {uses}; add a [models.{name}] section with `model` "
+                    "and `base_url` to oscova.toml" if len(chain) > 1 else
+                    f"No model endpoint is configured: the {uses}; add a [models.{name}] section with `model` and "
+                    "`base_url` to oscova.toml")
             raise HostConfigurationError(
-                f"The agent {definition.id!r}{via} uses the model {name!r}, which oscova.toml does not configure; "
-                f"add [models.{name}] or pick one of: {', '.join(sorted(self.config.models))}")
+                f"The {uses}, which oscova.toml does not configure; add [models.{name}] or pick one of: "
+                f"{', '.join(sorted(self.config.models))}")
         from .chat_client import OpenAIChatClient
 
         raw = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
@@ -313,6 +318,7 @@ class ConfiguredHost:
             available_agent_definitions=self.definitions,
             context_provider_factory=self.provider_factory,
             workspace_resolver=self.workspace_directories,
+            workspace_root=self.root,
             **{"tool_policy": self.tool_policy, "run_scope_factory": AGENT_INVOCATIONS, **overrides},
         )
 

@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_arguments(serve)
 
     run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results")
-    run.add_argument("agent_id", metavar="AGENT_ID")
+    run.add_argument("agent_id", metavar="AGENT_ID", nargs="?",
+                     help="the agent to run (with --replay: default the recorded one)")
     run.add_argument("--input", default=None, metavar="TEXT", help="the input (default: read from stdin)")
     run.add_argument("--root", default=None, metavar="DIR",
                      help="the workspace root (default: found from the current directory)")
@@ -208,6 +209,7 @@ def _check(args: argparse.Namespace) -> int:
     files = 0
     checked: list[str] = []
     failing: list[str] = []
+    rendered: list[str] = []  # the templates of the definitions given, checked with them
     # A short-lived process that builds a large graph of objects with few cycles: the cyclic collector would
     # walk it again and again (a third of a warm check's time on 10,000 files). Reference counting still
     # frees what is dropped; peak memory is measured by benchmarks/check_bench.py.
@@ -223,6 +225,7 @@ def _check(args: argparse.Namespace) -> int:
         if found:
             checked.append(root)
         files += len(found)
+        rendered += [p for p in found if not any(p == q or is_inside(p, q, real=False) for q in paths)]
         for items in found.values():
             diagnostics.extend(items)
         if any(d.severity is Severity.ERROR for items in found.values() for d in items):
@@ -237,7 +240,7 @@ def _check(args: argparse.Namespace) -> int:
         body = format_text(diagnostics)
         if body:
             print(body)
-        print(summary(diagnostics, files, len(checked), failing))
+        print(summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered))))
     elif args.format == "json":
         print(format_json(diagnostics))
     elif args.format == "sarif":
@@ -247,6 +250,19 @@ def _check(args: argparse.Namespace) -> int:
         if body:
             print(body)
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _with_templates(paths: list[str], templates: int) -> str:
+    """What a check of definition files covered besides them: the templates they render."""
+    from .reporting import display_path
+
+    if not templates:
+        return ""
+    noun = "template" if templates == 1 else "templates"
+    given = [p for p in paths if os.path.isfile(p)]
+    if len(given) == 1:
+        return f"{display_path(given[0])} and the {templates} {noun} it renders"
+    return f"the {len(given)} definitions given and the {templates} {noun} they render"
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -297,6 +313,10 @@ def _run(args: argparse.Namespace) -> int:
     logging.getLogger("oscova_lsp.runs.transcript").setLevel(logging.ERROR)
     if args.replay is not None or args.live_tools:
         return _replay(args)
+    if args.agent_id is None:
+        print("oscova-lsp: the following arguments are required: AGENT_ID (or --replay RUN_ID, which replays the "
+              "recorded agent)", file=sys.stderr)
+        return EXIT_USAGE
     root = _workspace_root(args.root)
     if root is None:
         return EXIT_USAGE
@@ -321,6 +341,12 @@ def _run(args: argparse.Namespace) -> int:
 
     result = asyncio.run(main())
     return EXIT_OK if result["status"] == "completed" else EXIT_FINDINGS
+
+
+REPLAY_MATCHED = {"completed": "✓ replay matches the recording",
+                  "failed": "✓ the replay reproduces the recorded failure",
+                  "cancelled": "✓ the replay reproduces the recorded cancellation"}
+"""The last line of a replay that ended as its recording did: a failure reproduced is not a success."""
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -359,7 +385,7 @@ def _replay(args: argparse.Namespace) -> int:
     elif outcome.status == DRIFTED:
         print(f"✗ drifted: {printable(outcome.difference or '')}", file=sys.stderr)
     elif outcome.matched:
-        print("✓ replay matches the recording", file=sys.stderr)
+        print(REPLAY_MATCHED.get(outcome.status, REPLAY_MATCHED["completed"]), file=sys.stderr)
     else:
         print(f"✗ the replay ended {outcome.status}, the recorded run otherwise", file=sys.stderr)
     return EXIT_OK if outcome.matched else EXIT_FINDINGS
@@ -438,7 +464,7 @@ def _test(args: argparse.Namespace) -> int:
     import asyncio
 
     from .reporting import printable
-    from .runs.cases import CaseError, find_cases, render, run_case, save_case
+    from .runs.cases import CaseError, find_cases, render, run_case, save_case, tests_dir
 
     if args.save is not None or args.name is not None:
         if args.save is None or args.paths or args.update:
@@ -447,12 +473,13 @@ def _test(args: argparse.Namespace) -> int:
         root = _workspace_root(args.root)
         if root is None:
             return EXIT_USAGE
+        first = not os.path.isdir(tests_dir(root))
         try:
             case = save_case(root, args.save, args.name)
         except CaseError as error:
             print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"saved the case {case.name}: {os.path.relpath(case.path)}")
+        print(_saved_words(case, first, named=args.name is not None))
         return EXIT_OK
     paths = args.paths
     if not paths:
@@ -476,6 +503,23 @@ def _test(args: argparse.Namespace) -> int:
     results = asyncio.run(main())
     print(render(results, args.format))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS
+
+
+def _saved_words(case: Any, first: bool, *, named: bool) -> str:
+    """Where a saved case went; the name it got when its default was taken; on a workspace's first case, the
+    `.gitignore` lines that commit the cases and not the rest of `.oscova/`."""
+    from .runs.cases import GITIGNORE_LINES, default_case_name, tests_dir
+
+    line = f"saved the case {case.name}: {os.path.relpath(case.path)}"
+    wanted = default_case_name(case.recording().agent_id)
+    if not named and case.name != wanted:
+        line += f" ({wanted} is taken; --name NAME names it)"
+    if not first:
+        return line
+    ignore = "".join(f"\n    {pattern}" for pattern in GITIGNORE_LINES)
+    return (f"{line}\nCommit {os.path.relpath(tests_dir(case.root))}{os.sep}: a case is a fixture of your "
+            "repository. The rest of .oscova/ (run transcripts, memory) belongs to this machine; keep it out "
+            f"with these lines in the .gitignore beside oscova.toml:{ignore}")
 
 
 def _schema() -> int:

@@ -89,18 +89,19 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
-def summary(diagnostics: list[Diagnostic], files: int, workspaces: int = 1, failing: Iterable[str] = ()) -> str:
-    """The last line of text output: what was checked (files and workspaces), what was found, and which
-    workspaces have errors."""
-    scope = f"{_count(files, 'file')} of {_count(workspaces, 'workspace')}"
+def summary(diagnostics: list[Diagnostic], files: int, workspaces: int = 1, failing: Iterable[str] = (),
+            covered: str = "") -> str:
+    """The last line of text output: what was checked (files and workspaces, and `covered`: which files, when
+    that needs saying), what was found, and which workspaces have errors."""
+    scope = f"{_count(files, 'file')} of {_count(workspaces, 'workspace')} checked"
     if not diagnostics:
-        return f"All checks passed ({scope} checked)."
+        return f"All checks passed ({scope}{': ' + covered if covered else ''})."
     counts = {s: sum(1 for d in diagnostics if d.severity is s) for s in Severity}
     parts = [f"{n} {s.label}{'s' if n != 1 and s is not Severity.INFORMATION else ''}"
              for s, n in counts.items() if n]
     failing = [printable_line(display_path(root)) for root in failing]
     where = f"; errors in {', '.join(failing)}" if failing and workspaces > 1 else ""
-    return f"Found {', '.join(parts)} in {scope} checked{where}."
+    return f"Found {', '.join(parts)} in {scope}{f' ({covered})' if covered else ''}{where}."
 
 
 def format_json(diagnostics: Iterable[Diagnostic]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -42,15 +41,11 @@ from .rules import (
     template_outside_root,
     unknown_code,
 )
+from .suggest import did_you_mean
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument
 from .workspace import LISTED_USES, TemplateUse, Workspace
 from .yaml_source import Path, YamlDocument
-
-
-def closest(word: str, choices: Iterable[str]) -> str | None:
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return matches[0] if matches else None
 
 
 def _diag(path: str, problem: Problem) -> Diagnostic:
@@ -159,8 +154,8 @@ class Checker:
             message = (f"{implicit}model `{name}` is not configured in `[models]` (configured: {configured}); "
                        f"add `[models.{name}]`" + ("" if written else " or set `model`"))
         rng = written or doc.key_range(("id",)) or doc.best_range(())
-        choice = closest(name, host.models) if written else None
-        fix = Fix(f"Use model `{choice}`", (TextEdit(path, rng, choice),)) if choice else None
+        choice = did_you_mean(name, host.models) if written else None
+        fix = Fix(f"Use model `{choice.name}`", (TextEdit(path, rng, choice.name),)) if choice else None
         return self._simple(path, rng, "OSC041", message, fix=fix)
 
     def _id_range(self, path: str) -> Range:
@@ -199,13 +194,12 @@ class Checker:
             type_path: Path = ("context_providers", file_index) if isinstance(entry, str) else (
                 "context_providers", file_index, "type")
             rng = doc.value_range(type_path) or self._entry_range(doc, file_index)
-            choice = closest(unknown.type, provider_types(host))
-            fix = Fix(f"Use provider type `{choice}`", (TextEdit(path, rng, choice),)) if choice else None
+            choice = did_you_mean(unknown.type, provider_types(host))
+            fix = Fix(f"Use provider type `{choice.name}`", (TextEdit(path, rng, choice.name),)) if choice else None
             known = ", ".join(f"`{t}`" for t in provider_types(host))
             out.append(self._simple(path, rng, "OSC013",
                                     f"unknown provider type `{unknown.type}`"
-                                    + (f"; did you mean `{choice}`?" if choice else f" (known: {known})"),
-                                    fix=fix))
+                                    + (choice.words if choice else f" (known: {known})"), fix=fix))
         owners: dict[str, PlannedProvider] = {}
         for provider in plan.providers:
             for key in provider.state_keys:
@@ -292,11 +286,11 @@ class Checker:
 
             target = self.ws.definition_by_id(agent_id)
             if target is None:
-                choice = closest(agent_id, self.ws.defs_by_id)
-                fix = Fix(f"Use agent `{choice}`", (TextEdit(path, rng(), choice),)) if choice else None
+                choice = did_you_mean(agent_id, self.ws.defs_by_id)
+                fix = Fix(f"Use agent `{choice.name}`", (TextEdit(path, rng(), choice.name),)) if choice else None
                 out.append(self._simple(path, rng(), "OSC020",
                                         f"no agent has the id `{agent_id}`: it is omitted when this agent is built"
-                                        + (f"; did you mean `{choice}`?" if choice else ""), fix=fix))
+                                        + (choice.words if choice else ""), fix=fix))
                 continue
             if target.definition is not None and not target.definition.exposed_as_tool:
                 related = (Related(target.path, self._id_range(target.path), f"`{agent_id}` is defined here"),)
@@ -396,11 +390,11 @@ class Checker:
                     return doc.value_range((key, index)) or doc.best_range((key,))
 
                 if name not in known:
-                    choice = closest(name, sorted(set(SELECTABLE_TOOLS) | set(host.tools)))
-                    fix = Fix(f"Use tool `{choice}`", (TextEdit(path, rng(), choice),)) if choice else None
+                    choice = did_you_mean(name, sorted(set(SELECTABLE_TOOLS) | set(host.tools)))
+                    fix = Fix(f"Use tool `{choice.name}`", (TextEdit(path, rng(), choice.name),)) if choice else None
                     out.append(self._simple(path, rng(), "OSC031",
                                             f"unknown tool `{name}`: it is omitted at run time"
-                                            + (f"; did you mean `{choice}`?" if choice else ""), fix=fix))
+                                            + (choice.words if choice else ""), fix=fix))
                     continue
                 why = None
                 related: tuple[Related, ...] = ()
@@ -575,12 +569,11 @@ class Checker:
         message += ": it renders empty"
         related = tuple(Related(d.path, d.range, f"`{name}` is bound here by {d.binder.renderer}") for d in found
                         if d.path is not None and d.range is not None)
-        choice = closest(name, sorted(bindings.provider_names(unbound)))
-        if choice:
-            message += f"; did you mean `{choice}`?"  # the same suggestion as the quick fix, for the CLI
+        choice = did_you_mean(name, sorted(bindings.provider_names(unbound)))
         fixes: list[Fix] = []
         if choice:
-            fixes.append(Fix(f"Use `{choice}`", (TextEdit(path, rng, choice),)))
+            message += choice.words  # the same suggestion as the quick fix, for the CLI
+            fixes.append(Fix(f"Use `{choice.name}`", (TextEdit(path, rng, choice.name),)))
         declare = self._declare_variable_edit(name) if all(u.renderer == "personal" for u in unbound) else None
         if declare is not None:
             fixes.append(Fix(f"Declare `{name}` in `[variables]`", (declare,)))
@@ -628,7 +621,9 @@ class Checker:
     def _reference_checks(self, parsed: TemplateFile | DefinitionFile) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         facts = template_facts(parsed)
-        if facts is None or all(t in self.ws.files for t in self.ws.reference_targets(parsed, facts)):
+        # A target that was read is inside the root; one that is indexed but unread may be a link leading out.
+        if facts is None or all(t in self.ws.files and self.ws.files[t].skipped is None
+                                for t in self.ws.reference_targets(parsed, facts)):
             return out  # the common case, without mapping every reference to its range
         for ref, rng in reference_ranges(parsed):
             target = self.ws.resolve_template(ref.path)

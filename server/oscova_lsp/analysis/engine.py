@@ -94,6 +94,7 @@ class Analysis:
         lint options, the engine, the disk questions the checks asked: `cache.py`); otherwise the checks run on
         the current facts and their results are stored."""
         paths, texts, target = self._read_all(cache)
+        under = self._with_rendered(under, texts)
         stored = self._stored(target)
         if stored is not None:
             self.workspace.notices = list(stored.notices)
@@ -101,6 +102,24 @@ class Analysis:
         self._results_target = target
         self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context=None)
         return self._under(self.check_loaded(), under)
+
+    def _with_rendered(self, under: Iterable[str] | None, texts: Texts) -> list[str] | None:
+        """`under` and, for each definition file it names, every template that definition renders (its
+        `instructions_file` and what that includes, imports or extends, at any depth): checking a definition
+        checks its prompt. Only those few files are parsed here, so stored results still serve."""
+        if not under:
+            return None
+        paths = [os.path.abspath(p) for p in under]
+        stack = [p for p in paths if p in texts and file_kind(p) is FileKind.DEFINITION]
+        seen = set(paths)
+        while stack:
+            path = stack.pop()
+            for target in sorted(self.workspace.template_refs(parse_file(path, *texts[path]))):
+                if target not in seen and target in texts:
+                    seen.add(target)
+                    paths.append(target)
+                    stack.append(target)
+        return paths
 
     def _read_all(self, cache: bool) -> tuple[list[str], Texts, tuple[FactsCache, str] | None]:
         """The files of the workspace and their texts, read in one pass (`Workspace.one_pass`), and with the

@@ -7,7 +7,6 @@ content, run in worker processes, and redone for one file when it changes.
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 import re
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from oscova_runtime.paths import MAX_TEXT_BYTES, FileRefused, decode_text, too_l
 from pydantic import BaseModel, ValidationError
 
 from .jinja_source import SyntaxProblem, TemplateFacts, TemplateReference, VariableUse, analyze_template
+from .suggest import did_you_mean
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument, parse_toml
 from .yaml_source import Path, Span, YamlDocument, YamlProblem, parse_yaml, yaml_suppressions
@@ -313,11 +313,10 @@ def _validate(model: type[BaseModel], data: dict[str, Any], doc: YamlDocument | 
         if error["type"] == "extra_forbidden":
             key = str(loc[-1])
             siblings = _known_keys_at(model, loc[:-1]) or known_keys
-            close = difflib.get_close_matches(key, siblings, n=1, cutoff=0.6)
+            close = did_you_mean(key, siblings)
             rng = doc.key_range(path) or doc.best_range(path)
-            fix = (f"Rename to `{close[0]}`", ((rng, close[0]),)) if close else None
-            hint = f"; did you mean `{close[0]}`?" if close else ""
-            problems.append(Problem("OSC003", rng, f"unknown key `{key}`{hint}", fix=fix))
+            fix = (f"Rename to `{close.name}`", ((rng, close.name),)) if close else None
+            problems.append(Problem("OSC003", rng, f"unknown key `{key}`" + (close.words if close else ""), fix=fix))
         else:
             rng = _error_range(error, path, doc, prefix)
             problems.append(Problem("OSC002", rng, _error_message(error, loc)))

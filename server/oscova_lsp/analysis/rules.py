@@ -170,7 +170,8 @@ from instructions.""",
 extends reaches this file. It is checked as agent instructions."""),
 )
 
-RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}
+RULES: dict[str, Rule] = {rule.code: rule for rule in sorted(_RULES, key=lambda rule: rule.code)}
+"""Every rule by code, in code order (as `oscova-lsp rule` lists them and SARIF names them)."""
 
 
 # -- messages built from values, beside their rule's words

@@ -379,7 +379,7 @@ class Workspace:
             if parsed.present:
                 self.host_file = parsed
             return
-        refs = self._outgoing_template_refs(parsed)
+        refs = self.template_refs(parsed)
         self.references_of[parsed.path] = refs
         for target in refs:
             self.template_referrers[target].add(parsed.path)
@@ -416,7 +416,8 @@ class Workspace:
         self._uses_memo.clear()
         self._cycles.clear()
 
-    def _outgoing_template_refs(self, parsed: ParsedFile) -> set[str]:
+    def template_refs(self, parsed: ParsedFile) -> set[str]:
+        """The templates `parsed` renders or includes directly: its `instructions_file`, its references."""
         refs: set[str] = set()
         if isinstance(parsed, DefinitionFile):
             if parsed.definition is not None and parsed.definition.instructions_file:

@@ -53,6 +53,9 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$")
 DRIFT_WORDS = "drifted from the recording"
 """In the error of a replayed run that stopped at a drift (`replay.ReplayDrift`), unlike a run that failed."""
 CaseStatus = Literal["passed", "failed", "updated", "error"]
+GITIGNORE_LINES = (".oscova/*", "!.oscova/tests/")
+"""The `.gitignore` lines (beside `oscova.toml`) that commit the cases and keep the rest of `.oscova/` (run
+transcripts, memory, personal context: this machine's) out of the repository."""
 
 
 class CaseError(Exception):
@@ -201,6 +204,11 @@ def find_run(root: str, run: str) -> str:
     return os.path.join(runs, matches[0])
 
 
+def default_case_name(agent_id: str) -> str:
+    """The name a saved case gets without `--name` (before `-2`, `-3`, … when it is taken)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", agent_id)[:64] or "case"
+
+
 def save_case(root: str, run: str, name: str | None = None) -> Case:
     """Promotes a completed run's transcript to a case; the name defaults to the agent id (`-2`, `-3`, …
     when taken). Raises `CaseError` with words for the user."""
@@ -221,7 +229,7 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
         if os.path.exists(target):
             raise CaseError(f"a case named {name!r} exists ({target}); choose another --name")
     else:
-        base = re.sub(r"[^A-Za-z0-9_.-]", "_", recording.agent_id)[:64] or "case"
+        base = default_case_name(recording.agent_id)
         name, n = base, 1
         while os.path.exists(os.path.join(tests_dir(root), name + CASE_SUFFIX)):
             n += 1

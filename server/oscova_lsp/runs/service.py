@@ -25,6 +25,7 @@ from typing import Any, Literal
 from oscova_runtime.catalogue import plan_providers
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.function_invocation import FunctionInvocationSettings
+from oscova_runtime.governance import ToolDeniedError
 from oscova_runtime.host import ConfiguredHost, HostConfigurationError
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import (
@@ -53,7 +54,7 @@ from ..analysis.diagnostics import Severity
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.host import AnalysisHost, Snapshot
-from .errors import RunError, describe_failure, unanswered_calls_message
+from .errors import RunError, denial_reason, describe_failure, unanswered_calls_message
 from .events import (
     FINAL_KINDS,
     CallLog,
@@ -144,6 +145,8 @@ class _Run:
         self._unsent: list[str] = []
         self._last_delta = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self.denial_reason: Callable[[str], str | None] = lambda _name: None
+        """Which host setting refused a tool, in words (set once the run's host is known)."""
         self.finished = False
         """Set by the final event: nothing is emitted after it (a cancelled stream's inner generators may
         be finalised later by the loop, and their model call would end after the run did)."""
@@ -228,7 +231,12 @@ class _Run:
             elif isinstance(content, FunctionResultContent):
                 fields: dict[str, Any] = {"callId": content.call_id,
                                           "name": self.call_names.get(content.call_id or "", "")}
-                if content.exception is not None:
+                if isinstance(content.exception, ToolDeniedError):  # refused by the policy, not failed
+                    fields.update(result=jsonable(content.result), denied=True)
+                    reason = self.denial_reason(fields["name"])
+                    if reason:
+                        fields["reason"] = reason
+                elif content.exception is not None:
                     fields["error"] = describe_exception(content.exception)
                 else:
                     fields["result"] = jsonable(content.result)
@@ -486,6 +494,20 @@ class RunService:
                     affected.add(parsed.raw_id)
         return sorted(a for a in affected if self.evict_agent(a))
 
+    def approval_tools(self, agent_id: str) -> list[str]:
+        """The tools `agent_id` selects that need approval (and the host's policy allows): a run without an
+        approval channel does not offer them. Empty when the agent cannot be read (its run says why)."""
+        try:
+            host = self._current_host()
+            definition = self._definition(agent_id)
+            host.ensure_tools()
+        except Exception:  # noqa: BLE001 - the run reports it in words
+            return []
+        catalogue = host.orchestrator.tools
+        names = dict.fromkeys([*definition.tools, *definition.pinned_tools])
+        return [n for n in names if n in catalogue and catalogue[n].approval_required
+                and host.tool_policy.allows(catalogue[n])]
+
     # -- preview ---------------------------------------------------------------------------------------
 
     async def preview(self, agent_id: str, input: str | None = None, *, session_id: str | None = None,
@@ -604,6 +626,7 @@ class RunService:
                     raise asyncio.CancelledError
                 host = self._current_host()
                 run.redact = Redactor.for_config(host.config)
+                run.denial_reason = lambda name: denial_reason(name, host)
                 definition = self._definition(handle.agent_id)
                 name = definition.display_name
             finally:
@@ -619,8 +642,7 @@ class RunService:
                 task_run = AgentTaskRun(live_messages=[])
                 task_run.live_messages_changed.append(run.on_messages_changed)
                 accessor.observer = AgentTaskRunObserver(task_run)
-                configure = run.recorder.configure_builder(use_agent_run_observer(accessor))
-                agent = await host.get_agent(definition, configure_builder=configure)
+                agent = await host.get_agent(definition, configure_builder=use_agent_run_observer(accessor))
                 run.input_message = ChatMessage.of("user", input)
                 tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id,
                                     notify=self.notify) if self.tracing else None
@@ -636,7 +658,8 @@ class RunService:
                                 await self._pacer.step()
             unanswered = run.unanswered_calls()
             if unanswered:  # the tool loop hands back calls it could not run: say so, not `completed`
-                raise RunError(unanswered_calls_message(unanswered, sum(m.role == "tool" for m in run.updates.messages())))
+                rounds = sum(m.role == "tool" for m in run.updates.messages())
+                raise RunError(unanswered_calls_message(unanswered, rounds, host))
             status = "completed"
         except asyncio.CancelledError:
             status = "cancelled"

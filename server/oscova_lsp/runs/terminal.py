@@ -176,7 +176,8 @@ class LiveTranscript:
             if "error" in event:
                 self.note(style.red(f"← {tool} failed: {_one_line(event['error'])}"))
             elif event.get("denied"):
-                self.note(style.red(f"← {tool}: denied"))
+                reason = f": {printable_line(str(event['reason']))}" if event.get("reason") else ""
+                self.note(style.red(f"← {tool}: denied{reason}"))
             else:
                 self.note(style.dim(f"← {tool}: {_one_line(event.get('result'))}"))
         elif kind == "notice":
@@ -285,6 +286,8 @@ async def run_in_terminal(
     if view is not None:  # a notice goes between the lines of the live view, not into its spinner
         service.notify = view.note
     approve = terminal_approver(view) if view is not None and interactive else None
+    if approve is None:
+        _say_what_is_withheld(service.approval_tools(agent_id), as_json, err)
     handle = service.start_run(agent_id, text, on_event=listener, approve=approve)
     loop = asyncio.get_running_loop()
     interrupts = 0
@@ -309,12 +312,28 @@ async def run_in_terminal(
         if result.get("transcriptError"):  # the run went on; what it left behind is missing or cut short
             err.write(f"⚠ {result['transcriptError']}\n")
             err.flush()
+        if view is None and result.get("transcript"):  # stdout is the JSON lines; stderr says where they went
+            err.write(f"transcript: {display_path(result['transcript'])}\n")
         return result
     finally:
         if spinner is not None:
             spinner.cancel()
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
+
+
+def _say_what_is_withheld(names: list[str], as_json: bool, err: IO[str]) -> None:
+    """One note naming the tools a run without approval prompts does not offer, and why."""
+    if not names:
+        return
+    listed = ", ".join(names)
+    verb = "needs" if len(names) == 1 else "need"
+    pronoun = "it was" if len(names) == 1 else "they were"
+    why, instead = (("with --json nothing is asked", "run without --json at a terminal") if as_json else
+                    ("the input comes from a pipe, not a terminal", "pass --input at a terminal"))
+    err.write(f"note: {listed} {verb} approval, which cannot be asked here ({why}), so {pronoun} not offered to "
+              f"the model; {instead} to be asked\n")
+    err.flush()
 
 
 def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
