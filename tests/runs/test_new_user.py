@@ -151,8 +151,10 @@ def test_a_call_to_a_denied_tool_names_deny_tools_not_the_definition(tmp_path: P
     root = desk(tmp_path, fake_openai.base_url, host_lines='deny_tools = ["write_file"]\n')
     fake_openai.enqueue(Reply(tool_calls=[ToolCall("write_file", {"path": "data/x.md", "content": "x"}, "w1")]))
     result = oscova("run", "greeter", "--input", "hi", cwd=root)  # offered no tool at all
-    assert result.returncode == 1
-    assert "`[host] deny_tools`" in result.stderr and "`write_file`" in result.stderr, result.stderr
+    # A refused call ends the tool loop as a terminating call does (docs/runtime.md): the run completes,
+    # and what the user reads names the setting that took the tool away.
+    assert result.returncode == 0, result.stderr
+    assert "← write_file: denied: `[host] deny_tools` in oscova.toml lists it" in result.stderr, result.stderr
     assert "an agent is offered the tools in its" not in result.stderr
 
 

@@ -336,7 +336,7 @@ async def test_a_run_with_approvals_replays_with_the_same_tool_list(service, fak
 
     live = await replay_run(str(workspace), None, result["transcript"], live_tools=True, approve=ask)
     assert live.matched and (workspace / "data" / "out.txt").read_text() == "hello"
-    assert [(r["tool"], r["arguments"]) for r in asked] == [("write_file", {"path": "out.txt", "content": "hello"})]
+    assert [(r["tool"], r["arguments"]) for r in asked] == [("write_file", {"path": "data/out.txt", "content": "hello"})]
     assert attempts == []
 
 

@@ -22,7 +22,7 @@ from .test_cli import cli_env, oscova
 
 async def record_approved_write(workspace: Path, fake: FakeOpenAI) -> str:
     """A recording marked approved: `write_file` ran with the user's yes; the file it wrote is removed."""
-    fake.enqueue(Reply(tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "from the model"}, "w1")]),
+    fake.enqueue(Reply(tool_calls=[ToolCall("write_file", {"path": "data/out.txt", "content": "from the model"}, "w1")]),
                  Reply(text="Written."))
 
     async def yes(request: dict) -> bool:
@@ -79,7 +79,7 @@ def _replay_at_a_terminal(workspace: Path, transcript: str, answer: bytes) -> tu
 async def test_a_replay_at_a_terminal_asks_as_a_run_does(workspace, fake_openai):
     transcript = await record_approved_write(workspace, fake_openai)
     code, err = _replay_at_a_terminal(workspace, transcript, b"n\n")
-    assert "? Allow write_file(path=\"out.txt\", content=\"from the model\")? [y/N]" in err
+    assert "? Allow write_file(path=\"data/out.txt\", content=\"from the model\")? [y/N]" in err
     assert code == 1 and not (workspace / "data" / "out.txt").exists()
     code, err = _replay_at_a_terminal(workspace, transcript, b"y\n")
     assert code == 0, err

@@ -55,7 +55,7 @@ def test_preview_escapes_what_the_definition_holds(root: Path):
 def test_run_escapes_streamed_text_tool_arguments_and_results(root: Path, fake_openai: FakeOpenAI):
     answer = "héllo \x1b]0;title\x07 wörld ✓\n\tnext \x9b2J"
     fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes\x1b[2K.txt"}, "c1")]),
-                        Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c2")]),
+                        Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "c2")]),
                         Reply(text=answer, chunk_size=1))  # one character a chunk: escapes split across deltas
     out, err = safe(oscova("run", "hostile", "--input", "hi", cwd=root))
     assert out == "héllo \\x1b]0;title\\x07 wörld ✓\n\tnext \\x9b2J\n"
