@@ -130,6 +130,7 @@ async def test_a_run_started_from_a_view_reads_no_other(counted, fake_openai):
     service, settles = counted
     view = service.view()
     assert view.agent_name("helper") == "Helper" and view.agent_name("nobody") == "nobody"
+    assert service.approval_tools("helper", view=view) == ["write_file"]  # as `oscova-lsp run` asks first
     fake_openai.enqueue(Reply(text="Tuesday."))
     result = await service.start_run("helper", "When is the launch?", view=view)
     assert result["status"] == "completed", result

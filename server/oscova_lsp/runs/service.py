@@ -340,7 +340,7 @@ class RunService:
     @property
     def analysis(self) -> Analysis:
         """The root's analysis in a fresh snapshot (an analysis host of its own reads the root first)."""
-        return self.view().analysis
+        return self._root_analysis(self.snapshot())
 
     def snapshot(self) -> Snapshot:
         """The analysis host's state now, the editor's pending edits applied first (`settle`)."""
@@ -354,11 +354,14 @@ class RunService:
         return host.snapshot()
 
     def view(self) -> WorkspaceView:
-        """One snapshot of the root: what a run start, a preview or a listing reads."""
+        """One snapshot of the root: what a run start, a preview or an approval question reads."""
         snapshot = self.snapshot()
-        root = snapshot.root_of_folder(self._source_root)
-        analysis = snapshot.analyses.get(root) or Analysis(self._source_root)
-        return WorkspaceView(snapshot, analysis, root in snapshot.loaded, agent_files(analysis.workspace))
+        analysis = self._root_analysis(snapshot)
+        loaded = snapshot.root_of_folder(self._source_root) in snapshot.loaded
+        return WorkspaceView(snapshot, analysis, loaded, agent_files(analysis.workspace))
+
+    def _root_analysis(self, snapshot: Snapshot) -> Analysis:
+        return snapshot.analyses.get(snapshot.root_of_folder(self._source_root)) or Analysis(self._source_root)
 
     def reload(self) -> None:
         """Reads the workspace again from disk (an analysis host of its own only) and drops every cached agent."""
@@ -512,11 +515,11 @@ class RunService:
                     affected.add(parsed.raw_id)
         return sorted(a for a in affected if self.evict_agent(a))
 
-    def approval_tools(self, agent_id: str) -> list[str]:
+    def approval_tools(self, agent_id: str, *, view: WorkspaceView | None = None) -> list[str]:
         """The tools `agent_id` selects that need approval (and the host's policy allows): a run without an
         approval channel does not offer them. Empty when the agent cannot be read (its run says why)."""
         try:
-            view = self.view()
+            view = view or self.view()
             host = self._configured_host_for(view)
             definition = self._definition(view, agent_id)
             host.ensure_tools()
