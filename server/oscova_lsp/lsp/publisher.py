@@ -21,6 +21,7 @@ from ..analysis.host import AnalysisHost, Snapshot
 from ..analysis.rules import RULES
 from ..analysis.text import Range
 from . import convert
+from .settings import DEFAULT_DEBOUNCE_MS
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -40,7 +41,8 @@ class DiagnosticsPublisher:
         self._caps = caps
         self.pull = False
         """The client pulls diagnostics (`textDocument/diagnostic`) instead of receiving them."""
-        self.debounce = 0.3
+        self.debounce = DEFAULT_DEBOUNCE_MS / 1000
+        """Seconds an edit waits before it is checked (`oscova.debounce`, set from the settings at `initialize`)."""
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._pending: dict[str, tuple[str, int | None]] = {}
         self._to_publish: set[str] = set()
