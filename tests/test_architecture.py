@@ -205,7 +205,8 @@ def test_one_is_inside_helper() -> None:
     assert offenders == []
 
 
-CHECK_MODULES = ("checks.py", "bindings.py", "rules.py", "diagnostics.py")
+CHECK_MODULES = ("checks.py", "bindings.py", "lint.py", "graph.py", "diagnostics.py",
+                 *(f"rules/{p.name}" for p in sorted((PACKAGES["oscova_lsp"] / "analysis" / "rules").glob("*.py"))))
 """The modules that run the checks: they ask the disk only through `Workspace.inside` and `Workspace.is_file`,
 which record each question for the stored results (`analysis/cache.py`)."""
 DISK_CALLS = {("os", "path"): {"isfile", "isdir", "exists", "lexists", "islink", "realpath", "getmtime",

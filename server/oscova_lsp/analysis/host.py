@@ -29,10 +29,10 @@ from typing import Any
 from oscova_runtime.paths import is_inside
 
 from .cache import StoredResults, Texts
-from .checks import LintOptions
 from .diagnostics import Diagnostic
 from .engine import Analysis
 from .files import TOO_LARGE, ParsedFile, file_kind
+from .lint import LintOptions
 from .workspace import NEVER_SCANNED, find_root, read_text, workspace_roots
 
 logger = logging.getLogger(__name__)

@@ -18,8 +18,7 @@ from lsprotocol import types as lsp
 
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.host import AnalysisHost, Snapshot
-from ..analysis.rules import RULES
-from ..analysis.text import Range
+from ..analysis.rules.syntax import could_not_check
 from . import convert
 from .settings import DEFAULT_DEBOUNCE_MS
 
@@ -161,9 +160,7 @@ class DiagnosticsPublisher:
                 found = (snapshot or self.host.snapshot()).diagnostics(path)
             except Exception as error:  # a bug in the lint step: said on the file, not hidden as "no problems"
                 logger.exception("checking %s failed", path)
-                found = [Diagnostic(path, Range.of(0, 0, 0, 0), "OSC001",
-                                    f"the file could not be checked ({type(error).__name__}: {error})",
-                                    RULES["OSC001"].severity)]
+                found = [could_not_check(path, error)]
             self._cache[path] = found
         return found
 

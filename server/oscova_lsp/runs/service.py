@@ -56,6 +56,7 @@ from ..analysis.diagnostics import Severity
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.host import AnalysisHost, Snapshot
+from ..analysis.rules.definition import UNKNOWN_MODEL
 from .errors import RunError, denial_reason, describe_failure, unanswered_calls_message
 from .events import (
     FINAL_KINDS,
@@ -88,7 +89,7 @@ DELTA_INTERVAL = 0.05
 streaming at full speed costs a handful of notifications a second, not one per token."""
 PACE_WINDOW = 0.02
 """Seconds over which `_Pacer` measures the CPU time streaming runs used."""
-NOT_BLOCKING = frozenset({"OSC041"})
+NOT_BLOCKING = frozenset({UNKNOWN_MODEL.code})
 """Errors a run reports better itself: an unconfigured model (and a preview needs no model at all)."""
 
 
