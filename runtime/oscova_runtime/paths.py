@@ -15,16 +15,18 @@ written under a temporary name created exclusively beside them and renamed into 
   that may be cut short), `read_lines` (a text file streamed line by line: transcripts and cases),
   `open_regular` (a descriptor, for `filecache`).
 - Writing: `write_file` (a whole file, atomically, optionally only when none exists), `copy_file`,
-  `write_text` (in place or appended: tools, memory, personal context), `LineLog` (lines appended as a run
-  goes: a full disk cuts it at a line end, never inside a line, and leaves room for a last line saying why),
-  `open_for_writing`.
+  `write_text` (in place or appended: tools, memory, personal context), `make_link`, `append_to_output`,
+  `LineLog` (lines appended as a run goes: a full disk cuts it at a line end, never inside a line, and leaves
+  room for a last line saying why), `open_for_writing`.
 - Folders: `make_folders`, `scan_folder`, `walk` (links to folders are never followed), `remove_file`,
   `remove_folder`, `private_folder` (the cache's: created 0700, refused unless the user alone can write it),
   `scratch_folder` (a private temporary folder).
 - `decode_text`: UTF-8 with or without a byte-order mark, UTF-16 and UTF-32 with one.
 
-A file outside every workspace that the user names explicitly for output (an `--output FILE` option) would
-get a function of its own here, named for it; no command has one today, so every write has a root.
+A file outside every workspace that the environment names for output has a function of its own, named for
+it: `append_to_output` (GitHub's `$GITHUB_STEP_SUMMARY`, which `review --format github` writes); every other
+write has a root. `make_link` makes the symlinks of a tree that `review` copies into a scratch folder, never
+one leading out of it.
 """
 
 from __future__ import annotations
@@ -410,6 +412,36 @@ def copy_file(source: str, target: str, *, source_root: str | Boundary | None, r
               limit: int, exclusive: bool = False) -> None:
     """`read_bytes(source)` inside `source_root`, then `write_file(target)` inside `root`."""
     write_file(target, read_bytes(source, root=source_root, limit=limit), root=root, exclusive=exclusive)
+
+
+def make_link(path: str, target: str, *, root: str | Boundary) -> None:
+    """Creates the symlink `path` -> `target` (a relative target, as git stores one), its folder made inside
+    `root`; FileRefused when the link would lead outside `root` (as written, or once made: a link on the way,
+    `..` after one), when something is there already, or when it cannot be made. A link refused once made is
+    removed again, so none is left leading out."""
+    boundary = _boundary(root)
+    folder, name = os.path.split(os.path.abspath(path))
+    make_folders(folder, root=boundary)
+    real_folder = _resolve(folder, boundary, "written")
+    if "\x00" in target or os.path.isabs(target) or (
+            boundary is not None and not is_inside(os.path.join(folder, target), boundary.root, real=False)):
+        raise FileRefused("it is a symlink that leads outside the workspace root, and it was not made")
+    link = os.path.join(real_folder, name)
+    try:
+        os.symlink(target, link)
+    except FileExistsError:
+        raise FileRefused("a file of that name exists, and it was not replaced") from None
+    except OSError as error:
+        raise _cannot("made", error) from None
+    if boundary is not None and not is_inside(link, boundary.real_root):
+        os.unlink(link)
+        raise FileRefused("it is a symlink that leads outside the workspace root, and it was not made")
+
+
+def append_to_output(path: str, text: str) -> None:
+    """Appends UTF-8 text to a file outside every workspace that the environment names for output (GitHub's
+    `$GITHUB_STEP_SUMMARY`): created when missing, a regular file only, never written through a link."""
+    write_text(path, text, root=None, append=True)
 
 
 def write_text(path: str, text: str, *, root: str | None = None, append: bool = False) -> None:

@@ -239,9 +239,10 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
 # ------------------------------------------------------------------------------------------- running
 
 
-async def run_case(case: Case, *, update: bool = False) -> CaseResult:
+async def run_case(case: Case, *, update: bool = False, **replay: Any) -> CaseResult:
     """Replays one case (never a network connection: the recorded answers and tool results stand in).
-    With `update`, a drifted case is re-recorded (the module docstring says how) and reports `updated`."""
+    With `update`, a drifted case is re-recorded (the module docstring says how) and reports `updated`.
+    `replay`: options of `replay.replay_run` (`runs_dir`, `trusted`, `files`)."""
     from .replay import replay_run
 
     began = time.perf_counter()
@@ -249,7 +250,7 @@ async def run_case(case: Case, *, update: bool = False) -> CaseResult:
     try:
         recording = case.recording()
         agent_id = recording.agent_id
-        result = await replay_run(case.root, agent_id, case.path)
+        result = await replay_run(case.root, agent_id, case.path, **replay)
         failure = result.result.get("error")
         if not result.matched and failure and recording.status == "completed" and DRIFT_WORDS not in failure:
             raise CaseError(f"The replay of {agent_id} failed: {failure}")  # not a drift: the agent cannot run

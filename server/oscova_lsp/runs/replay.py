@@ -39,6 +39,7 @@ from oscova_runtime.recording import facts_at
 from oscova_runtime.session import AgentSession
 from oscova_runtime.tools import APPROVAL_DENIED
 
+from ..analysis.host import AnalysisHost
 from .diff import request_difference, tool_lines, unified
 from .events import jsonable
 from .recorder import Recorder, message_from_record
@@ -211,17 +212,20 @@ def _cancelled() -> BaseException:
 
 async def replay_run(root: str, agent_id: str | None, transcript: str, *, input: str | None = None,
                      live_tools: bool = False, on_event: Callable[[dict[str, Any]], Any] | None = None,
-                     runs_dir: str | None = None) -> ReplayResult:
+                     runs_dir: str | None = None, trusted: bool = True,
+                     files: AnalysisHost | None = None) -> ReplayResult:
     """Replays the run recorded in `transcript` with the agent `agent_id` (default: the recorded one) of
     the workspace `root` as it is now, on `input` (default: the recorded input). The replay's own
-    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`).
+    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`). `trusted=False`: the workspace's own
+    tools and providers are not imported (as in an untrusted preview). `files`: an analysis host holding the
+    root already read (default: the run service reads it).
 
     Raises `RecordingError` when the transcript cannot be replayed (an old transcript, not a transcript).
     """
     from .service import RunService
 
     recording = load_recording(transcript)
-    service = RunService(root, runs_dir=runs_dir)
+    service = RunService(root, runs_dir=runs_dir, trusted=trusted, host=files)
     replayer = Replayer(recording, live_tools=live_tools, root=service.root)
     events: list[dict[str, Any]] = []
 
