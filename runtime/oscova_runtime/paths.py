@@ -15,7 +15,8 @@ written under a temporary name created exclusively beside them and renamed into 
   that may be cut short), `read_lines` (a text file streamed line by line: transcripts and cases),
   `open_regular` (a descriptor, for `filecache`).
 - Writing: `write_file` (a whole file, atomically, optionally only when none exists), `copy_file`,
-  `write_text` (in place or appended: tools, memory, personal context), `make_link`, `append_to_output`,
+  `write_text` (in place or appended: tools, memory, personal context), `populate_folder` and `make_link`
+  (a scratch copy of a tree), `append_to_output`,
   `LineLog` (lines appended as a run goes: a full disk cuts it at a line end, never inside a line, and leaves
   room for a last line saying why), `open_for_writing`.
 - Folders: `make_folders`, `scan_folder`, `walk` (links to folders are never followed), `remove_file`,
@@ -36,7 +37,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 MAX_TEXT_BYTES = 1_000_000
 """The largest workspace text file read (definitions, templates, host configuration)."""
@@ -436,6 +437,51 @@ def make_link(path: str, target: str, *, root: str | Boundary) -> None:
     if boundary is not None and not is_inside(link, boundary.real_root):
         os.unlink(link)
         raise FileRefused("it is a symlink that leads outside the workspace root, and it was not made")
+
+
+def populate_folder(folder: str, files: Iterable[tuple[str, bytes]]) -> dict[str, str]:
+    """Writes new files into `folder`, a private folder this process made for itself (a scratch copy of a
+    tree), each by its `/`-separated relative path, with the folders on its way. Every folder is opened with
+    `O_NOFOLLOW` and each file created with `O_EXCL | O_NOFOLLOW` relative to its folder's descriptor, so no
+    name is resolved through a link and nothing lands outside `folder`; one check per folder, not per file.
+    Returns the paths not written, each with why (a name that is not a plain relative path, a file where a
+    folder goes, a full disk)."""
+    refused: dict[str, str] = {}
+    descriptors: dict[tuple[str, ...], int] = {(): os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)}
+    try:
+        for relative, data in files:
+            parts = tuple(relative.split("/"))
+            if any(part in ("", ".", "..") or "\x00" in part for part in parts):
+                refused[relative] = "its name is not a plain relative path, and it was not written"
+                continue
+            try:
+                fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                             0o600, dir_fd=_folder_descriptor(descriptors, parts[:-1]))
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+            except OSError as error:
+                refused[relative] = str(_cannot("written", error))
+    finally:
+        for fd in descriptors.values():
+            os.close(fd)
+    return refused
+
+
+def _folder_descriptor(descriptors: dict[tuple[str, ...], int], parts: tuple[str, ...]) -> int:
+    """The descriptor of the folder `parts` below the first one, made (and opened without following a link)
+    folder by folder where missing."""
+    found = descriptors.get(parts)
+    if found is not None:
+        return found
+    parent = _folder_descriptor(descriptors, parts[:-1])
+    try:
+        os.mkdir(parts[-1], 0o700, dir_fd=parent)
+    except FileExistsError:
+        pass
+    fd = descriptors[parts] = os.open(parts[-1], os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=parent)
+    return fd
 
 
 def append_to_output(path: str, text: str) -> None:

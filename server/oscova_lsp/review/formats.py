@@ -127,7 +127,7 @@ def format_markdown(review: Review) -> str:
     lines = ["## Oscova prompt review", "",
              f"Base {_code(review.base.commit[:12])} ({html.escape(review.base.label)}) → the work tree. "
              f"Rendered offline with fixed inputs: {html.escape(_inputs(), quote=False)}.", "",
-             "| | |", "|---|---:|", *(f"| {name} | {value} |" for name, value in _summary_rows(review)), ""]
+             "| change | count |", "|---|---:|", *(f"| {name} | {value} |" for name, value in _summary_rows(review)), ""]
     for workspace in review.workspaces:
         lines += _workspace_markdown(workspace, review.trusted)
     if review.notes:

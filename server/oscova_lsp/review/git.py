@@ -167,9 +167,22 @@ def blobs(top: str, objects: Iterable[str]) -> dict[str, bytes | None]:
     return found
 
 
-def work_tree_files(top: str) -> list[str]:
-    """The work tree as git sees it: tracked files and untracked ones no ignore rule covers (relative paths)."""
-    done = _run(top, ["ls-files", "-z", "-c", "-o", "--exclude-standard"])
+def _paths(top: str, args: list[str], what: str) -> list[str]:
+    done = _run(top, args)
     if done.returncode != 0:
-        raise ReviewError(f"git could not list the work tree: {done.stderr.decode('utf-8', 'replace').strip()}")
+        raise ReviewError(f"git could not list {what}: {done.stderr.decode('utf-8', 'replace').strip()}")
     return list(dict.fromkeys(p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p))
+
+
+def changed_files(top: str, commit: str) -> list[str]:
+    """The paths whose content in the work tree differs from `commit`'s: tracked files changed, added or
+    deleted since (git compares by content where the index's file times cannot tell), and untracked files no
+    ignore rule covers."""
+    tracked = _paths(top, ["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", commit],
+                     "the changes since the base")
+    return tracked + _paths(top, ["ls-files", "-z", "-o", "--exclude-standard"], "the untracked files")
+
+
+def untracked(top: str, folder: str) -> list[str]:
+    """The files below `folder` (repository-relative) that git does not track, ignored ones included."""
+    return _paths(top, ["ls-files", "-z", "-o", "--", folder], f"the untracked files of {folder}")

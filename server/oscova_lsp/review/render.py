@@ -142,16 +142,10 @@ class SideRenderer:
         return Rendered(self._parts(preview, definition), not_loaded=missing)
 
     def _reachable(self, definition: AgentDefinition) -> list[AgentDefinition]:
-        """The definition and every agent it reaches through `agent_tools` (all a build looks up)."""
-        found = {definition.id: definition}
-        stack = [definition]
-        while stack:
-            for child_id in stack.pop().agent_tools:
-                child = self.definitions.get(child_id)
-                if child is not None and child_id not in found:
-                    found[child_id] = child
-                    stack.append(child)
-        return list(found.values())
+        """The definition and the agents it calls: all its request shows of them is each one as a tool (name,
+        description, parameters), so their own dependencies are not built (a build looks up only these)."""
+        children = (self.definitions.get(child_id) for child_id in definition.agent_tools)
+        return [definition, *(child for child in children if child is not None)]
 
     def _parts(self, preview: dict[str, Any], definition: AgentDefinition) -> dict[str, list[str]]:
         model = self.config.models.get(definition.model)

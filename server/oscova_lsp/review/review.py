@@ -20,8 +20,10 @@ from __future__ import annotations
 import difflib
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from oscova_runtime.catalogue import plan_providers
 from oscova_runtime.paths import FileRefused, is_inside, scratch_folder, walk
@@ -34,7 +36,7 @@ from . import git
 from .economics import prompt_economics
 from .render import NEUTRAL_INPUT, PARTS, Rendered, SideRenderer, agents_of
 from .report import AgentChange, Finding, Review, TestOutcome, WorkspaceReview
-from .trees import Tree, changed_paths, from_commit, from_work_tree
+from .trees import WORK_TREE, Tree, add_state, from_commit
 
 DIFF_CONTEXT = 3
 STORAGE = {"skills": "skills/", "library": "library/", "private_notes": ".oscova/notes/",
@@ -84,21 +86,34 @@ def _joined(folder: str, name: str) -> str:
 class _Side:
     """One workspace root on one side: its analysis, agents and the renderer of their requests."""
 
-    def __init__(self, tree: Tree, root: str, like: Analysis | None, trusted: bool) -> None:
+    def __init__(self, tree: Tree, root: str, like: Analysis | None, trusted: bool, *, workers: Any = None) -> None:
         self.tree = tree
         self.root = root
         self.trusted = trusted
         self.analysis = Analysis(tree.local(root))
         if os.path.isdir(self.analysis.root):
-            self.analysis.load(cache=False, like=like)
+            self.analysis.load(cache=False, like=like, mp_context=workers)
         self.agents = agents_of(self.analysis)
         self._renderer: SideRenderer | None = None
-        workspace = self.analysis.workspace
-        self._host_paths = {self.rel(p) for p in workspace.template_closure(workspace.host_template_paths())}
-        self._host_paths |= {_joined(root, n) for n in ("oscova.toml", "pyproject.toml")}
+        self._host_files = {_joined(root, n) for n in ("oscova.toml", "pyproject.toml")}
+        self._closures: dict[str, set[str]] = {}
+        self._real: dict[str, str] = {}
 
     def rel(self, path: str) -> str:
         return self.tree.relative(path)
+
+    def files(self, paths: Iterable[str]) -> set[str]:
+        """The repository-relative paths of files read at `paths`: each path, and where a symlink on it leads
+        (a template that is a link changes when its target does)."""
+        out = set()
+        for path in paths:
+            out.add(self.rel(path))
+            real = self._real.get(path)
+            if real is None:
+                real = self._real[path] = os.path.realpath(path)
+            if real != path and is_inside(real, self.tree.folder, real=False):
+                out.add(self.rel(real))
+        return out
 
     @property
     def renderer(self) -> SideRenderer:
@@ -106,11 +121,20 @@ class _Side:
             self._renderer = SideRenderer(self.analysis, self.tree.folder, trusted=self.trusted)
         return self._renderer
 
+    def _closure(self, template: str | None) -> set[str]:
+        """A host template (relative to the root) and what it includes, repository-relative; cached."""
+        if not template:
+            return set()
+        if template not in self._closures:
+            workspace = self.analysis.workspace
+            self._closures[template] = self.files(workspace.template_closure([workspace.resolve_template(template)]))
+        return self._closures[template]
+
     def dependencies(self, agent_id: str) -> _Dependencies:
         parsed = self.agents[agent_id]
         workspace = self.analysis.workspace
-        deps = _Dependencies({self.rel(parsed.path)} | self._host_paths)
-        deps.paths |= {self.rel(p) for p in workspace.template_closure(workspace.references_of.get(parsed.path, ()))}
+        deps = _Dependencies(self.files([parsed.path]) | self._host_files)
+        deps.paths |= self.files(workspace.template_closure(workspace.references_of.get(parsed.path, ())))
         definition = parsed.definition
         if definition is None:
             return deps
@@ -118,6 +142,10 @@ class _Side:
         deps.agents = set(definition.agent_tools)
         active = {p.type for p in plan_providers(definition, config, requested=True).providers
                   if p.inactive_reason is None}
+        templates = {"environment": config.environment.template, "memory": config.memory.system_prompt,
+                     **{name: provider.template for name, provider in config.providers.items()}}
+        for kind in active & templates.keys():
+            deps.paths |= self._closure(templates[kind])
         for kind, folder in STORAGE.items():
             if kind in active and kind != "skills":
                 deps.folders.add(_joined(self.root, folder))
@@ -154,7 +182,7 @@ def _diff(part: str, agent_id: str, before: list[str], after: list[str], base_na
 
 
 def _request_text(rendered: Rendered) -> str:
-    return "\n".join(f"## {part}\n" + "\n".join(rendered.lines(part)) for part in PARTS).rstrip() + "\n"
+    return "\n".join(f"## {part}\n" + ("\n".join(rendered.lines(part)) or "(none)") for part in PARTS) + "\n"
 
 
 async def _render_all(side: _Side, wanted: dict[str, str]) -> dict[str, Rendered]:
@@ -197,8 +225,27 @@ async def _compare_agents(base: _Side, head: _Side, change: _Change, review: Wor
 # ----------------------------------------------------------------------------------------- diagnostics
 
 
-def _diagnostics(side: _Side) -> list[Diagnostic]:
-    return [d for items in side.analysis.all_diagnostics().values() for d in items]
+def _affected(base: _Side, head: _Side, change: _Change) -> set[str]:
+    """The files whose diagnostics the change may alter (repository-relative): the changed files and, on each
+    side, what depends on them (`Workspace.dependents`: every file when the host configuration changed),
+    what includes them and what calls or shares the id of a changed definition."""
+    found = set(change.paths)
+    for side in (base, head):
+        workspace = side.analysis.workspace
+        for relative in change.paths:
+            path = side.tree.local(relative)
+            found |= {side.rel(p) for p in workspace.dependents(path) | workspace.template_referrers.get(path, set())}
+        for agent_id in change.agents:
+            found |= {side.rel(p) for p in workspace.agent_tool_referrers.get(agent_id, set())
+                      | workspace.defs_by_id.get(agent_id, set())}
+    return found
+
+
+def _diagnostics(side: _Side, files: set[str]) -> list[Diagnostic]:
+    analysis = side.analysis
+    with analysis.workspace.one_pass():
+        return [d for relative in sorted(files) if (path := side.tree.local(relative)) in analysis.workspace.files
+                for d in analysis.diagnostics(path)]
 
 
 def _key(side: _Side, diagnostic: Diagnostic) -> tuple[str, str, str]:
@@ -223,8 +270,9 @@ def _extra(side: _Side, mine: list[Diagnostic], theirs: Counter[tuple[str, str, 
     return out
 
 
-def _compare_diagnostics(base: _Side, head: _Side, review: WorkspaceReview) -> None:
-    before, after = _diagnostics(base), _diagnostics(head)
+def _compare_diagnostics(base: _Side, head: _Side, change: _Change, review: WorkspaceReview) -> None:
+    files = _affected(base, head, change)
+    before, after = _diagnostics(base, files), _diagnostics(head, files)
     review.introduced = _extra(head, after, Counter(_key(base, d) for d in before))
     review.fixed = _extra(base, before, Counter(_key(head, d) for d in after))
 
@@ -232,12 +280,13 @@ def _compare_diagnostics(base: _Side, head: _Side, review: WorkspaceReview) -> N
 # ---------------------------------------------------------------------------------------- agent tests
 
 
-async def _replay_tests(top: str, root: str, head: _Side, review: WorkspaceReview, scratch: str) -> None:
-    """The agent tests (in the work tree) of the agents that changed or went, replayed against the work tree."""
+async def _replay_tests(head: _Side, review: WorkspaceReview, scratch: str) -> None:
+    """The agent tests (in the work tree) of the agents that changed or went, replayed against the work tree
+    (their replays' own transcripts go to the scratch folder)."""
     from ..runs.cases import find_cases, run_case, tests_dir
     from ..runs.transcript import RecordingError
 
-    real_root = os.path.join(top, *root.split("/")) if root else top
+    real_root = head.analysis.root
     if not os.path.isdir(tests_dir(real_root)):
         return
     reached = {a.agent_id for a in review.agents if a.status in ("changed", "removed")}
@@ -249,7 +298,7 @@ async def _replay_tests(top: str, root: str, head: _Side, review: WorkspaceRevie
             continue
         if agent_id not in reached:
             continue
-        shown = os.path.relpath(case.path, top).replace(os.sep, "/")
+        shown = head.rel(case.path)
         needs = _workspace_code(head, agent_id)
         if needs:
             review.tests.append(TestOutcome(case.name, shown, agent_id, "not replayed", reason=(
@@ -276,10 +325,8 @@ def _workspace_code(head: _Side, agent_id: str) -> str:
     return ", ".join(f"{n['kind']} `{n['name']}`" for n in not_loaded(parsed.definition, config, plan))
 
 
-def _work_tree_files(real_root: str, like: Analysis) -> AnalysisHost:
-    """The work tree's root read once for every replay (reusing the copy's parse), never cached to disk."""
-    analysis = Analysis(real_root)
-    analysis.load(cache=False, like=like)
+def _work_tree_files(real_root: str, analysis: Analysis) -> AnalysisHost:
+    """The work tree's root as the review read it, for every replay (none reads it again)."""
     host = AnalysisHost([real_root])
     host.ensure_root(real_root)
     host.install(real_root, analysis)
@@ -331,18 +378,15 @@ def _nested_roots(side: Tree, root: str, start: str) -> set[str]:
     return found
 
 
-async def _review_root(top: str, root: str, base: Tree, head: Tree, changed: set[str], trusted: bool,
-                       scratch: str) -> WorkspaceReview:
-    before = _Side(base, root, None, trusted)
-    after = _Side(head, root, before.analysis, trusted)
+async def _review_root(before: _Side, after: _Side, changed: set[str], scratch: str) -> WorkspaceReview:
     change = _Change(changed, {})
     for side in (before, after):
         for agent_id, paths in side.defined_by(changed).items():
             change.agents.setdefault(agent_id, set()).update(paths)
-    review = WorkspaceReview(root or ".")
+    review = WorkspaceReview(before.root or ".")
     await _compare_agents(before, after, change, review)
-    _compare_diagnostics(before, after, review)
-    await _replay_tests(top, root, after, review, scratch)
+    _compare_diagnostics(before, after, change, review)
+    await _replay_tests(after, review, scratch)
     return review
 
 
@@ -356,32 +400,61 @@ async def review(paths: Sequence[str], base: str | None = None, *, trusted: bool
     top = git.repository_top(_folder_of(paths[0]))
     chosen = git.resolve_base(top, base)
     scope = _scope(top, paths)
-    prefixes = sorted({root for root, _ in scope})
     result = Review(chosen, trusted)
-    with scratch_folder("oscova-review-") as scratch:
-        label = chosen.commit[:12]
-        before = from_commit(top, chosen.commit, label, os.path.join(scratch, "base"), prefixes)
-        after = from_work_tree(top, os.path.join(scratch, "head"), prefixes)
-        result.notes = list(dict.fromkeys([*before.notes, *after.notes]))
-        changed = changed_paths(before, after)
-        roots = sorted({r for root, start in scope for side in (before, after)
-                        for r in {root} | _nested_roots(side, root, start)})
-        if not any(_holds_workspace(side, r) for side in (before, after) for r in roots):
-            raise git.ReviewError(f"nothing to review: no oscova.toml, agent definition or template under "
-                                  f"{', '.join(paths)} at {label} or in the work tree")
+    with scratch_folder("oscova-review-") as scratch, ThreadPoolExecutor(1) as copier:
+        scratch = os.path.realpath(scratch)  # paths in it compare as written with the real paths of links
+        before, copy = from_commit(top, chosen.commit, chosen.commit[:12], os.path.join(scratch, "base"),
+                                   sorted({root for root, _ in scope}))
+        writing = copier.submit(before.write, copy)  # the base is written while the work tree is parsed
+        after = Tree(top, WORK_TREE)
+        heads = {root: _Side(after, root, None, trusted, workers=_fork_server()) for root in _roots(after, scope)}
+        writing.result()
+        roots = sorted(heads.keys() | _roots(before, scope))
+        add_state(top, before, roots)
+        changed = set(git.changed_files(top, chosen.commit))
+        pairs = []
         for root in roots:
-            result.workspaces.append(await _review_root(top, root, before, after, changed, trusted,
-                                                        os.path.join(scratch, "runs")))
+            head = heads.get(root) or _Side(after, root, None, trusted)
+            pairs.append((_Side(before, root, head.analysis, trusted), head))
+        if not any(side.analysis.workspace.files for pair in pairs for side in pair):
+            raise git.ReviewError(f"nothing to review: no oscova.toml, agent definition or template under "
+                                  f"{', '.join(paths)} at {before.label} or in the work tree")
+        for base_side, head_side in pairs:
+            changed |= _only_in(head_side, before)
+            result.workspaces.append(await _review_root(base_side, head_side, changed, os.path.join(scratch, "runs")))
+        result.notes = list(dict.fromkeys([*before.notes, *(n for _, head in pairs for n in _not_read(head))]))
     return result
+
+
+def _fork_server() -> Any:
+    """How the parse's worker processes start while a thread writes the base: from a fork server (forking a
+    process that runs threads can deadlock the child)."""
+    import multiprocessing
+
+    try:
+        return multiprocessing.get_context("forkserver")
+    except ValueError:  # a platform without it: the engine's default
+        return None
+
+
+def _only_in(head: _Side, base: Tree) -> set[str]:
+    """Files the work tree's analysis read that the base lacks, which git does not list (ignored ones)."""
+    return {relative for path in head.analysis.workspace.files if (relative := head.rel(path)) not in base.contents}
+
+
+def _not_read(side: _Side) -> list[str]:
+    """The files of the work tree the analysis skipped, and why (too large, not text)."""
+    out = []
+    for parsed in side.analysis.workspace.files.values():
+        if parsed.skipped:
+            out.append(f"`{side.rel(parsed.path)}` in the work tree was not read: {parsed.skipped}")
+    return out
+
+
+def _roots(side: Tree, scope: list[tuple[str, str]]) -> set[str]:
+    return {r for root, start in scope for r in {root} | _nested_roots(side, root, start)}
 
 
 def _folder_of(path: str) -> str:
     absolute = os.path.abspath(path)
     return absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
-
-
-def _holds_workspace(side: Tree, root: str) -> bool:
-    from ..analysis.files import file_kind
-
-    return any(_under(p, root) and file_kind(p) is not None for p in side.contents)
-

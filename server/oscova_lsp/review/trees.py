@@ -1,23 +1,28 @@
-"""The two sides of a review, each copied into a private scratch folder: the tree of a commit, read straight
-from git objects, and the work tree as git sees it (tracked files and untracked ones no ignore rule covers).
+"""The base of a review, copied into a private scratch folder straight from git objects (no checkout, nothing
+written to the work tree); the work tree itself is read where it is, as `check` and `preview` read it.
 
-Both sides are copied by the same rules, so what differs between them is the change and nothing else (a
-memory file the work tree holds but git ignores is on neither side). Files are written through the file
-gateway (`oscova_runtime.paths`) into the scratch folder only; nothing is written to the work tree. What is
-not copied says why, once, in `notes`: a submodule, a blob git cannot read (a partial clone's missing
-object is never fetched), a file over `MAX_COPIED_BYTES`, a symlink leading out of the repository (never
-made, so nothing ever reads through it), a name that is not a safe path, a FIFO or a device in the work
-tree.
+Files are written through the file gateway (`oscova_runtime.paths`) into the scratch folder only. What is not
+copied says why, once, in `notes`: a submodule, a blob git cannot read (a partial clone's missing object is
+never fetched: git runs offline), a file over `MAX_COPIED_BYTES`, a symlink leading out of the repository
+(never made, so nothing ever reads through it), a name that is not a safe path. State a run reads that git
+does not track (`.oscova/` memory, notes, personal context) is the work tree's on both sides (`add_state`).
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from oscova_runtime.paths import MAX_TEXT_BYTES, FileRefused, make_link, read_bytes, write_file
+from oscova_runtime.paths import (
+    MAX_TEXT_BYTES,
+    Boundary,
+    FileRefused,
+    make_folders,
+    make_link,
+    populate_folder,
+    read_bytes,
+)
 
 from . import git
 
@@ -54,16 +59,20 @@ class Tree:
         """The repository-relative path of a path in the copy."""
         return os.path.relpath(path, self.folder).replace(os.sep, "/")
 
-    def write(self, relative: str, content: Content) -> None:
-        try:
-            if isinstance(content, Link):
-                make_link(self.local(relative), content.target, root=self.folder)
-            else:
-                write_file(self.local(relative), content, root=self.folder)
-        except FileRefused as refused:
-            self.notes.append(f"`{relative}` {self.where()} was not copied: {refused}")
-            return
-        self.contents[relative] = content
+    def write(self, copy: Files) -> None:
+        """Copies the files, then the links (so no file is ever written through one)."""
+        make_folders(self.folder, mode=0o700)
+        refused = populate_folder(self.folder, copy.files.items())
+        for relative, why in refused.items():
+            self.notes.append(f"`{relative}` {self.where()} was not copied: {why}")
+        self.contents.update((r, data) for r, data in copy.files.items() if r not in refused)
+        for relative, link in copy.links.items():
+            try:
+                make_link(self.local(relative), link.target, root=self.folder)
+            except FileRefused as why:
+                self.notes.append(f"`{relative}` {self.where()} was not copied: {why}")
+                continue
+            self.contents[relative] = link
 
     def where(self) -> str:
         return "in the work tree" if self.label == WORK_TREE else f"at {self.label}"
@@ -85,8 +94,17 @@ def _too_large(size: int) -> str:
     return f"is {size:,} bytes, over the {MAX_COPIED_BYTES:,} a review reads, and was not copied"
 
 
-def from_commit(top: str, commit: str, label: str, folder: str, prefixes: list[str]) -> Tree:
-    """The tree of `commit` under `prefixes`, copied from git objects into `folder`."""
+@dataclass
+class Files:
+    """What a copy writes: files by repository-relative path, then links."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    links: dict[str, Link] = field(default_factory=dict)
+
+
+def from_commit(top: str, commit: str, label: str, folder: str, prefixes: list[str]) -> tuple[Tree, Files]:
+    """The tree of `commit` under `prefixes`, read from git objects, to be copied into `folder`
+    (`Tree.write`)."""
     side = Tree(folder, label)
     wanted: dict[str, git.TreeEntry] = {}
     for entry in git.tree(top, commit):
@@ -103,52 +121,41 @@ def from_commit(top: str, commit: str, label: str, folder: str, prefixes: list[s
         else:
             wanted[entry.path] = entry
     found = git.blobs(top, (e.object for e in wanted.values()))
-    links = []
+    copy = Files()
     for relative, entry in wanted.items():
         data = found.get(entry.object)
         if data is None:
             side.notes.append(f"`{relative}` {side.where()} could not be read from git (its object {entry.object[:12]} "
                               "is missing from this clone) and was left out")
         elif entry.mode == "120000":
-            links.append((relative, Link(data.decode("utf-8", "surrogateescape"))))
+            copy.links[relative] = Link(data.decode("utf-8", "surrogateescape"))
         else:
-            side.write(relative, data)
-    for relative, link in links:  # after every file: no file is ever written through a link
-        side.write(relative, link)
-    return side
+            copy.files[relative] = data
+    return side, copy
 
 
-def from_work_tree(top: str, folder: str, prefixes: list[str]) -> Tree:
-    """The work tree under `prefixes`, as git sees it, copied into `folder`."""
-    side = Tree(folder, WORK_TREE)
-    links = []
-    for relative in git.work_tree_files(top):
-        relative = relative.rstrip("/")  # an untracked repository inside is listed as a folder
-        if not in_scope(relative, prefixes):
+STATE_FOLDER = ".oscova"
+NOT_STATE = ("runs", "tests")
+"""Below `.oscova/`: run transcripts and agent tests, which no request is rendered from."""
+
+
+def add_state(top: str, side: Tree, roots: Iterable[str]) -> None:
+    """The work tree's untracked files under each root's `.oscova/` (memory, private notes, personal context,
+    but not `runs/` or `tests/`), copied into the base where it has none: state a run reads, which a checkout of
+    the base would leave in place, so it shows the same on both sides."""
+    boundary = Boundary(top)
+    copy = Files()
+    for root in roots:
+        folder = f"{root}/{STATE_FOLDER}" if root else STATE_FOLDER
+        if not os.path.isdir(os.path.join(top, *folder.split("/"))):
             continue
-        if not _safe(relative):
-            side.notes.append(f"{relative!r} {side.where()} was not copied: its name is not a safe path")
-            continue
-        path = os.path.join(top, *relative.split("/"))
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:  # deleted in the work tree, not yet in the index
-            continue
-        if stat.S_ISLNK(mode):
-            links.append((relative, Link(os.readlink(path))))
-        elif stat.S_ISDIR(mode):
-            side.notes.append(f"`{relative}` {side.where()} is a submodule or a repository of its own: its files "
-                              "are not reviewed")
-        else:
+        for relative in git.untracked(top, folder):
+            inner = relative[len(folder) + 1:].split("/")
+            if inner[0] in NOT_STATE or relative in side.contents or not _safe(relative):
+                continue
             try:
-                side.write(relative, read_bytes(path, root=top, limit=MAX_COPIED_BYTES))
+                copy.files[relative] = read_bytes(os.path.join(top, *relative.split("/")), root=boundary,
+                                                  limit=MAX_COPIED_BYTES)
             except FileRefused as refused:
-                side.notes.append(f"`{relative}` {side.where()} was not copied: {refused}")
-    for relative, link in links:
-        side.write(relative, link)
-    return side
-
-
-def changed_paths(base: Tree, head: Tree) -> set[str]:
-    """The repository-relative paths whose content (or link target) differs, or that one side lacks."""
-    return {p for p in base.contents.keys() | head.contents.keys() if base.contents.get(p) != head.contents.get(p)}
+                side.notes.append(f"`{relative}` in the work tree was not copied to the base's side: {refused}")
+    side.write(copy)
