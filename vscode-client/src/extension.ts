@@ -22,6 +22,7 @@ import {
 import { distinctEnvs, modelKeys, secretKey, type ModelKey } from './apiKeyEnv';
 import { rewriteLensCommand, visibleLenses } from './lens';
 import { previewMarkdown } from './preview';
+import { isReview, reviewMarkdown } from './reviewModel';
 import { applyError, applyResult, isActive, RunStore, type RunEvent, type RunResult } from './runModel';
 import { RunView } from './runView';
 import { installCommand, PYTHON_PROBE_ARGS, resolveServerCommand, type Resolution } from './serverCommand';
@@ -35,11 +36,13 @@ const SERVER_COMMANDS = {
   previewPrompt: 'oscova.previewPrompt',
   cancelRun: 'oscova.cancelRun',
   listAgents: 'oscova.listAgents',
+  review: 'oscova.review',
 } as const;
 
 const PREVIEW_SCHEME = 'oscova-preview';
 const KNOWN_ENVS = 'oscova.apiKeyEnvs';
 const TRUST_MESSAGE = 'Oscova runs agents only in a trusted workspace: a run imports the workspace\'s tools and providers and calls models.';
+const REVIEW_TRUST_MESSAGE = 'Oscova: Restricted Mode. The review renders what the built-in providers contribute; the workspace\'s own tools and providers are not imported (their code would run) until you trust the workspace.';
 const PREVIEW_TRUST_MESSAGE = 'Oscova: Restricted Mode. The preview shows what the built-in providers render; the workspace\'s own tools and providers are not loaded (their code would run) until you trust the workspace.';
 
 interface AgentInfo { id: string; name?: string; uri?: string; exposedAsTool?: boolean; exampleInput?: string; example_input?: string }
@@ -89,6 +92,7 @@ export class OscovaExtension {
     command('oscova.client.showRunView', () => this.runView.show(undefined, false));
     command('oscova.client.compareWithPreviousRun', (key?: string) => this.compareWithPrevious(key));
     command('oscova.client.saveRunAsTestCase', (key?: string) => this.saveTestCase(key));
+    command('oscova.client.reviewChanges', () => this.reviewChanges());
     command('oscova.client.setApiKey', () => this.setApiKey());
     command('oscova.client.restartServer', () => this.restart());
     command('oscova.client.showOutput', () => this.output.show(true));
@@ -409,6 +413,41 @@ export class OscovaExtension {
     }
   }
 
+  /**
+   * "Review Changes Against…": what every agent the work tree's change reaches will be sent, before and after,
+   * rendered offline by the server (`oscova.review`), shown as the Markdown a pull-request comment holds. In
+   * Restricted Mode the workspace's own code is not imported, as for Preview Prompt.
+   */
+  async reviewChanges(): Promise<void> {
+    try {
+      const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file');
+      if (!folder) throw new UserError('open a folder of a git repository to review its changes');
+      const base = await vscode.window.showInputBox({
+        title: 'Oscova: Review Changes Against…', placeHolder: 'origin/main',
+        prompt: 'A commit, branch or tag to compare the work tree with; empty: the merge base with the default branch',
+      });
+      if (base === undefined) return;
+      if (!vscode.workspace.isTrusted) void vscode.window.showInformationMessage(REVIEW_TRUST_MESSAGE);
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Oscova: reviewing the change offline', cancellable: true },
+        (_progress, token) => this.serverCommand<unknown>(SERVER_COMMANDS.review,
+          { uri: folder.uri.toString(), base: base.trim() || undefined, trust: vscode.workspace.isTrusted }, token));
+      if (!isReview(result)) throw new UserError('the server answered `oscova.review` in a shape this extension does not know; update them together');
+      const uri = vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: '/review.md' });
+      this.previews.set(uri.toString(), reviewMarkdown(result));
+      this.previewChanged.fire(uri);
+      try {
+        await vscode.commands.executeCommand('markdown.showPreview', uri);
+      } catch {
+        const doc = await vscode.workspace.openTextDocument(uri);
+        await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+        await vscode.window.showTextDocument(doc, { preview: true });
+      }
+    } catch (error) {
+      this.showError(error);
+    }
+  }
+
   /** Arguments from a code lens (`{agentId, input, uri}`), an explorer/editor URI, or nothing. */
   private async runArgs(arg?: RunArgs | vscode.Uri): Promise<RunArgs | undefined> {
     if (arg instanceof vscode.Uri) return { uri: arg.toString() };
@@ -595,6 +634,7 @@ export class OscovaExtension {
     const items = [
       { label: '$(play) Run Agent…', command: 'oscova.client.runAgent' },
       { label: '$(preview) Preview Prompt…', command: 'oscova.client.previewPrompt' },
+      { label: '$(git-compare) Review Changes Against…', command: 'oscova.client.reviewChanges' },
       ...(this.store.active().length ? [{ label: '$(debug-stop) Cancel Run', command: 'oscova.client.cancelRun' }] : []),
       { label: '$(window) Show Run View', command: 'oscova.client.showRunView' },
       { label: '$(history) Show Run Transcript', command: 'oscova.client.showRunTranscript' },
