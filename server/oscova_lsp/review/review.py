@@ -1,15 +1,16 @@
 """`oscova-lsp review`: what every agent a change reaches will be sent, before and after, offline.
 
-1. The base commit (`git.resolve_base`) and the work tree are each copied into a private scratch folder
-   (`trees.py`), under the workspaces the PATHs name; the files whose content differs are the change.
-2. Each workspace root of either side is analysed on both (the work tree's parse reuses the base's for files
+1. The base commit (`git.resolve_base`) is copied from git objects into a private scratch folder
+   (`trees.py`), under the workspaces the PATHs name, while the work tree (read where it is) is parsed; the
+   files git reports changed since the base (and files only the work tree's analysis has) are the change.
+2. Each workspace root of either side is analysed on both (the base's parse reuses the work tree's for files
    with the same text: `Analysis.load(like=...)`). An agent's request depends on its definition, the
-   templates it renders and includes, the host configuration and its templates, the agents it calls, the
-   folders its providers read (skills, Library, memory, notes) and, with trust, the workspace's Python code.
-   Agents with a changed dependency are rendered on both sides (`render.py`, fixed inputs) and compared part
-   by part; the others are counted unchanged. Agents on one side only are added or removed.
-3. Diagnostics are compared by file, code and message; the agent tests of changed or removed agents are
-   replayed offline against the work tree (`runs/cases.py`), never writing to it.
+   templates it renders and includes, the host configuration and its active providers' templates, the agents
+   it calls, the folders its providers read (skills, Library, memory, notes) and, with trust, the workspace's
+   Python code. Agents with a changed dependency are rendered on both sides (`render.py`, fixed inputs) and
+   compared part by part; the others are counted unchanged. Agents on one side only are added or removed.
+3. Diagnostics of the files the change reaches are compared by file, code and message; the agent tests of
+   changed or removed agents are replayed offline against the work tree (`runs/cases.py`), never writing to it.
 
 Nothing of the workspace's code is imported without `trusted`, no model is called and nothing connects
 anywhere; nothing is written outside the scratch folder.
