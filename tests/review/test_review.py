@@ -264,3 +264,38 @@ def test_each_format_carries_the_summary_the_diffs_and_the_causes(repo: Path, tm
         assert "<summary><code>writer</code>: instructions — via <code>templates/intro.j2</code>, " in body
         assert "```diff\n--- writer instructions at " in body
         assert "+You are writer, reply in French." in body
+
+
+def test_untracked_memory_is_the_same_on_both_sides_so_it_is_no_change(repo: Path):
+    write(repo, {"agents/keeper.agent.yaml": "id: keeper\ninstructions: Keep notes.\nmemory: true\n",
+                 ".gitignore": ".oscova/\n"})
+    commit(repo, "an agent with memory")
+    write(repo, {".oscova/memory/alice/keeper/MEMORY.md": "- The launch is on Tuesday.\n",
+                 "oscova.toml": (repo / "oscova.toml").read_text() + "# a comment: every agent renders again\n"})
+    code, report = review_json(repo, "--base", "HEAD")
+    assert agents(report) == {}  # keeper rendered on both sides, with the same memory: unchanged
+    assert report["workspaces"][0]["unchanged"] == 6
+    write(repo, {".oscova/memory/alice/keeper/MEMORY.md": "- The launch moved to Friday.\n"})
+    code, report = review_json(repo, "--base", "HEAD")
+    assert agents(report) == {}  # state is the work tree's on both sides: never a change of the review's
+
+
+def test_the_network_guard_of_these_tests_refuses_and_records_a_connection(tmp_path: Path):
+    import socket
+    import subprocess
+    import sys
+
+    from .support import GUARD, network_log
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    (tmp_path / "guard").mkdir()
+    (tmp_path / "guard" / "sitecustomize.py").write_text(GUARD)
+    cwd = tmp_path / "here"
+    cwd.mkdir()
+    done = subprocess.run([sys.executable, "-c", f"import socket; socket.create_connection(('127.0.0.1', {port}))"],
+                          env={"PYTHONPATH": str(tmp_path / "guard"), "REVIEW_NETWORK_LOG": str(network_log(cwd))},
+                          capture_output=True, text=True, timeout=30)
+    listener.close()
+    assert done.returncode != 0 and "the network is blocked in this test" in done.stderr
+    assert connections(cwd) == [f"('127.0.0.1', {port})"]

@@ -228,17 +228,14 @@ async def _compare_agents(base: _Side, head: _Side, change: _Change, review: Wor
 
 def _affected(base: _Side, head: _Side, change: _Change) -> set[str]:
     """The files whose diagnostics the change may alter (repository-relative): the changed files and, on each
-    side, what depends on them (`Workspace.dependents`: every file when the host configuration changed),
-    what includes them and what calls or shares the id of a changed definition."""
+    side, what depends on them (`Workspace.dependents`: what includes or calls them, what they include; every
+    file when the host configuration changed) and what includes a template missing on that side."""
     found = set(change.paths)
     for side in (base, head):
         workspace = side.analysis.workspace
         for relative in change.paths:
             path = side.tree.local(relative)
             found |= {side.rel(p) for p in workspace.dependents(path) | workspace.template_referrers.get(path, set())}
-        for agent_id in change.agents:
-            found |= {side.rel(p) for p in workspace.agent_tool_referrers.get(agent_id, set())
-                      | workspace.defs_by_id.get(agent_id, set())}
     return found
 
 
