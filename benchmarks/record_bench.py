@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oscova_lsp.runs.recorder import Configure, Recorder  # noqa: E402
+from oscova_lsp.runs.recorder import Recorder  # noqa: E402
 from oscova_lsp.runs.service import RunService  # noqa: E402
 from oscova_lsp.runs.transcript import read_lines  # noqa: E402
 from oscova_runtime.chat_client import OpenAIChatClient  # noqa: E402
@@ -51,20 +51,17 @@ from tests.support.run_workspace import host_toml, write_workspace  # noqa: E402
 
 
 class NotRecording(Recorder):
-    """Records nothing: the run without the model tap and the tool middleware."""
+    """Records nothing: the run without the model and tool tap."""
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         yield
 
-    def configure_builder(self, inner: Configure | None) -> Configure:
-        return inner or (lambda builder: builder)
-
 
 def reply(body: dict[str, Any]) -> Reply:
     if body["messages"][-1]["role"] == "tool":
         return Reply(text="The launch is on Tuesday. " * 20, chunk_size=40)
-    return Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"})])
+    return Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"})])
 
 
 async def measure(root: Path, runs: int) -> tuple[dict[str, list[float]], dict[str, list[float]], str]:
@@ -99,7 +96,7 @@ async def tap_cost(rounds: int) -> tuple[float, float]:
     options = ChatOptions(instructions="## Environment\n- Operating system: Linux\n" * 6 + "You help Alice.",
                           tools=[tool])
     messages = [ChatMessage.of("user", "When is the launch?"),
-                ChatMessage("assistant", [FunctionCallContent("c1", "read_file", {"path": "notes.txt"})]),
+                ChatMessage("assistant", [FunctionCallContent("c1", "read_file", {"path": "data/notes.txt"})]),
                 ChatMessage("tool", [])]
     updates = [ChatResponseUpdate("assistant", [TextContent("The launch is on Tuesday. " * 2)]) for _ in range(12)]
     updates.append(ChatResponseUpdate("assistant", [], UsageDetails(11, 7, 18), "stop"))
@@ -122,15 +119,15 @@ async def tap_cost(rounds: int) -> tuple[float, float]:
         async for _update in real():
             pass
     direct = (time.perf_counter() - start) / rounds
-    call = FunctionCallContent("c1", "read_file", {"path": "notes.txt"})
-    context = FunctionInvocationContext(tool, {"path": "notes.txt"}, call, 0, {})
+    call = FunctionCallContent("c1", "read_file", {"path": "data/notes.txt"})
+    context = FunctionInvocationContext(tool, {"path": "data/notes.txt"}, call, 0, {})
 
     async def run_tool(ctx: FunctionInvocationContext) -> str:
         return "The launch is on Tuesday.\n"
 
     start = time.perf_counter()
     for _ in range(rounds):
-        await recorder.tool_middleware(context, run_tool)
+        await recorder.tool(context, run_tool)
         lines.clear()
     return tapped - direct, (time.perf_counter() - start) / rounds
 

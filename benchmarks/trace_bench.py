@@ -55,7 +55,7 @@ class ScriptedChatClient:
     ) -> AsyncIterator[ChatResponseUpdate]:
         if not any(m.role == "tool" for m in messages):
             yield ChatResponseUpdate("assistant", [FunctionCallContent("c1", "repeater", {"query": "launch?"}),
-                                                   FunctionCallContent("c2", "read_file", {"path": "notes.txt"})],
+                                                   FunctionCallContent("c2", "read_file", {"path": "data/notes.txt"})],
                                      UsageDetails(23, 9, 32), "tool_calls", "m-2025")
             return
         yield ChatResponseUpdate("assistant", [TextContent("It is on Tuesday.")])

@@ -234,4 +234,5 @@ class ChatClientAgent:
             {"type": "object", "properties": {"query": {"type": "string", "description": "The request for the agent."}},
              "required": ["query"]},
             call_agent,
+            agent_id=self.id,
         )

@@ -35,6 +35,15 @@ from .tools import AIFunction
 NO_KEY_PLACEHOLDER = "not-needed"
 
 
+def load_library() -> None:
+    """Imports `openai` now (about half a second) rather than on the first model call: the language server
+    calls it off its event loop before its first run. Nothing happens when `openai` is not installed."""
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        pass
+
+
 class ChatClientError(Exception):
     """A model call failed; the message is written for the user and never holds the key."""
 
@@ -289,21 +298,30 @@ class OpenAIChatClient:
             return ChatClientError(f"The model endpoint at {self._where()} did not answer in time")
         if isinstance(error, openai.APIConnectionError):
             return ChatClientError(f"The model endpoint at {self._where()} is unreachable; is it running?")
-        if isinstance(error, openai.AuthenticationError):
-            return ChatClientError(
-                f"The model endpoint rejected the API key from {self.api_key_env or 'the configuration'}"
-            )
         if isinstance(error, openai.NotFoundError):
             return ChatClientError(f"The model endpoint at {self._where()} does not know the model {self.model!r}")
+        if not isinstance(error, openai.APIStatusError):
+            return ChatClientError(f"The model call failed: {type(error).__name__}")
+        status = f"(HTTP {error.status_code}){self._detail(error)}"
+        if isinstance(error, openai.AuthenticationError):  # the endpoint's own words, then what to check here
+            return ChatClientError(f"The model endpoint at {self._where()} refused the request {status}; "
+                                   + self._key_advice())
         if isinstance(error, openai.RateLimitError):
-            return ChatClientError("The model endpoint is rate limiting requests; try again later")
-        if isinstance(error, openai.APIStatusError):
-            detail = _error_detail(error)
-            key = os.environ.get(self.api_key_env) if self.api_key_env else None
-            if key:
-                detail = detail.replace(key, "***")
-            return ChatClientError(f"The model returned an error (HTTP {error.status_code}){detail}")
-        return ChatClientError(f"The model call failed: {type(error).__name__}")
+            return ChatClientError(f"The model endpoint at {self._where()} is rate limiting requests {status}; "
+                                   "try again later")
+        return ChatClientError(f"The model returned an error {status}")
+
+    def _detail(self, error: Any) -> str:
+        """The endpoint's message (`: …`), with the key blanked should the endpoint echo it."""
+        detail = _error_detail(error)
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return detail.replace(key, "***") if key else detail
+
+    def _key_advice(self) -> str:
+        where = f"[models.{self.model_name}]"
+        if self.api_key_env:
+            return f"check the key in {self.api_key_env} (`api_key_env` of {where})"
+        return f"{where} sets no `api_key_env`: name the environment variable that holds the endpoint's key"
 
     def _failure(self, malformed: _Malformed) -> ChatClientError:
         return ChatClientError(f"The model endpoint at {self._where()} {malformed}")

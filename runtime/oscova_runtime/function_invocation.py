@@ -299,11 +299,13 @@ class FunctionInvokingChatClient(DelegatingChatClient):
 class WorkspaceValidation:
     """Function middleware: refuses a call whose path arguments leave the definition's workspaces.
 
-    The resolver is called on each checked call, so changed grants apply without a rebuild.
+    The resolver is called on each checked call, so changed grants apply without a rebuild. Relative paths
+    resolve against `root` (the workspace root), here and in the tool itself.
     """
 
-    def __init__(self, resolver: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, resolver: Callable[[], Sequence[str]], root: str | None = None) -> None:
         self._resolver = resolver
+        self._root = root
 
     async def __call__(
         self, context: FunctionInvocationContext, call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]
@@ -313,10 +315,10 @@ class WorkspaceValidation:
         allowed = tuple(self._resolver())
         for value in checked:
             try:
-                resolve_inside(value, allowed, must_exist=False)
+                resolve_inside(value, allowed, base=self._root, must_exist=False)
             except WorkspaceViolation as violation:  # a failed call: it counts towards the error limit
                 raise ToolCallRefusedError(str(violation)) from violation
-        with workspaces_in_effect(allowed):
+        with workspaces_in_effect(allowed, self._root):
             return await call_next(context)
 
 

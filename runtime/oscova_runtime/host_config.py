@@ -103,7 +103,8 @@ class TelemetrySettings(_Section):
         default=None,
         description="The OTLP/HTTP base URL of a trace collector (`http://127.0.0.1:4318`, or Phoenix's "
                     "`http://127.0.0.1:6006`): every run exports OpenTelemetry spans there (needs "
-                    "`oscova-lsp[otel]`). The environment variable OTEL_EXPORTER_OTLP_ENDPOINT, when set, wins.")
+                    "`oscova-lsp[otel]`). A collector the environment names (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "
+                    "OTEL_EXPORTER_OTLP_ENDPOINT) wins; this one is sent no credentials from the environment.")
     capture_content: bool = Field(
         default=False, description="Spans carry the messages, instructions, tool arguments and tool results "
                                    "(keys redacted); off by default: only names, models, token counts, timings.")

@@ -20,6 +20,7 @@ from .function_invocation import (
 )
 from .governance import ALLOW_ALL, ToolPolicy
 from .messages import ChatOptions
+from .recording import tapped_tool
 from .reducer import SummarizingChatReducer
 from .session import ChatReducer, InMemoryChatHistoryProvider
 from .tools import AIFunction
@@ -68,6 +69,9 @@ class AgentBuildRequest:
     chat_options_resolver: Callable[[AgentDefinition], ChatOptions | None] | None = None
     run_scope_factory: IAgentRunScopeFactory | None = None
     """The optional `IAgentRunScopeFactory`: every built agent enters one scope per run."""
+    workspace_root: str | None = None
+    """The folder relative tool paths resolve against (the configured host: its workspace root); without one,
+    the first workspace directory of the agent (a port addition: the seed says nothing of relative paths)."""
     tool_policy: ToolPolicy = ALLOW_ALL
     """The host's tool policy, checked by the governed function-invocation loop before every call (a port
     addition: the seed's host supplies it to that client)."""
@@ -285,11 +289,13 @@ class AgentOrchestrator(IAgentOrchestrator):
         builder = ChatClientBuilder(chat_client)
         builder.use(lambda inner: FunctionInvokingChatClient(
             inner, self.function_invocation_settings, builder.function_middleware, request.tool_policy))
-        builder.use_function_middleware(WorkspaceValidation(lambda: request.workspace_resolver(definition)))
+        builder.use_function_middleware(WorkspaceValidation(lambda: request.workspace_resolver(definition),
+                                                         request.workspace_root))
         if request.configure_agent_builder is not None:
             builder = request.configure_agent_builder(builder, definition) or builder
         if requested and request.configure_builder is not None:
             builder = request.configure_builder(builder) or builder
+        builder.use_function_middleware(tapped_tool)  # a recorded or replayed run sees every agent's tool calls
         builder.use_function_middleware(RepeatedCallGuard())
         scope_factory = request.run_scope_factory
         run_scope = (lambda: scope_factory.create_scope(definition)) if scope_factory is not None else None

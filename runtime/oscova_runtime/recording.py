@@ -11,8 +11,11 @@ The clock templates read (`current_date`, `current_time`) is `now()`: a run free
 replay shows the environment provider the recorded machine's facts (`facts_at`): operating system,
 shell, home folder.
 
-`TOOL_SCOPE` holds the id of the requested agent's tool call in progress, so a model call made inside a
-tool (an agent called as a tool) is known as such.
+Tool calls pass through the tap too: every agent a build makes has `tapped_tool` as a function middleware, so
+in a tapped run each tool call of any agent (the requested one, and the agents it calls as tools) goes to
+`tap.tool`, which records its result or (a replay) answers with the recorded one. `TOOL_SCOPE` holds the id
+of the tool call in progress (the innermost), so a model call or tool call made inside an agent called as a
+tool is known as such.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ class ModelTap(Protocol):
 
     async def complete(self, request: dict[str, Any], real: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse: ...
 
+    async def tool(self, context: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        """A tool call of any agent of the run: `context` is its `FunctionInvocationContext`; `call_next` runs it."""
+        ...
+
 
 MODEL_TAP: ContextVar[ModelTap | None] = ContextVar("oscova_model_tap", default=None)
 TOOL_SCOPE: ContextVar[str | None] = ContextVar("oscova_tool_scope", default=None)
@@ -49,6 +56,12 @@ def tapped(tap: ModelTap | None) -> Iterator[None]:
 
 def current_tap() -> ModelTap | None:
     return MODEL_TAP.get()
+
+
+async def tapped_tool(context: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Function middleware of every built agent: in a tapped run the tap sees the call, elsewhere it just runs."""
+    tap = MODEL_TAP.get()
+    return await (tap.tool(context, call_next) if tap is not None else call_next(context))
 
 
 _CLOCK: ContextVar[_dt.datetime | None] = ContextVar("oscova_clock", default=None)

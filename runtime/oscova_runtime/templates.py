@@ -87,6 +87,8 @@ class BoundedEnvironment(SandboxedEnvironment):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.filters[_BUDGET_FILTER] = _counted
+        for name in _PADDING_FILTERS:  # filters are called directly, not through `call`
+            self.filters[name] = _bounded_filter(name, self.filters[name])
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
@@ -94,6 +96,7 @@ class BoundedEnvironment(SandboxedEnvironment):
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - jinja's
         _spend()
+        _refuse_padding(getattr(__obj, "__self__", None), getattr(__obj, "__name__", ""), args)
         return super().call(__context, __obj, *args, **kwargs)
 
     def call_binop(self, context: Any, operator_name: str, left: Any, right: Any) -> Any:
@@ -110,6 +113,38 @@ class BoundedEnvironment(SandboxedEnvironment):
         return super().call_binop(context, operator_name, left, right)
 
 
+_PADDING_METHODS = frozenset({"center", "ljust", "rjust", "zfill"})
+_PADDING_FILTERS = ("center", "indent")
+
+
+def _refuse_padding(target: Any, method: str, args: tuple[Any, ...]) -> None:
+    """A str method that pads to a width (`'x'.center(5000000000)`) is refused before it builds the value."""
+    if not isinstance(target, str) or not args or not isinstance(args[0], int):
+        return
+    if method in _PADDING_METHODS:
+        size = args[0]
+    elif method == "expandtabs":
+        size = len(target) * args[0]
+    else:
+        return
+    if size > MAX_REPEAT:
+        raise RenderBudgetExceeded(f"it builds a value of more than {MAX_REPEAT:,} characters with `{method}`")
+
+
+def _bounded_filter(name: str, wrapped: Any) -> Any:
+    """The filter `name` (`center`, `indent`), refusing a width that would build a giant value."""
+
+    def bounded(value: Any, width: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(width, int) and not isinstance(width, bool):
+            lines = str(value).count("\n") + 1 if name == "indent" else 1
+            if width * lines > MAX_REPEAT:
+                raise RenderBudgetExceeded(f"it builds a value of more than {MAX_REPEAT:,} characters with "
+                                           f"`|{name}`")
+        return wrapped(value, *(() if width is None else (width,)), *args, **kwargs)
+
+    return bounded
+
+
 def _subject(name: str) -> str:
     """`the memory system prompt` -> `The memory system prompt`; a path -> `The template <path>`."""
     if name.startswith("the "):
@@ -124,8 +159,16 @@ def _bounded(render: Any, name: str) -> str:
         return str(render())
     except RenderBudgetExceeded as spent:
         raise RenderBudgetExceeded(f"{_subject(name)} took too long to render ({spent})") from None
+    except MemoryError:  # a value the checks above do not foresee: refused with words, never an empty reason
+        raise RenderBudgetExceeded(f"{_subject(name)} could not be rendered: it builds a value too large to hold "
+                                   "in memory") from None
     finally:
         _budget.active = False
+
+
+def _failure(name: str, error: Exception) -> TemplateError:
+    """`Rendering NAME failed: why`, where why is never empty (the exception's kind when it has no words)."""
+    return TemplateError(f"Rendering {name} failed: {str(error).strip() or type(error).__name__}")
 def read_template(root: str, path: str, base: str | None = None) -> str:
     """The text of the template `path` (relative to `base`, default the root), or TemplateError saying why not."""
     full = resolve_in_root(root, base or root, path)
@@ -207,7 +250,7 @@ class TemplateRenderer:
         except TemplateError:
             raise
         except Exception as error:  # noqa: BLE001
-            raise TemplateError(f"Rendering {name} failed: {error}") from None
+            raise _failure(name, error) from None
 
     def render_file(self, path: str, variables: Mapping[str, Any]) -> str:
         """Renders a template file given relative to the workspace root (or absolute inside it)."""
@@ -220,7 +263,7 @@ class TemplateRenderer:
         except TemplateError:
             raise
         except Exception as error:  # noqa: BLE001
-            raise TemplateError(f"Rendering {path} failed: {error}") from None
+            raise _failure(path, error) from None
 
     async def render_string_async(self, source: str, variables: Mapping[str, Any], *,
                                   name: str = "instructions") -> str:

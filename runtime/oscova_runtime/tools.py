@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .paths import read_head, scan_folder, write_text
-from .workspace import current_workspaces, resolve_inside
+from .workspace import current_root, current_workspaces, resolve_inside, shown_path
 
 ToolCallable = Callable[..., Any]
 
@@ -33,6 +33,8 @@ class AIFunction:
     """Arguments that name files or folders; workspace validation checks them against the grants."""
     egress: bool = False
     """The tool sends data off this machine (the network); a host policy may disallow such tools."""
+    agent_id: str | None = None
+    """The agent this tool runs, when it is an agent called as a tool (`ChatClientAgent.as_ai_function`)."""
 
     async def invoke(self, arguments: Mapping[str, Any]) -> Any:
         result = self.func(**dict(arguments))
@@ -96,7 +98,7 @@ def wrap_with_approval(function: AIFunction, handler: ApprovalHandler) -> AIFunc
         return await function.invoke(arguments)
 
     return AIFunction(function.name, function.description, function.parameters, gated, True,
-                      function.path_parameters, function.egress)
+                      function.path_parameters, function.egress, function.agent_id)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -220,6 +222,15 @@ class BuiltinToolContext:
     timezone: str | None = None
     workspace_resolver: Callable[[], Sequence[str]] | None = None
     """Defaults to the directories of the tool call in progress (set by workspace validation)."""
+    root: str | None = None
+    """The workspace root, named in the file tools' descriptions; relative paths resolve against the root of
+    the call in progress (workspace validation sets it from the build request)."""
+
+
+def relative_paths_sentence(root: str | None) -> str:
+    """What the file tools tell the model a relative path means (one meaning for every tool)."""
+    where = f" ({root})" if root else ""
+    return f"A relative path is relative to the workspace root{where}."
 
 
 def user_now(timezone: str | None) -> _dt.datetime:
@@ -247,7 +258,7 @@ def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
 
     async def read_file(path: str) -> str:
         """Reads a UTF-8 text file inside the agent's workspaces."""
-        target = resolve_inside(path, workspaces())
+        target = resolve_inside(path, workspaces(), base=current_root())
 
         def _read() -> str:
             data, more = read_head(target, limit=MAX_READ_BYTES)  # a FIFO or device is refused, not waited on
@@ -257,7 +268,7 @@ def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
 
     async def list_directory(path: str) -> str:
         """Lists a directory inside the agent's workspaces; folders end with a slash."""
-        target = resolve_inside(path, workspaces())
+        target = resolve_inside(path, workspaces(), base=current_root())
 
         def _list() -> str:
             entries = scan_folder(target)  # `target` is a real path inside a grant
@@ -267,17 +278,22 @@ def builtin_tools(ctx: BuiltinToolContext) -> dict[str, AIFunction]:
 
     async def write_file(path: str, content: str) -> str:
         """Writes a UTF-8 text file inside the agent's workspaces, replacing it."""
-        target = resolve_inside(path, workspaces(), must_exist=False)
+        allowed, base = workspaces(), current_root()
+        target = resolve_inside(path, allowed, base=base, must_exist=False)
 
         def _write() -> str:
             write_text(target, content)  # `target` is a real path inside a grant; a FIFO there is refused
-            return f"Wrote {len(content)} characters to {path}."
+            return f"Wrote {len(content)} characters to {shown_path(target, allowed, base)}."  # where it went
 
         return await asyncio.to_thread(_write)
 
+    def file_tool(func: ToolCallable, **options: Any) -> AIFunction:
+        description = f"{inspect.getdoc(func)} {relative_paths_sentence(ctx.root)}"
+        return function_from_callable(func, description=description, path_parameters=("path",), **options)
+
     return {
         "current_datetime": function_from_callable(current_datetime),
-        "read_file": function_from_callable(read_file, path_parameters=("path",)),
-        "list_directory": function_from_callable(list_directory, path_parameters=("path",)),
-        "write_file": function_from_callable(write_file, approval_required=True, path_parameters=("path",)),
+        "read_file": file_tool(read_file),
+        "list_directory": file_tool(list_directory),
+        "write_file": file_tool(write_file, approval_required=True),
     }

@@ -22,7 +22,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _codes(value: str) -> frozenset[str]:
-    return frozenset(c.strip().upper() for c in value.split(",") if c.strip())
+    """`--select` / `--ignore`: comma-separated codes or prefixes, each naming a rule (a typo is an error)."""
+    from .analysis.lint import code_list
+
+    try:
+        return code_list(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _port(value: str) -> int:
+    """`--port`: a TCP port number (0 lets the system choose one)."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"the port must be a number from 0 to 65535, not {value}")
+    return port
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_arguments(serve)
 
     run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results")
-    run.add_argument("agent_id", metavar="AGENT_ID")
+    run.add_argument("agent_id", metavar="AGENT_ID", nargs="?",
+                     help="the agent to run (with --replay: default the recorded one)")
     run.add_argument("--input", default=None, metavar="TEXT", help="the input (default: read from stdin)")
     run.add_argument("--root", default=None, metavar="DIR",
                      help="the workspace root (default: found from the current directory)")
@@ -61,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "sends something else")
     run.add_argument("--live-tools", action="store_true", help="with --replay: run the tools instead of "
                      "using the recorded results")
+    run.add_argument("--trace", action="store_true", help="with --replay: export the replay's spans as a run "
+                     "does (a replay is offline and exports nothing without it)")
 
     preview = sub.add_parser("preview", help="print an agent's assembled instructions, messages and tools")
     preview.add_argument("agent_id", metavar="AGENT_ID")
@@ -100,7 +120,7 @@ def _serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
     parser.add_argument("--tcp", action="store_true", help="listen on a TCP port instead")
     parser.add_argument("--host", default="127.0.0.1", help="TCP host, loopback only (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
+    parser.add_argument("--port", type=_port, default=2087, help="TCP port (default 2087)")
     parser.add_argument("--clientProcessId", "--client-process-id", dest="client_pid", type=int, default=None,
                         help="exit when this process is gone")
 
@@ -170,11 +190,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check(args: argparse.Namespace) -> int:
     from oscova_runtime.paths import is_inside
 
-    from .analysis.checks import LintOptions
     from .analysis.diagnostics import Diagnostic, Severity
     from .analysis.host import AnalysisHost
+    from .analysis.lint import LintOptions
     from .analysis.workspace import workspace_roots
-    from .reporting import display_path, format_github, format_json, format_sarif, format_text, summary
+    from .reporting import (
+        display_path,
+        format_github,
+        format_json,
+        format_sarif,
+        format_text,
+        printable,
+        summary,
+    )
 
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
@@ -189,6 +217,7 @@ def _check(args: argparse.Namespace) -> int:
     files = 0
     checked: list[str] = []
     failing: list[str] = []
+    rendered: list[str] = []  # the templates of the definitions given, checked with them
     # A short-lived process that builds a large graph of objects with few cycles: the cyclic collector would
     # walk it again and again (a third of a warm check's time on 10,000 files). Reference counting still
     # frees what is dropped; peak memory is measured by benchmarks/check_bench.py.
@@ -200,10 +229,11 @@ def _check(args: argparse.Namespace) -> int:
         found, notices = host.check(root, jobs=args.jobs, cache=not args.no_cache,
                                     under=None if args.workspaces else under)
         for notice in notices:
-            print(f"note: {notice}", file=sys.stderr)
+            print(f"note: {printable(notice)}", file=sys.stderr)
         if found:
             checked.append(root)
         files += len(found)
+        rendered += [p for p in found if not any(p == q or is_inside(p, q, real=False) for q in paths)]
         for items in found.values():
             diagnostics.extend(items)
         if any(d.severity is Severity.ERROR for items in found.values() for d in items):
@@ -218,7 +248,7 @@ def _check(args: argparse.Namespace) -> int:
         body = format_text(diagnostics)
         if body:
             print(body)
-        print(summary(diagnostics, files, len(checked), failing))
+        print(summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered))))
     elif args.format == "json":
         print(format_json(diagnostics))
     elif args.format == "sarif":
@@ -228,6 +258,19 @@ def _check(args: argparse.Namespace) -> int:
         if body:
             print(body)
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _with_templates(paths: list[str], templates: int) -> str:
+    """What a check of definition files covered besides them: the templates they render."""
+    from .reporting import display_path
+
+    if not templates:
+        return ""
+    noun = "template" if templates == 1 else "templates"
+    given = [p for p in paths if os.path.isfile(p)]
+    if len(given) == 1:
+        return f"{display_path(given[0])} and the {templates} {noun} it renders"
+    return f"the {len(given)} definitions given and the {templates} {noun} they render"
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -278,6 +321,10 @@ def _run(args: argparse.Namespace) -> int:
     logging.getLogger("oscova_lsp.runs.transcript").setLevel(logging.ERROR)
     if args.replay is not None or args.live_tools:
         return _replay(args)
+    if args.agent_id is None:
+        print("oscova-lsp: the following arguments are required: AGENT_ID (or --replay RUN_ID, which replays the "
+              "recorded agent)", file=sys.stderr)
+        return EXIT_USAGE
     root = _workspace_root(args.root)
     if root is None:
         return EXIT_USAGE
@@ -304,15 +351,21 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if result["status"] == "completed" else EXIT_FINDINGS
 
 
+REPLAY_MATCHED = {"completed": "✓ replay matches the recording",
+                  "failed": "✓ the replay reproduces the recorded failure",
+                  "cancelled": "✓ the replay reproduces the recorded cancellation"}
+"""The last line of a replay that ended as its recording did: a failure reproduced is not a success."""
+
+
 def _replay(args: argparse.Namespace) -> int:
     """`run AGENT --replay TRANSCRIPT`: exit 0 when the replay matches, 1 when it drifted or ended otherwise
     than recorded, 2 for a transcript that cannot be replayed."""
     import asyncio
 
-    from .reporting import display_path
+    from .reporting import display_path, json_text, printable
     from .runs.diff import resolve_transcript
     from .runs.replay import DRIFTED, RecordingError, replay_run
-    from .runs.terminal import JsonLines, LiveTranscript
+    from .runs.terminal import JsonLines, LiveTranscript, approver
 
     if args.replay is None:
         print("oscova-lsp: --live-tools goes with --replay TRANSCRIPT", file=sys.stderr)
@@ -324,22 +377,23 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         path = resolve_transcript(root, args.replay)
         if not args.json:
-            print(f"replaying {display_path(path)} offline" + (" (live tools)" if args.live_tools else ""),
+            print(f"replaying {printable(display_path(path))} offline" + (" (live tools)" if args.live_tools else ""),
                   file=sys.stderr)
+        approve = approver(listener if isinstance(listener, LiveTranscript) else None, sys.stderr)
         outcome = asyncio.run(replay_run(root, args.agent_id, path, input=args.input, live_tools=args.live_tools,
-                                         on_event=listener))
+                                         on_event=listener, trace=args.trace, approve=approve))
     except RecordingError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if outcome.result.get("transcriptError"):
         print(f"⚠ the replay's {outcome.result['transcriptError'].removeprefix('the ')}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"kind": "replay", "matched": outcome.matched, "status": outcome.status,
-                          "difference": outcome.difference, "transcript": outcome.transcript}, ensure_ascii=False))
+        print(json_text({"kind": "replay", "matched": outcome.matched, "status": outcome.status,
+                         "difference": outcome.difference, "transcript": outcome.transcript}))
     elif outcome.status == DRIFTED:
-        print(f"✗ drifted: {outcome.difference}", file=sys.stderr)
+        print(f"✗ drifted: {printable(outcome.difference or '')}", file=sys.stderr)
     elif outcome.matched:
-        print("✓ replay matches the recording", file=sys.stderr)
+        print(REPLAY_MATCHED.get(outcome.status, REPLAY_MATCHED["completed"]), file=sys.stderr)
     else:
         print(f"✗ the replay ended {outcome.status}, the recorded run otherwise", file=sys.stderr)
     return EXIT_OK if outcome.matched else EXIT_FINDINGS
@@ -348,6 +402,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     """`diff A B`: exit 0 when the runs are the same, 1 when they differ, 2 when one cannot be read."""
     from .analysis.workspace import find_root
+    from .reporting import printable
     from .runs.diff import diff_transcripts, resolve_transcript
     from .runs.transcript import RecordingError
 
@@ -355,18 +410,19 @@ def _diff(args: argparse.Namespace) -> int:
     try:
         difference = diff_transcripts(resolve_transcript(root, args.first), resolve_transcript(root, args.second))
     except RecordingError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if not difference:
         print("The runs match: the same model requests, tool calls and answers.", file=sys.stderr)
         return EXIT_OK
-    print(difference)
+    print(printable(difference))
     return EXIT_FINDINGS
 
 
 def _preview(args: argparse.Namespace) -> int:
     import asyncio
 
+    from .reporting import json_text, printable
     from .runs.errors import RunError
     from .runs.service import RunService
     from .runs.terminal import format_preview
@@ -385,10 +441,10 @@ def _preview(args: argparse.Namespace) -> int:
     try:
         preview = asyncio.run(main())
     except RunError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_FINDINGS
     if args.json:
-        print(json.dumps(preview, indent=2, ensure_ascii=False))
+        print(json_text(preview, indent=2))
     else:
         print(format_preview(preview, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     return EXIT_OK
@@ -405,6 +461,9 @@ def _test_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default=None, metavar="NAME", help="the saved case's name (default: the agent id)")
     parser.add_argument("--root", default=None, metavar="DIR",
                         help="the workspace root for --save and the default PATH (default: found from here)")
+    parser.add_argument("--trace", action="store_true",
+                        help="export the replays' spans as runs do (agent tests are offline and export nothing "
+                             "without it)")
 
 
 def _test(args: argparse.Namespace) -> int:
@@ -412,7 +471,8 @@ def _test(args: argparse.Namespace) -> int:
     2 on usage errors and when there is no case at all."""
     import asyncio
 
-    from .runs.cases import CaseError, find_cases, render, run_case, save_case
+    from .reporting import printable
+    from .runs.cases import CaseError, find_cases, render, run_case, save_case, tests_dir
 
     if args.save is not None or args.name is not None:
         if args.save is None or args.paths or args.update:
@@ -421,12 +481,13 @@ def _test(args: argparse.Namespace) -> int:
         root = _workspace_root(args.root)
         if root is None:
             return EXIT_USAGE
+        first = not os.path.isdir(tests_dir(root))
         try:
             case = save_case(root, args.save, args.name)
         except CaseError as error:
-            print(f"oscova-lsp: {error}", file=sys.stderr)
+            print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"saved the case {case.name}: {os.path.relpath(case.path)}")
+        print(_saved_words(case, first, named=args.name is not None))
         return EXIT_OK
     paths = args.paths
     if not paths:
@@ -437,7 +498,7 @@ def _test(args: argparse.Namespace) -> int:
     try:
         cases = find_cases(paths)
     except CaseError as error:
-        print(f"oscova-lsp: {error}", file=sys.stderr)
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     if not cases:
         print(f"oscova-lsp: no agent tests under {', '.join(paths)}: save a run as a case with "
@@ -445,7 +506,7 @@ def _test(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     async def main() -> list[Any]:
-        return [await run_case(case, update=args.update) for case in cases]
+        return [await run_case(case, update=args.update, trace=args.trace) for case in cases]
 
     results = asyncio.run(main())
     print(render(results, args.format))
@@ -486,6 +547,23 @@ def _review(args: argparse.Namespace) -> int:
     return found.exit_code
 
 
+def _saved_words(case: Any, first: bool, *, named: bool) -> str:
+    """Where a saved case went; the name it got when its default was taken; on a workspace's first case, the
+    `.gitignore` lines that commit the cases and not the rest of `.oscova/`."""
+    from .runs.cases import GITIGNORE_LINES, default_case_name, tests_dir
+
+    line = f"saved the case {case.name}: {os.path.relpath(case.path)}"
+    wanted = default_case_name(case.recording().agent_id)
+    if not named and case.name != wanted:
+        line += f" ({wanted} is taken; --name NAME names it)"
+    if not first:
+        return line
+    ignore = "".join(f"\n    {pattern}" for pattern in GITIGNORE_LINES)
+    return (f"{line}\nCommit {os.path.relpath(tests_dir(case.root))}{os.sep}: a case is a fixture of your "
+            "repository. The rest of .oscova/ (run transcripts, memory) belongs to this machine; keep it out "
+            f"with these lines in the .gitignore beside oscova.toml:{ignore}")
+
+
 def _schema() -> int:
     from oscova_runtime.definition import definition_json_schema
 
@@ -521,13 +599,13 @@ def _tools() -> int:
 
 
 def _rule(code: str | None) -> int:
-    from .analysis.rules import RULES
+    from .analysis.lint import normal_code
+    from .analysis.rules.registry import RULES, listing
 
     if code is None:
-        for rule in RULES.values():
-            print(f"{rule.code}  {rule.severity.label:<11}  {rule.summary}")
+        print("\n".join(listing()))
         return EXIT_OK
-    found = RULES.get(code.upper())
+    found = RULES.get(normal_code(code))
     if found is None:
         print(f"oscova-lsp: unknown rule `{code}`; `oscova-lsp rule` lists them", file=sys.stderr)
         return EXIT_USAGE

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,9 +14,57 @@ from oscova_runtime.paths import is_inside
 
 from . import __version__
 from .analysis.diagnostics import Diagnostic, Severity
-from .analysis.rules import RULES
+from .analysis.rules.registry import RULES
 
 FORMATS = ("text", "json", "sarif", "github")
+
+# -- text that is safe to print ---------------------------------------------------------------------------
+# Files, models and tools can hold control characters: ESC ] 0 ; … BEL retitles a terminal, ESC[2K ESC[1A
+# erases what was printed. Terminal output shows each as `\x1b` (git and ripgrep do the same), a byte of a
+# file name that is not UTF-8 (a lone surrogate from `surrogateescape`) as `\xff`, and bidirectional
+# overrides as `\u202e`; newlines and tabs stay (and a CR before a newline).
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+                          "|\r(?!\n)")
+_UNPRINTABLE_ON_A_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""What JSON leaves raw that a terminal showing it could act on (DEL, C1, bidirectional overrides: escaped
+`\\u009b`, the same value), and lone surrogates, which no UTF-8 encoder can write."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte `surrogateescape` could not decode
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal: control characters escaped, newlines and tabs kept."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def printable_line(text: str) -> str:
+    """`text` on one line of a terminal (a path, a name): newlines and tabs escaped too."""
+    return _UNPRINTABLE_ON_A_LINE.sub(_escape, text)
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, **options)`, valid UTF-8 always and safe to show (`_json_safe`)."""
+    return _json_safe(json.dumps(value, ensure_ascii=False, **options))
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xD800 <= code <= 0xDFFF:  # the text `\xff` (a byte of a name that is not UTF-8), as JSON writes it
+        return _escape(match).replace("\\", "\\\\")
+    return f"\\u{code:04x}"
+
+
+def _json_safe(text: str) -> str:
+    """JSON text with DEL, C1 controls and bidirectional overrides written as JSON escapes, and each lone
+    surrogate as the characters `\\xff` (JSON without lone surrogates: every decoder takes it)."""
+    return _JSON_UNSAFE.sub(_json_escape, text)
 
 
 def display_path(path: str) -> str:
@@ -30,8 +80,8 @@ def _display_path(path: str, cwd: str) -> str:
 def format_text(diagnostics: Iterable[Diagnostic]) -> str:
     lines = []
     for d in diagnostics:
-        lines.append(f"{display_path(d.path)}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
-                     f"{d.code} {d.message}")
+        lines.append(f"{printable_line(display_path(d.path))}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
+                     f"{d.code} {printable(d.message)}")
     return "\n".join(lines)
 
 
@@ -39,18 +89,19 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
-def summary(diagnostics: list[Diagnostic], files: int, workspaces: int = 1, failing: Iterable[str] = ()) -> str:
-    """The last line of text output: what was checked (files and workspaces), what was found, and which
-    workspaces have errors."""
-    scope = f"{_count(files, 'file')} of {_count(workspaces, 'workspace')}"
+def summary(diagnostics: list[Diagnostic], files: int, workspaces: int = 1, failing: Iterable[str] = (),
+            covered: str = "") -> str:
+    """The last line of text output: what was checked (files and workspaces, and `covered`: which files, when
+    that needs saying), what was found, and which workspaces have errors."""
+    scope = f"{_count(files, 'file')} of {_count(workspaces, 'workspace')} checked"
     if not diagnostics:
-        return f"All checks passed ({scope} checked)."
+        return f"All checks passed ({scope}{': ' + covered if covered else ''})."
     counts = {s: sum(1 for d in diagnostics if d.severity is s) for s in Severity}
     parts = [f"{n} {s.label}{'s' if n != 1 and s is not Severity.INFORMATION else ''}"
              for s, n in counts.items() if n]
-    failing = [display_path(root) for root in failing]
+    failing = [printable_line(display_path(root)) for root in failing]
     where = f"; errors in {', '.join(failing)}" if failing and workspaces > 1 else ""
-    return f"Found {', '.join(parts)} in {scope} checked{where}."
+    return f"Found {', '.join(parts)} in {scope}{f' ({covered})' if covered else ''}{where}."
 
 
 def format_json(diagnostics: Iterable[Diagnostic]) -> str:
@@ -68,7 +119,7 @@ def format_json(diagnostics: Iterable[Diagnostic]) -> str:
         return "[]"
     # One diagnostic a line: readable, diff-friendly, and written by json's C encoder (`indent` would take the
     # pure-Python one, a second on 3,500 diagnostics).
-    return "[\n" + ",\n".join("  " + json.dumps(item, ensure_ascii=False) for item in out) + "\n]"
+    return _json_safe("[\n" + ",\n".join("  " + json.dumps(item, ensure_ascii=False) for item in out) + "\n]")
 
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning",
@@ -85,8 +136,11 @@ def _sarif_region(d_range: Any) -> dict[str, int]:
 
 
 def _artifact(path: str) -> dict[str, str]:
+    """A SARIF artifact location: a URI reference, percent-encoded from the name's bytes (RFC 3986), so a name
+    that is not UTF-8 or holds a space is still a valid URI."""
     rel = display_path(path)
-    return {"uri": rel.replace(os.sep, "/")} if not os.path.isabs(rel) else {"uri": "file://" + rel}
+    uri = urllib.parse.quote(os.fsencode(rel.replace(os.sep, "/")), safe="/")
+    return {"uri": uri} if not os.path.isabs(rel) else {"uri": "file://" + uri}
 
 
 def format_sarif(diagnostics: list[Diagnostic]) -> str:
@@ -141,7 +195,7 @@ def format_sarif(diagnostics: list[Diagnostic]) -> str:
             "results": results,
         }],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False)
+    return json_text(log, indent=2)
 
 
 _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning",
@@ -165,8 +219,8 @@ def github_annotation(level: str, properties: dict[str, object], message: str) -
 def format_github(diagnostics: Iterable[Diagnostic]) -> str:
     lines = []
     for d in diagnostics:
-        props = (f"file={_escape_property(display_path(d.path))},line={d.range.start.line + 1},"
+        props = (f"file={_escape_property(printable_line(display_path(d.path)))},line={d.range.start.line + 1},"
                  f"col={d.range.start.character + 1},endLine={d.range.end.line + 1},"
                  f"endColumn={d.range.end.character + 1},title={_escape_property(d.code)}")
-        lines.append(f"::{_GITHUB_LEVEL[d.severity]} {props}::{_escape_data(f'{d.code} {d.message}')}")
+        lines.append(f"::{_GITHUB_LEVEL[d.severity]} {props}::{_escape_data(printable(f'{d.code} {d.message}'))}")
     return "\n".join(lines)

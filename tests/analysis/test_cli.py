@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
-from oscova_lsp.analysis.rules import RULES
+from oscova_lsp.analysis.rules.registry import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ROOT / "examples" / "broken"

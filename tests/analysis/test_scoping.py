@@ -59,6 +59,26 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("for-body-set-not-visible-after", "{% for i in ⟨xs⟩ %}{% set z = i %}{% endfor %}{{ ⟨z⟩ }}",
      {"xs": "ab", "z": "v"}),
     ("with-value-read-outside", "{% with a = ⟨a⟩ %}{{ a }}{% endwith %}", {"a": "v"}),
+    # Issue 22 item 4: a scoped block hands the names it sees to the blocks inside it, scoped or not.
+    ("nbconvert-null-blocks-in-a-loop",  # nbconvert's null.j2, condensed: the false OSC101 on `cell`
+     "{%- for cell in ⟨nb⟩.cells -%}{%- block any_cell scoped -%}{%- if cell.cell_type == 'code' -%}"
+     "{%- block codecell scoped -%}{%- if cell.outputs -%}{%- block output_group -%}"
+     "{%- block outputs scoped -%}{%- for output in cell.outputs -%}{%- block output scoped -%}"
+     "{{ output }}{{ cell.execution_count }}{%- endblock output -%}{%- endfor -%}{%- endblock outputs -%}"
+     "{%- endblock output_group -%}{%- endif -%}{%- endblock codecell -%}{%- endif -%}"
+     "{%- endblock any_cell -%}{%- endfor -%}",
+     {"nb": {"cells": [{"cell_type": "code", "outputs": ["o"], "execution_count": 1}]}}),
+    ("unscoped-block-inside-a-scoped-one-sees-the-loop",
+     "{% for cell in ⟨cells⟩ %}{% block a scoped %}{% block b %}{{ cell }}{{ loop.index }}{% endblock %}"
+     "{% endblock %}{% endfor %}", {"cells": "ab"}),
+    ("unscoped-block-inside-a-scoped-one-does-not-see-its-set",
+     "{% block a scoped %}{% set z = 1 %}{% block b %}{{ ⟨z⟩ }}{% endblock %}{% endblock %}", {"z": "v"}),
+    ("unscoped-block-inside-a-scoped-one-does-not-see-a-loop-inside-it",
+     "{% block a scoped %}{% for x in ⟨xs⟩ %}{% block b %}{{ ⟨x⟩ }}{% endblock %}{% endfor %}{% endblock %}",
+     {"xs": "ab", "x": "v"}),
+    ("scoped-block-inside-an-unscoped-one-does-not-see-the-outer-loop",
+     "{% for cell in ⟨cells⟩ %}{% block a %}{% for y in ⟨ys⟩ %}{% block b scoped %}{{ y }}{{ ⟨cell⟩ }}"
+     "{% endblock %}{% endfor %}{% endblock %}{% endfor %}", {"cells": "a", "ys": "b", "cell": "v"}),
 ]
 
 

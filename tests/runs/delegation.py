@@ -46,7 +46,7 @@ def responder(leak: str = "") -> Any:
                          model="fake-model-2025")
         if not any(m.get("role") == "tool" for m in messages):
             return Reply(tool_calls=[ToolCall("repeater", {"query": "When is the launch?"}, "call_agent"),
-                                     ToolCall("read_file", {"path": "notes.txt"}, "call_file")],
+                                     ToolCall("read_file", {"path": "data/notes.txt"}, "call_file")],
                          prompt_tokens=FIRST[0], completion_tokens=FIRST[1], model="fake-model-2025")
         return Reply(text=ANSWER, prompt_tokens=SECOND[0], completion_tokens=SECOND[1], model="fake-model-2025")
 

@@ -30,12 +30,12 @@ def oscova(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str 
 
 
 def test_run_prints_the_streamed_answer_and_exits_0(workspace, fake_openai):
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]),
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "c1")]),
                         Reply(text="The launch is on Tuesday.", chunk_size=3))
     result = oscova("run", "helper", "--input", "When is the launch?", cwd=workspace / "agents")  # root found upward
     assert result.returncode == 0, result.stderr
     assert result.stdout == "The launch is on Tuesday.\n"
-    assert "→ read_file(path=\"notes.txt\")" in result.stderr
+    assert "→ read_file(path=\"data/notes.txt\")" in result.stderr
     assert "← read_file: The launch is on Tuesday." in result.stderr
     assert "✓ completed" in result.stderr
     assert CANARY_KEY not in result.stdout + result.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.fake_openai import Reply
 from tests.support.run_workspace import AGENTS
 
@@ -46,3 +48,40 @@ def test_a_large_but_bounded_loop_still_renders(tmp_path, fake_openai):
     result = oscova("preview", "big", "--json", cwd=root)
     assert result.returncode == 0, result.stderr
     assert "ok ababab" in json.loads(result.stdout)["instructions"]
+
+
+def test_a_giant_value_from_a_method_or_filter_is_refused_with_a_reason(tmp_path, fake_openai):
+    """Issue 20 item 10: a giant value built by a method or a filter (not `*`) was refused with an empty reason
+    ("Rendering instructions failed: ", from a MemoryError), or built (5 GB) where memory allowed it."""
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url, agents={
+        **AGENTS, "method": "id: method\ninstructions: \"{{ 'x'.center(5000000000) }}\"\n",
+        "filter": "id: filter\ninstructions: \"{{ 'a\\nb'|indent(6000000) }}\"\n"})
+    for agent, how in (("method", "`center`"), ("filter", "`|indent`")):
+        result = oscova("preview", agent, cwd=root)
+        assert result.returncode == 1
+        assert ("The instructions took too long to render (it builds a value of more than 10,000,000 characters "
+                f"with {how})") in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("failure", "reason"), [
+    (MemoryError(), "The instructions could not be rendered: it builds a value too large to hold in memory"),
+    (LookupError(), "Rendering instructions failed: LookupError"),  # an exception without words
+    (ValueError("  "), "Rendering instructions failed: ValueError"),
+])
+def test_a_refusal_always_says_why(failure: Exception, reason: str):
+    from oscova_runtime.templates import TemplateError, TemplateRenderer
+
+    class Failing:
+        def __str__(self) -> str:
+            raise failure
+
+    with pytest.raises(TemplateError) as refused:
+        TemplateRenderer(".").render_string("{{ value }}", {"value": Failing()})
+    assert str(refused.value) == reason
+
+
+def test_small_padding_still_renders():
+    from oscova_runtime.templates import TemplateRenderer
+
+    assert TemplateRenderer(".").render_string("[{{ 'ab'.center(6) }}|{{ 'x\ny'|indent(2, first=true) }}]", {}) == \
+        "[  ab  |  x\n  y]"

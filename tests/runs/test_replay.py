@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import re
 import shutil
 import socket
 from collections.abc import Callable, Iterator
@@ -67,7 +68,7 @@ def without_model_calls(events: list[dict[str, Any]]) -> list[tuple[str, Any]]:
 
 async def record(service: RunService, fake: FakeOpenAI, agent: str = "helper", text: str = "When is the launch?"
                  ) -> dict[str, Any]:
-    fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]),
+    fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "c1")]),
                  Reply(text="The launch is on Tuesday.", chunk_size=4))
     result = await service.run(agent, text)
     assert result["status"] == "completed", result
@@ -86,11 +87,11 @@ async def test_a_transcript_records_every_request_response_and_tool_result(servi
     # Each model request as the endpoint received it (the key is in a header, never in the body).
     assert [e["request"] for e in recording.exchanges] == [r.body for r in fake_openai.requests]
     first, second = recording.exchanges
-    assert first["response"]["toolCalls"] == [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}]
+    assert first["response"]["toolCalls"] == [{"id": "c1", "name": "read_file", "arguments": {"path": "data/notes.txt"}}]
     assert second["response"]["text"] == "The launch is on Tuesday."
     assert second["response"]["usage"] == {"inputTokens": 11, "outputTokens": 7, "totalTokens": 18}
     tool, = recording.tools
-    assert (tool["name"], tool["arguments"], tool["result"]) == ("read_file", {"path": "notes.txt"},
+    assert (tool["name"], tool["arguments"], tool["result"]) == ("read_file", {"path": "data/notes.txt"},
                                                                  "The launch is on Tuesday.\n")
     # The events are still the events: read_transcript leaves the recording lines out.
     assert [e["kind"] for e in read_transcript(result["transcript"])][0] == "started"
@@ -103,7 +104,7 @@ async def test_a_transcript_records_every_request_response_and_tool_result(servi
 async def test_a_recorded_run_replays_to_the_same_events_without_the_network(service, fake_openai, workspace,
                                                                               no_network):
     recorded = Recorder()
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]),
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "c1")]),
                         Reply(text="The launch is on Tuesday.", chunk_size=4))
     result = await service.run("helper", "When is the launch?", on_event=recorded)
     assert result["status"] == "completed"
@@ -293,25 +294,24 @@ async def test_an_agent_called_as_a_tool_is_recorded_and_replays_with_and_withou
     attempts = no_network()
 
     recorded_tools = await replay_run(str(workspace), None, result["transcript"])
-    assert recorded_tools.matched  # echo did not run: its recorded answer was the tool result
+    assert recorded_tools.matched  # echo ran, its model call answered from the recording (issue 22 item 2)
     live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
-    assert live.matched  # echo ran, and its model call was answered from the recording too
-    # The same run, except that echo's own model call now happens (a `modelCall` event, counted in usage).
-    assert without_model_calls(live.events) == without_model_calls(recorded_tools.events)
+    assert live.matched  # the same with live tools
+    assert replayable(live.events) == replayable(recorded_tools.events)
     assert [f["agentId"] for k, f in replayable(live.events) if k == "modelCall"] == ["lead", "echo", "lead"]
-    assert [f["agentId"] for k, f in replayable(recorded_tools.events) if k == "modelCall"] == ["lead", "lead"]
-    # With live tools, an edit of the agent called as a tool drifts, in echo's request.
+    # An edit of the agent called as a tool drifts, in echo's request, with recorded tools as with live ones.
     echo = workspace / "agents" / "echo.agent.yaml"
     echo.write_text(echo.read_text().replace("Repeat the query.", "Repeat the query twice."))
-    drifted = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
-    assert drifted.status == DRIFTED
-    assert (drifted.difference or "").splitlines()[0] == ("model request 2 differs in the instructions (a request "
-                                                          "made inside the tool call e1)")
+    for live_tools in (False, True):
+        drifted = await replay_run(str(workspace), None, result["transcript"], live_tools=live_tools)
+        assert drifted.status == DRIFTED
+        assert (drifted.difference or "").splitlines()[0] == ("model request 2 differs in the instructions (a "
+                                                              "request made inside the tool call e1)")
     assert attempts == []
 
 
 async def test_a_run_with_approvals_replays_with_the_same_tool_list(service, fake_openai, workspace, no_network):
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "hello"}, "w1")]),
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("write_file", {"path": "data/out.txt", "content": "hello"}, "w1")]),
                         Reply(text="Written."))
 
     async def approve(request: dict[str, Any]) -> bool:
@@ -323,8 +323,20 @@ async def test_a_run_with_approvals_replays_with_the_same_tool_list(service, fak
     attempts = no_network()
     replayed = await replay_run(str(workspace), None, result["transcript"])
     assert replayed.matched and not (workspace / "data" / "out.txt").exists()
-    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
-    assert live.matched and (workspace / "data" / "out.txt").read_text() == "hello"  # approved as recorded
+    # Approval is never taken from the recording: without anyone to ask, the live tool is refused ...
+    refused = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
+    assert not refused.matched and not (workspace / "data" / "out.txt").exists()
+    assert [e.get("denied") for e in refused.events if e["kind"] == "toolResult"] == [True]
+    # ... and with someone to ask, it is asked, as in a run.
+    asked: list[dict[str, Any]] = []
+
+    async def ask(request: dict[str, Any]) -> bool:
+        asked.append(request)
+        return True
+
+    live = await replay_run(str(workspace), None, result["transcript"], live_tools=True, approve=ask)
+    assert live.matched and (workspace / "data" / "out.txt").read_text() == "hello"
+    assert [(r["tool"], r["arguments"]) for r in asked] == [("write_file", {"path": "data/out.txt", "content": "hello"})]
     assert attempts == []
 
 
@@ -346,15 +358,15 @@ async def test_diff_of_a_run_and_its_replay_is_empty_and_of_two_runs_names_the_d
     assert replayed.transcript is not None
     assert diff_transcripts(first["transcript"], replayed.transcript) == ""
 
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "other.txt"}, "c1")]),
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/other.txt"}, "c1")]),
                         Reply(text="There is no other file."))
     second = await service.run("helper", "When is the launch?")
     difference = diff_transcripts(first["transcript"], second["transcript"])
     lines = difference.splitlines()
     assert lines[0] == "First difference: model request 2 differs in the tool-call arguments"
-    assert '-[assistant → read_file c1] {"path": "notes.txt"}' in lines
-    assert '+[assistant → read_file c1] {"path": "other.txt"}' in lines
-    assert "Tool calls differ:" in lines and '-→ read_file {"path": "notes.txt"}' in lines
+    assert '-[assistant → read_file c1] {"path": "data/notes.txt"}' in lines
+    assert '+[assistant → read_file c1] {"path": "data/other.txt"}' in lines
+    assert "Tool calls differ:" in lines and '-→ read_file {"path": "data/notes.txt"}' in lines
     assert "Answers differ:" in lines and "+There is no other file." in lines
     assert resolve_transcript(str(workspace), second["runId"]) == second["transcript"]
 
@@ -388,17 +400,17 @@ async def test_a_run_recorded_elsewhere_replays_here(service, fake_openai, works
 async def test_the_requests_of_a_run_render_as_text(service, fake_openai, workspace):
     result = await record(service, fake_openai)
     text = render_requests(load_recording(result["transcript"]))
-    blocks = text.split("\n\n")
+    blocks = re.split(r"\n\n(?=# model request )", text)  # instructions may hold blank lines of their own
     assert [block.splitlines()[0] for block in blocks] == ["# model request 1", "# model request 2"]
     assert "You help ." in blocks[0] and "[user] When is the launch?" in blocks[0]
-    assert '[assistant → read_file c1] {"path": "notes.txt"}' in blocks[1]
+    assert '[assistant → read_file c1] {"path": "data/notes.txt"}' in blocks[1]
     assert "[tool c1] The launch is on Tuesday." in blocks[1]
     assert "read_file: Reads a UTF-8 text file inside the agent's workspaces." in blocks[1]
 
 
 async def test_a_run_that_continued_a_conversation_replays_with_its_history(service, fake_openai, workspace,
                                                                             no_network):
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]),
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "c1")]),
                         Reply(text="Hello Alice, the launch is on Tuesday."), Reply(text="You are Alice."))
     first = await service.run("helper", "I am Alice. When is the launch?")
     second = await service.run("helper", "Who am I?", session_id=first["sessionId"])
@@ -439,7 +451,7 @@ async def test_live_tool_results_no_later_request_carries_are_compared_too(servi
                                                                            no_network):
     # Three identical calls in one round: the repeated-call guard stops the third and ends the loop, so
     # the results of the first two reach no later model request.
-    calls = [ToolCall("read_file", {"path": "notes.txt"}, f"c{n}") for n in (1, 2, 3)]
+    calls = [ToolCall("read_file", {"path": "data/notes.txt"}, f"c{n}") for n in (1, 2, 3)]
     fake_openai.enqueue(Reply(text="Reading.", tool_calls=calls))
     result = await service.run("helper", "read it thrice")
     assert result["status"] == "completed" and len(fake_openai.requests) == 1

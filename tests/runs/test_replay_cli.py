@@ -40,7 +40,7 @@ def offline_env(tmp_path: Path) -> dict[str, str]:
 
 def record_run(workspace: Path, fake: FakeOpenAI, question: str = "When is the launch?",
                answer: str = "The launch is on Tuesday.") -> str:
-    fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]), Reply(text=answer))
+    fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "c1")]), Reply(text=answer))
     result = oscova("run", "helper", "--input", question, "--json", cwd=workspace)
     assert result.returncode == 0, result.stderr
     return str(json.loads(result.stdout.splitlines()[0])["runId"])

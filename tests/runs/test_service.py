@@ -37,7 +37,7 @@ def assert_well_formed(events: list[dict], run_id: str) -> None:
 
 
 async def test_a_run_streams_started_messages_tool_calls_results_deltas_and_completed(service, fake_openai):
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "call_a")]),
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "call_a")]),
                         Reply(text="The launch is on Tuesday.", chunk_size=4))
     events = Recorder()
     handle = service.start_run("helper", "When is the launch?", on_event=events)
@@ -54,7 +54,7 @@ async def test_a_run_streams_started_messages_tool_calls_results_deltas_and_comp
     assert started["input"] == "When is the launch?"
 
     call, = events.of("toolCall")
-    assert (call["callId"], call["name"], call["arguments"]) == ("call_a", "read_file", {"path": "notes.txt"})
+    assert (call["callId"], call["name"], call["arguments"]) == ("call_a", "read_file", {"path": "data/notes.txt"})
     outcome, = events.of("toolResult")
     assert outcome["callId"] == "call_a" and "Tuesday" in outcome["result"] and "error" not in outcome
     assert "".join(e["text"] for e in events.of("delta")) == "The launch is on Tuesday."
@@ -89,7 +89,7 @@ async def test_a_session_keeps_the_conversation_across_runs(service, fake_openai
 
 
 async def test_a_failing_tool_is_reported_and_the_run_goes_on(service, fake_openai):
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "missing.txt"}, "c1")]),
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/missing.txt"}, "c1")]),
                         Reply(text="That file does not exist."))
     events = Recorder()
     result = await service.run("helper", "read missing.txt", on_event=events)
@@ -308,7 +308,7 @@ async def test_a_run_cancelled_before_it_began_still_reports(service, fake_opena
 
 
 def write_reply() -> Reply:
-    return Reply(tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "hello"}, "w1")])
+    return Reply(tool_calls=[ToolCall("write_file", {"path": "data/out.txt", "content": "hello"}, "w1")])
 
 
 async def test_an_approved_tool_runs(service, fake_openai, workspace):
@@ -323,7 +323,7 @@ async def test_an_approved_tool_runs(service, fake_openai, workspace):
     result = await service.run("helper", "write it", on_event=events, approve=approve)
     assert result["status"] == "completed"
     assert asked == [{"runId": result["runId"], "agentId": "helper", "tool": "write_file",
-                      "arguments": {"path": "out.txt", "content": "hello"}}]
+                      "arguments": {"path": "data/out.txt", "content": "hello"}}]
     assert (workspace / "data" / "out.txt").read_text() == "hello"
     assert "Wrote 5 characters" in events.of("toolResult")[0]["result"]
     assert "write_file" in fake_openai.requests[0].tool_names

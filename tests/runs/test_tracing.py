@@ -209,7 +209,7 @@ async def test_capture_content_from_oscova_toml_adds_messages_and_redacts_keys(t
     answered = json.loads(first["gen_ai.output.messages"])
     assert [p["name"] for p in answered[0]["parts"] if p["type"] == "tool_call"] == ["repeater", "read_file"]
     read = names["execute_tool read_file"][0]["attributes"]
-    assert json.loads(read["gen_ai.tool.call.arguments"]) == {"path": "notes.txt"}
+    assert json.loads(read["gen_ai.tool.call.arguments"]) == {"path": "data/notes.txt"}
     assert "Tuesday" in read["gen_ai.tool.call.result"]
     repeated = names["execute_tool repeater"][0]["attributes"]["gen_ai.tool.call.result"]
     assert repeated == f"{delegation.REPEATER_ANSWER} (key ***)"  # the leaked key, redacted

@@ -72,7 +72,14 @@ def test_configured_without_the_extra_warns_once_and_runs(tmp_path, fake_openai)
 
 def test_the_environment_variable_wins_over_oscova_toml():
     config = HostConfig.model_validate({"telemetry": {"otlp_endpoint": "http://collector:4318"}})
-    assert tracing.otlp_endpoint(config, {}) == "http://collector:4318"
-    assert tracing.otlp_endpoint(config, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://other:4318"}) == "http://other:4318"
-    assert tracing.otlp_endpoint(HostConfig(), {"OTEL_EXPORTER_OTLP_ENDPOINT": "  "}) is None
-    assert tracing.otlp_endpoint(None, {}) is None
+    assert tracing.collector(config, {}) == tracing.Collector("http://collector:4318/v1/traces",
+                                                              tracing.WORKSPACE_SETTING)
+    assert tracing.collector(config, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://other:4318"}) == tracing.Collector(
+        "http://other:4318/v1/traces", "OTEL_EXPORTER_OTLP_ENDPOINT")
+    # the signal's own endpoint is used as given, and wins over the base endpoint
+    assert tracing.collector(config, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://other:4318",
+                                      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://mine:4318/traces"}) == \
+        tracing.Collector("http://mine:4318/traces", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    assert tracing.collector(config, {"OTEL_SDK_DISABLED": "true"}) is None
+    assert tracing.collector(HostConfig(), {"OTEL_EXPORTER_OTLP_ENDPOINT": "  "}) is None
+    assert tracing.collector(None, {}) is None

@@ -231,7 +231,7 @@ async def test_vision_analyzes_an_image_inside_the_workspace(tmp_path, fake_open
     (tmp_path / "data" / "cat.png").write_bytes(b"\x89PNG fake")
     host = ConfiguredHost(tmp_path, config(fake_openai), [AgentDefinition(id="v", vision=True, workspaces=["data"])])
     agent = await host.get_agent("v")
-    fake_openai.enqueue(Reply(tool_calls=[ToolCall("analyze_image", {"path": "cat.png"}, "c1")]),
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("analyze_image", {"path": "data/cat.png"}, "c1")]),
                         Reply(text="a cat"), Reply(text="It is a cat."))
     response = await agent.run("what is it")
     assert response.text == "It is a cat."

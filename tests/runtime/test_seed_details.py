@@ -177,7 +177,8 @@ async def test_function_middleware_composition_order(openai_client, fake_openai)
     assert order == ["enter mw", "agent-builder", "builder", "agent-builder", "builder", "exit mw"]
     assert isinstance(agent.chat_client, FunctionInvokingChatClient)  # the one governed client is outermost
     names = [getattr(m, "__name__", type(m).__name__) for m in agent.chat_client.middleware]
-    assert names == ["WorkspaceValidation", "middleware", "middleware", "RepeatedCallGuard"]
+    # The seed's four in its order; the port's tool tap (recording and replay, docs/runtime.md) before the guard.
+    assert names == ["WorkspaceValidation", "middleware", "middleware", "tapped_tool", "RepeatedCallGuard"]
 
 
 async def test_compaction_summarizes_history_through_the_model(openai_client, fake_openai):

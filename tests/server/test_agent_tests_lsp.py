@@ -61,7 +61,7 @@ async def command(client: LanguageClient, name: str, argument: dict[str, Any]) -
 async def test_a_run_saved_from_the_editor_is_listed_run_and_fails_after_an_edit(editor: LanguageClient, fake: FakeOpenAI):
     root: Path = editor.root  # type: ignore[attr-defined]
     assert await command(editor, "oscova.listTests", {}) == []
-    fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "c1")]), Reply(text="On Tuesday."))
+    fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "c1")]), Reply(text="On Tuesday."))
     run = await command(editor, "oscova.runAgent", {"agentId": "helper", "input": "When is the launch?"})
     assert run["status"] == "completed", run
     saved = await command(editor, "oscova.saveTestCase", {"runId": run["runId"], "name": "launch/when"})

@@ -273,7 +273,7 @@ async def test_preview_of_an_unknown_agent_is_an_error_in_words(s: Session):
 
 
 async def test_a_run_streams_its_events_with_progress(s: Session):
-    s.fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"}, "call_a")]),
+    s.fake.enqueue(Reply(tool_calls=[ToolCall("read_file", {"path": "data/notes.txt"}, "call_a")]),
                    Reply(text="The launch is on Tuesday.", chunk_size=4))
     result = await s.command("oscova.runAgent", {"agentId": "helper", "input": "When is the launch?",
                                                  "uri": s.uri("agents/helper.agent.yaml")})
@@ -289,7 +289,7 @@ async def test_a_run_streams_its_events_with_progress(s: Session):
     assert events[0]["agentName"] == "Helper" and events[0]["input"] == "When is the launch?"
     assert "".join(e["text"] for e in events if e["kind"] == "delta") == "The launch is on Tuesday."
     call = next(e for e in events if e["kind"] == "toolCall")
-    assert (call["name"], call["arguments"]) == ("read_file", {"path": "notes.txt"})
+    assert (call["name"], call["arguments"]) == ("read_file", {"path": "data/notes.txt"})
     assert "Tuesday" in next(e for e in events if e["kind"] == "toolResult")["result"]
 
     (token, values), = s.progress_of("Running Helper")
@@ -424,7 +424,7 @@ async def test_cancel_request(s: Session):
 
 
 def write_reply() -> Reply:
-    return Reply(tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "hello"}, "w1")])
+    return Reply(tool_calls=[ToolCall("write_file", {"path": "data/out.txt", "content": "hello"}, "w1")])
 
 
 async def test_an_approved_tool_runs(s: Session):
@@ -434,7 +434,7 @@ async def test_an_approved_tool_runs(s: Session):
     assert result["status"] == "completed"
     prompt, = s.prompts
     assert [a.title for a in prompt.actions] == ["Approve", "Deny"]
-    assert "write_file" in prompt.message and '"out.txt"' in prompt.message
+    assert "write_file" in prompt.message and '"data/out.txt"' in prompt.message
     assert (s.root / "data" / "out.txt").read_text() == "hello"
     (s.root / "data" / "out.txt").unlink()
 

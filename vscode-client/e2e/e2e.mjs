@@ -495,6 +495,23 @@ async function main() {
         throw new Error(`${error.message}\n${await panel.innerText().catch(() => '(no panel)')}`);
       });
       await shot('10-test-explorer-drift-diff');
+      // Selecting the failure's message in Test Results shows the editor's diff view: recorded beside current.
+      const failureRow = panel.locator('.monaco-list-row').filter({ hasText: 'now sends something other than what was recorded' }).last();
+      await failureRow.click();
+      if (await failureRow.getAttribute('aria-expanded') === 'false') await failureRow.press('ArrowRight');
+      const messageRow = panel.locator('.monaco-list-row[aria-level="3"]').filter({ hasText: 'now sends something other than' });
+      if (await messageRow.count()) await messageRow.first().click();
+      await waitFor(async () => {
+        const diffs = await page.locator('.monaco-diff-editor').allInnerTexts();
+        return diffs.some((t) => {
+          const text = t.replace(/\s+/g, ' ');
+          return text.includes('Answer questions about time zones with') && text.includes('Answer questions about time with');
+        });
+      }, 'the diff view of the recorded and the current request', 30_000).catch(async (error) => {
+        await shot('failure-tests-diff-view');
+        throw error;
+      });
+      await shot('11-test-explorer-drift-diff-view');
       if (fake.state.requests.length !== requestsBefore) throw new Error('a replay reached the model endpoint');
       log(`agent tests: listed, run all (${savedFromRunView ? 3 : 2} passed), the drifted case failed with the diff of the instructions; no model request`);
       return true;

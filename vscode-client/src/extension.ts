@@ -25,7 +25,7 @@ import { previewMarkdown } from './preview';
 import { isReview, reviewMarkdown } from './reviewModel';
 import { applyError, applyResult, isActive, RunStore, type RunEvent, type RunResult } from './runModel';
 import { RunView } from './runView';
-import { installCommand, PYTHON_PROBE_ARGS, resolveServerCommand, type Resolution } from './serverCommand';
+import { installCommand, PYTHON_PROBE_ARGS, REPOSITORY, resolveServerCommand, type Resolution } from './serverCommand';
 import { StatusBar } from './statusBar';
 import { isComparison, RunComparisons } from './compare';
 import { AgentTests } from './testing';
@@ -223,7 +223,7 @@ export class OscovaExtension {
     const choice = await vscode.window.showWarningMessage(
       configured
         ? `Oscova: ${resolution.reason}.`
-        : `Oscova: the language server (oscova-lsp) was not found. Install it with \`${install}\`, or set \`oscova.server.command\`.`,
+        : `Oscova: the language server (oscova-lsp) was not found. Install it with \`${install}\` (or \`pip install .\` in a clone of ${REPOSITORY}), or set \`oscova.server.command\`.`,
       ...(configured ? [] : ['Install in Terminal', 'Copy Install Command']), 'Open Settings', 'Retry');
     if (choice === 'Install in Terminal') {
       const terminal = vscode.window.createTerminal('Install oscova-lsp');

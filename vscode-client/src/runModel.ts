@@ -248,7 +248,8 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
         if (matched || i.type !== 'tool' || i.callId !== callId) return i;
         matched = true;
         if (error !== undefined) return { ...i, status: 'error' as const, error, ...timed };
-        if (e.denied === true) return { ...i, status: 'denied' as const, result: display(e.result), ...timed };
+        // A policy refusal carries `reason`, the setting that refused it (`[host] deny_tools`): shown instead.
+        if (e.denied === true) return { ...i, status: 'denied' as const, result: str(e.reason) ?? display(e.result), ...timed };
         return { ...i, status: 'done' as const, result: display(e.result), ...timed };
       });
       if (!matched) {

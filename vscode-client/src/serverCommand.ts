@@ -44,7 +44,9 @@ export const SERVER_EXECUTABLE = 'oscova-lsp';
 export const PYTHON_SERVER_ARGS = ['-P', '-m', 'oscova_lsp'];
 /** Whether an interpreter has the server, without importing from its working directory. */
 export const PYTHON_PROBE_ARGS = ['-P', '-c', 'import oscova_lsp'];
-export const PIP_PACKAGE = 'oscova-lsp';
+/** oscova-lsp is not on PyPI: pip installs it from its Git repository (or `pip install .` in a clone). */
+export const REPOSITORY = 'https://github.com/oscova/oscova-lsp';
+export const PIP_REQUIREMENT = `oscova-lsp @ git+${REPOSITORY}`;
 
 /** The setting as argv, or undefined when it is unset or empty. */
 export function configuredArgv(value: unknown): string[] | undefined {
@@ -143,6 +145,6 @@ export async function resolveServerCommand(input: ResolveInput): Promise<Resolut
 /** The command that installs the server, with the selected interpreter when there is one. */
 export function installCommand(interpreter: string[] | undefined, platform: NodeJS.Platform): string {
   const quote = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : platform === 'win32' ? `"${s}"` : `'${s.replace(/'/g, `'\\''`)}'`);
-  if (interpreter?.length) return [...interpreter.map(quote), '-m', 'pip', 'install', PIP_PACKAGE].join(' ');
-  return `${platform === 'win32' ? 'py' : 'python3'} -m pip install ${PIP_PACKAGE}`;
+  const python = interpreter?.length ? interpreter.map(quote) : [platform === 'win32' ? 'py' : 'python3'];
+  return [...python, '-m', 'pip', 'install', platform === 'win32' ? `"${PIP_REQUIREMENT}"` : `'${PIP_REQUIREMENT}'`].join(' ');
 }

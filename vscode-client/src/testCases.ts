@@ -27,7 +27,8 @@ export interface TestCaseResult {
 
 export type Outcome =
   | { kind: 'passed'; durationMs?: number }
-  | { kind: 'failed'; message: string; expected: string; actual: string; durationMs?: number }
+  /** `expected` / `actual`: the two sides for the editor's diff view, when the difference has two sides. */
+  | { kind: 'failed'; message: string; expected?: string; actual?: string; durationMs?: number }
   | { kind: 'errored'; message: string; durationMs?: number };
 
 /** The cases of a `oscova.listTests` answer that are well formed, by name (a bad answer lists nothing). */
@@ -72,10 +73,21 @@ export function sidesOfDiff(diff: string): { expected: string; actual: string } 
     expected.pop();
     actual.pop();
   }
+  if (!inHunk) return sidesOfCallDifference(diff);
   return { expected: expected.join('\n'), actual: actual.join('\n') };
 }
 
-/** The outcome of a `oscova.runTest` answer, for `TestRun.passed` / `failed` / `errored`. */
+/** A tool call whose arguments differ (`now: name {…}` then `recorded: name {…}`): one line a side. */
+function sidesOfCallDifference(difference: string): { expected: string; actual: string } {
+  const lines = difference.split('\n');
+  const now = lines.find((l) => l.startsWith('now: '));
+  const recorded = lines.find((l) => l.startsWith('recorded: '));
+  if (now === undefined) return { expected: '', actual: '' };
+  return { expected: recorded?.slice('recorded: '.length) ?? '(no recorded call)', actual: now.slice('now: '.length) };
+}
+
+/** The outcome of a `oscova.runTest` answer, for `TestRun.passed` / `failed` / `errored`; a drift carries the
+ * two sides of the diff view `TestMessage.diff` opens (recorded → now). */
 export function outcomeOf(result: TestCaseResult | null | undefined): Outcome {
   if (!result || typeof result !== 'object' || typeof result.status !== 'string') {
     return { kind: 'errored', message: 'the server gave no result for this case' };
@@ -84,15 +96,12 @@ export function outcomeOf(result: TestCaseResult | null | undefined): Outcome {
   if (result.status === 'passed' || result.status === 'updated') return { kind: 'passed', durationMs };
   if (result.status === 'failed') {
     const difference = result.difference ?? '';
-    const { expected, actual } = sidesOfDiff(difference);
+    const sides = sidesOfDiff(difference);
     const first = result.error ? `${result.error}\n` : '';
-    return {
-      kind: 'failed',
-      message: `${first}${result.agentId ?? 'The agent'} now sends something other than what was recorded:\n${difference}`,
-      expected,
-      actual,
-      durationMs,
-    };
+    const message = `${first}${result.agentId ?? 'The agent'} now sends something other than what was recorded:\n${difference}`;
+    // Without two sides (the run now ends otherwise) there is nothing to show side by side: a plain message.
+    if (!sides.expected && !sides.actual) return { kind: 'failed', message, durationMs };
+    return { kind: 'failed', message, ...sides, durationMs };
   }
   return { kind: 'errored', message: result.error ?? `the case could not run (${result.status})`, durationMs };
 }

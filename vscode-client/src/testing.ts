@@ -80,7 +80,10 @@ export class AgentTests implements vscode.Disposable {
           run.passed(item, outcome.durationMs);
           if (result?.status === 'updated') run.appendOutput(`${item.label}: updated; the recording now holds what the agent sends\r\n`, undefined, item);
         } else if (outcome.kind === 'failed') {
-          const message = vscode.TestMessage.diff(outcome.message, outcome.expected, outcome.actual);
+          // The diff view (recorded → now) when the difference has two sides; open the failure to see it.
+          const message = outcome.expected !== undefined && outcome.actual !== undefined
+            ? vscode.TestMessage.diff(outcome.message, outcome.expected, outcome.actual)
+            : new vscode.TestMessage(outcome.message);
           if (item.uri) message.location = new vscode.Location(item.uri, new vscode.Position(0, 0));
           run.failed(item, message, outcome.durationMs);
           run.appendOutput(`${outcome.message.replace(/\n/g, '\r\n')}\r\n`, undefined, item);

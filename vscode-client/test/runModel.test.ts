@@ -72,6 +72,16 @@ test('tool errors and denials are shown as such', () => {
   assert.equal(run.items[1].type === 'tool' && run.items[1].status, 'denied');
 });
 
+test('a tool the host policy refused shows which setting refused it', () => {
+  const run = play([
+    ev(1, 'toolCall', { callId: 't', name: 'todo_write', arguments: {} }),
+    ev(2, 'toolResult', { callId: 't', result: "Denied: the host's policy does not allow the tool todo_write.",
+      denied: true, reason: '`[host] deny_tools` in oscova.toml lists it' }),
+  ]);
+  assert.equal(run.items[0].type === 'tool' && run.items[0].status, 'denied');
+  assert.equal(run.items[0].type === 'tool' && run.items[0].result, '`[host] deny_tools` in oscova.toml lists it');
+});
+
 test('provider messages other than the input are listed; the input is not repeated', () => {
   const run = play([
     ev(1, 'message', { role: 'user', source: 'external', text: 'hello' }),

@@ -64,7 +64,9 @@ test('helpers', () => {
   assert.deepEqual(configuredArgv(['', 'x']), undefined);
   assert.deepEqual(configuredArgv([1, 'a']), ['a']);
   assert.equal(which('oscova-lsp', '', 'linux', () => true), undefined);
-  assert.equal(installCommand(undefined, 'linux'), 'python3 -m pip install oscova-lsp');
-  assert.equal(installCommand(['/my env/bin/python'], 'linux'), "'/my env/bin/python' -m pip install oscova-lsp");
-  assert.equal(installCommand(undefined, 'win32'), 'py -m pip install oscova-lsp');
+  // Not on PyPI: the install command names the Git repository, quoted for the shell (a space and `@` in it).
+  assert.equal(installCommand(undefined, 'linux'), "python3 -m pip install 'oscova-lsp @ git+https://github.com/oscova/oscova-lsp'");
+  assert.equal(installCommand(['/my env/bin/python'], 'linux'),
+    "'/my env/bin/python' -m pip install 'oscova-lsp @ git+https://github.com/oscova/oscova-lsp'");
+  assert.equal(installCommand(undefined, 'win32'), 'py -m pip install "oscova-lsp @ git+https://github.com/oscova/oscova-lsp"');
 });

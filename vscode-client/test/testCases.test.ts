@@ -27,14 +27,34 @@ test('a failed case becomes a diff message naming the agent; passed and updated 
   assert.equal(failed.kind, 'failed');
   if (failed.kind !== 'failed') return;
   assert.match(failed.message, /^helper now sends something other than what was recorded:\n--- recorded/);
-  assert.ok(failed.actual.includes('You help alice kindly.'));
-  assert.ok(failed.expected.includes('You help alice.'));
+  assert.ok(failed.actual?.includes('You help alice kindly.'));
+  assert.ok(failed.expected?.includes('You help alice.'));
   assert.equal(failed.durationMs, 12);
   assert.deepEqual(outcomeOf({ name: 'a', status: 'passed', durationMs: 3 }), { kind: 'passed', durationMs: 3 });
   assert.equal(outcomeOf({ name: 'a', status: 'updated' }).kind, 'passed');
   assert.deepEqual(outcomeOf({ name: 'a', status: 'error', error: 'No agent definition has the id \'gone\'' }),
     { kind: 'errored', message: 'No agent definition has the id \'gone\'', durationMs: undefined });
   assert.equal(outcomeOf(null).kind, 'errored');
+});
+
+test('a drifted tool call inside an agent called as a tool opens as a diff of the two calls', () => {
+  const difference = 'the tool call r1 (inside the tool call call_2) differs in the tool-call arguments\n'
+    + 'now: read_file {"path": "data/other.txt"}\nrecorded: read_file {"path": "data/notes.txt"}';
+  const failed = outcomeOf({ name: 'desk', status: 'failed', agentId: 'helpdesk', difference });
+  assert.equal(failed.kind, 'failed');
+  if (failed.kind !== 'failed') return;
+  assert.equal(failed.expected, 'read_file {"path": "data/notes.txt"}');
+  assert.equal(failed.actual, 'read_file {"path": "data/other.txt"}');
+});
+
+test('a case whose requests match but whose run now ends otherwise has no sides to compare', () => {
+  const failed = outcomeOf({ name: 'a', status: 'failed', agentId: 'a',
+    difference: 'the agent sent what was recorded, but the run now ends failed, or with another answer' });
+  assert.equal(failed.kind, 'failed');
+  if (failed.kind !== 'failed') return;
+  assert.equal(failed.expected, undefined);
+  assert.equal(failed.actual, undefined);
+  assert.match(failed.message, /the run now ends failed/);
 });
 
 test('the listing keeps well-formed cases, sorted by name, and describes each by agent and input', () => {

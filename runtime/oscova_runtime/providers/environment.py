@@ -18,7 +18,8 @@ DEFAULT_ENVIRONMENT_TEMPLATE = """## Environment
 - Path separator: {{ path_separator }}
 - Home directory: {{ home_directory }}
 - Temporary directory: {{ temp_directory }}
-- Workspace directories:
+
+Workspace directories (the folders the file tools may use):
 {{ workspace_directories }}"""
 
 NONE_CONFIGURED = "- none configured"

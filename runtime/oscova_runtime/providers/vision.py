@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import mimetypes
 from collections.abc import Callable, Sequence
 
@@ -10,8 +11,8 @@ from ..chat import ChatClient
 from ..context import AIContext, AIContextProvider, InvokingContext
 from ..messages import ChatMessage, ChatOptions, DataContent, TextContent
 from ..paths import read_head
-from ..tools import AIFunction, function_from_callable
-from ..workspace import resolve_inside
+from ..tools import AIFunction, function_from_callable, relative_paths_sentence
+from ..workspace import current_root, resolve_inside
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 
@@ -25,7 +26,7 @@ class AnalyzeImageTool:
 
     async def analyze_image(self, path: str, question: str = "Describe this image.") -> str:
         """Describes an image file inside the agent's workspaces, answering the question about it."""
-        target = resolve_inside(path, self.workspaces())
+        target = resolve_inside(path, self.workspaces(), base=current_root())
         media_type = mimetypes.guess_type(target)[0] or "application/octet-stream"
         if not media_type.startswith("image/"):
             return f"{path} is not an image."
@@ -40,7 +41,9 @@ class AnalyzeImageTool:
         return response.text
 
     def as_function(self) -> AIFunction:
-        return function_from_callable(self.analyze_image, name="analyze_image", path_parameters=("path",))
+        description = f"{inspect.getdoc(self.analyze_image)} {relative_paths_sentence(None)}"
+        return function_from_callable(self.analyze_image, name="analyze_image", description=description,
+                                      path_parameters=("path",))
 
 
 class VisionToolProvider(AIContextProvider):

@@ -53,7 +53,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from oscova_runtime.paths import (
     FileRefused,
@@ -66,7 +66,7 @@ from oscova_runtime.paths import (
     write_file,
 )
 
-from .diagnostics import Diagnostic, Fix, Related, Severity, TextEdit
+from .diagnostics import Diagnostic, Fix, Problem, Related, Severity, TextEdit
 from .files import (
     DefinitionFile,
     FileKind,
@@ -78,11 +78,12 @@ from .files import (
 )
 from .jinja_source import TemplateFacts, WireFacts, facts_from_wire, facts_to_wire
 from .text import LineIndex, Position, Range
-from .yaml_source import Path, Span, YamlDocument, YamlProblem
+from .workspace import DISK_QUESTIONS, DiskAnswer, ask_disk
+from .yaml_source import Path, Span, YamlDocument
 
-FACTS_FORMAT = 1
+FACTS_FORMAT = 2
 """Raised whenever the shape of the cached facts changes."""
-RESULTS_FORMAT = 1
+RESULTS_FORMAT = 2
 """Raised whenever the shape of the stored results changes."""
 ENV_DIR = "OSCOVA_LSP_CACHE_DIR"
 ENV_OFF = "OSCOVA_LSP_NO_CACHE"
@@ -129,29 +130,37 @@ def engine_key() -> str:
     the parsers and Python, the formats, and a fingerprint of the modules that compute the facts and run the
     checks (so an edited source tree with an unchanged version number does not reuse what the old code made)."""
     import jinja2
-    import oscova_runtime
     import pydantic
     import yaml
 
     from .. import __version__
 
-    # The analysis package and the runtime's (the definition model, the catalogue the checks plan with).
-    modules = [os.path.dirname(__file__), os.path.dirname(oscova_runtime.__file__ or "")]
     stamps = []
-    for place in modules:
+    for source in engine_sources():
         try:
-            names = [e.name for e in scan_folder(place) if e.name.endswith(".py")]
-        except FileRefused:
-            names = []
-        for name in names:
-            try:
-                info = os.stat(os.path.join(place, name))
-            except OSError:
-                continue
-            stamps.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
+            info = os.stat(source)
+        except OSError:
+            continue
+        stamps.append(f"{source}:{info.st_size}:{info.st_mtime_ns}")
     fingerprint = hashlib.blake2b("\n".join(stamps).encode(), digest_size=8).hexdigest()
     return (f"{FACTS_FORMAT}.{RESULTS_FORMAT}/{__version__}/py{sys.version_info[0]}.{sys.version_info[1]}/jinja2-{jinja2.__version__}"
             f"/pyyaml-{yaml.__version__}/pydantic-{pydantic.VERSION}/{fingerprint}")
+
+
+def engine_sources() -> list[str]:
+    """The modules whose code the facts and the checks come from: the analysis package with its rule families,
+    and the runtime's (the definition model, the catalogue the checks plan with)."""
+    import oscova_runtime
+
+    here = os.path.dirname(__file__)
+    places = [here, os.path.join(here, "rules"), os.path.dirname(oscova_runtime.__file__ or "")]
+    sources = []
+    for place in places:
+        try:
+            sources += sorted(os.path.join(place, e.name) for e in scan_folder(place) if e.name.endswith(".py"))
+        except FileRefused:
+            continue
+    return sources
 
 
 def text_digest(text: str) -> str:
@@ -432,7 +441,8 @@ def _encode(parsed: ParsedFile) -> list[Any]:
         spans = json.dumps({repr(path): [list(path), _range_to_json(span.key), _range_to_json(span.value), span.style,
                                          span.start_offset, span.end_offset] for path, span in doc.spans.items()},
                            ensure_ascii=False, separators=(",", ":"))
-        problems = [[p.code, _range_to_json(p.range), p.message, _range_to_json(p.related)] for p in doc.problems]
+        problems = [[p.code, _range_to_json(p.range), p.message, [[_range_to_json(rng), words] for rng, words in p.related]]
+                    for p in doc.problems]
         inline = _template_to_json(facts_to_wire(parsed.inline.facts)) if parsed.inline is not None else None
         return ["d", value, marked, spans, problems, doc.ok, doc.recovered, inline]
     raise _Uncacheable
@@ -519,11 +529,13 @@ def _span(row: Any) -> Span:
     return Span(None if key is None else _range(key), _range(value), style, start, end)
 
 
-def _problem(row: Any) -> YamlProblem:
+def _problem(row: Any) -> Problem:
+    """A parser's finding (a parser's have no fix)."""
     code, rng, message, related = row
-    if not (type(code) is str and type(message) is str):
+    if not (type(code) is str and type(message) is str and type(related) is list
+            and all(type(pair) is list and len(pair) == 2 and type(pair[1]) is str for pair in related)):
         raise ValueError("problem")
-    return YamlProblem(code, _range(rng), message, None if related is None else _range(related))
+    return Problem(code, _range(rng), message, tuple((_range(place), words) for place, words in related))
 
 
 # A template's wire form (`facts_to_wire`) with frozensets as sorted lists; each column's types, checked exactly.
@@ -616,10 +628,11 @@ def _hashable(key: Any) -> Any:
 # The results of a whole check: reused only when nothing they were computed from changed
 #
 # The checks are a function of the files found, their texts, the lint options, the engine (all in the
-# `world` digest and the header's engine key) and of a few questions they ask the disk: is this path inside
-# the root (after symlinks), is there a file there. Those questions are recorded while the checks run
-# (`Workspace.probes`) and asked again before stored results are reused; a different answer, like any
-# changed file, runs the checks again on the current facts.
+# `world` digest and the header's engine key) and of a few questions they ask the disk (`workspace.ask_disk`):
+# is this path inside the root (after symlinks), is there a file there, where does a granted folder really
+# lead, where is the home folder. Those questions are recorded while the checks run (`Workspace.probes`) and
+# asked again before stored results are reused; a different answer, like any changed file, runs the checks
+# again on the current facts.
 
 
 @dataclass
@@ -627,19 +640,15 @@ class StoredResults:
     diagnostics: dict[str, list[Diagnostic]]
     """Every file's diagnostics (files without any included)."""
     notices: list[str]
-    probes: dict[tuple[str, str], bool]
-    """(kind, path) -> the answer: kind `inside` (`Workspace.inside`) or `file` (`Workspace.is_file`)."""
+    probes: dict[tuple[str, str], DiskAnswer]
+    """(kind, path) -> the answer, for each question of `workspace.DISK_QUESTIONS` the checks asked."""
 
 
-def _probes_hold(root: str, probes: dict[tuple[str, str], bool]) -> bool:
+def _probes_hold(root: str, probes: dict[tuple[str, str], DiskAnswer]) -> bool:
     from oscova_runtime.paths import Boundary
 
     boundary = Boundary(root)
-    for (kind, path), answer in probes.items():
-        now = boundary.contains(path) if kind == "inside" else os.path.isfile(path)
-        if now != answer:
-            return False
-    return True
+    return all(ask_disk(kind, path, root, boundary) == answer for (kind, path), answer in probes.items())
 
 
 def _results_to_json(world: str, stored: StoredResults) -> dict[str, Any]:
@@ -653,11 +662,11 @@ def _results_from_json(body: dict[str, Any]) -> StoredResults:
     if not (type(notices) is list and all(type(n) is str for n in notices) and type(probes) is list
             and type(diagnostics) is dict):
         raise ValueError("results")
-    answers: dict[tuple[str, str], bool] = {}
+    answers: dict[tuple[str, str], DiskAnswer] = {}
     for kind, path, answer in probes:
-        if kind not in ("inside", "file") or type(path) is not str or type(answer) is not bool:
+        if type(kind) is not str or type(path) is not str or type(answer) is not DISK_QUESTIONS.get(kind):
             raise ValueError("probe")
-        answers[(kind, path)] = answer
+        answers[(kind, path)] = cast(DiskAnswer, answer)
     return StoredResults({_text(path): [_diagnostic(row) for row in rows] for path, rows in diagnostics.items()},
                          notices, answers)
 

@@ -15,13 +15,13 @@ from typing import Any
 from oscova_runtime.paths import is_inside
 
 from .cache import CacheReport, FactsCache, StoredResults, Texts
-from .checks import Checker, LintOptions, apply_lint
+from .checks import Checker
 from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
-from .rules import RULES
-from .text import Range
-from .workspace import Workspace, find_root, read_text
+from .lint import LintOptions, apply_lint
+from .rules.syntax import could_not_check
+from .workspace import DiskAnswer, Workspace, find_root, read_text
 
 PARALLEL_THRESHOLD = 400
 """Below this many files, worker processes cost more than they save."""
@@ -85,7 +85,7 @@ class Analysis:
         self.save_results(found, probes)
         return found
 
-    def save_results(self, found: dict[str, list[Diagnostic]], probes: dict[tuple[str, str], bool]) -> None:
+    def save_results(self, found: dict[str, list[Diagnostic]], probes: dict[tuple[str, str], DiskAnswer]) -> None:
         """Stores `found`, every file's diagnostics as loaded, and the disk questions asked to compute them
         (`Workspace.probes`) as this root's results; nothing when the load did not use the cache."""
         if self._results_target is not None:
@@ -99,6 +99,7 @@ class Analysis:
         lint options, the engine, the disk questions the checks asked: `cache.py`); otherwise the checks run on
         the current facts and their results are stored."""
         paths, texts, target = self._read_all(cache)
+        under = self._with_rendered(under, texts)
         stored = self._stored(target)
         if stored is not None:
             self.workspace.notices = list(stored.notices)
@@ -106,6 +107,24 @@ class Analysis:
         self._results_target = target
         self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context=None)
         return self._under(self.check_loaded(), under)
+
+    def _with_rendered(self, under: Iterable[str] | None, texts: Texts) -> list[str] | None:
+        """`under` and, for each definition file it names, every template that definition renders (its
+        `instructions_file` and what that includes, imports or extends, at any depth): checking a definition
+        checks its prompt. Only those few files are parsed here, so stored results still serve."""
+        if not under:
+            return None
+        paths = [os.path.abspath(p) for p in under]
+        stack = [p for p in paths if p in texts and file_kind(p) is FileKind.DEFINITION]
+        seen = set(paths)
+        while stack:
+            path = stack.pop()
+            for target in sorted(self.workspace.template_refs(parse_file(path, *texts[path]))):
+                if target not in seen and target in texts:
+                    seen.add(target)
+                    paths.append(target)
+                    stack.append(target)
+        return paths
 
     def _read_all(self, cache: bool) -> tuple[list[str], Texts, tuple[FactsCache, str] | None]:
         """The files of the workspace and their texts, read in one pass (`Workspace.one_pass`), and with the
@@ -155,9 +174,7 @@ class Analysis:
         try:
             found = self.checker.check(path)
         except Exception as error:  # noqa: BLE001 - the last resort: a diagnostic on the file, never a traceback
-            why = "it nests too deeply" if isinstance(error, RecursionError) else f"{type(error).__name__}: {error}"
-            found = [Diagnostic(path, Range.of(0, 0, 0, 0), "OSC001", f"the file could not be checked ({why})",
-                                RULES["OSC001"].severity)]
+            found = [could_not_check(path, error)]
         return sorted(apply_lint(found, parsed, self.workspace.host, self.lint), key=Diagnostic.sort_key)
 
     def all_diagnostics(self, under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:

@@ -328,13 +328,19 @@ class _Walker:
 
     def visit_Block(self, node: nodes.Block) -> None:
         if node.scoped:
+            # Jinja renders it with a context derived from every name visible here: that context is what a
+            # block inside it sees, scoped or not (nbconvert's null.j2 nests four deep in a loop).
+            self.push("context", set().union(*self.scopes))
             self.push("block")
             self.body(node.body)
             self.pop()
+            self.pop()
             return
-        # A block renders with the template's context: it sees the top level, not enclosing loops.
-        depth = 0
-        while depth < len(self.kinds) and self.kinds[depth] in ("root", "branch"):
+        # A block renders with the context of the block function around it: the template's top level, or
+        # what the nearest enclosing scoped block was given; never a loop or set inside that function.
+        contexts = [i for i, kind in enumerate(self.kinds) if kind == "context"]
+        depth = contexts[-1] + 1 if contexts else 0
+        while not contexts and depth < len(self.kinds) and self.kinds[depth] in ("root", "branch"):
             depth += 1
         saved_scopes, saved_kinds = self.scopes, self.kinds
         self.scopes, self.kinds = saved_scopes[:depth], saved_kinds[:depth]

@@ -12,8 +12,11 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from .diagnostics import Problem
+from .rules import syntax
+from .rules.syntax import MAX_DEPTH
 from .text import LineIndex, Range
-from .yaml_source import MAX_DEPTH, Path, Span, YamlProblem
+from .yaml_source import Path, Span
 
 _HEADER_RE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY_RE = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'))*)\s*=""")
@@ -28,7 +31,7 @@ class TomlDocument:
     lines: LineIndex
     value: dict[str, Any] = field(default_factory=dict)
     spans: dict[Path, Span] = field(default_factory=dict)
-    problems: list[YamlProblem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     ok: bool = True
     recovered: bool = False
     """With a syntax error, `value` holds what the lines around the broken ones say."""
@@ -89,7 +92,7 @@ def parse_toml(text: str) -> TomlDocument:
             message = _ERROR_POS_RE.sub("", message).rstrip(" ()")
         else:
             rng = doc.lines.line_range(0)
-        doc.problems.append(YamlProblem("OSC001", rng, f"TOML syntax error: {message}"))
+        doc.problems.append(syntax.toml_syntax_error(rng, message))
         recovered = _recover(source, exc)
         if recovered is not None:
             doc.value, doc.recovered = recovered, True
@@ -116,8 +119,8 @@ def _recover(source: str, exc: tomllib.TOMLDecodeError) -> dict[str, Any] | None
     return None
 def _too_deep(doc: TomlDocument, rng: Range) -> TomlDocument:
     doc.ok = False
-    doc.problems.append(YamlProblem(
-        "OSC001", rng, f"the document nests deeper than {MAX_DEPTH} levels (arrays, inline tables or dotted keys)"))
+    doc.problems.append(syntax.CANNOT_READ.problem(
+        rng, syntax.nests_too_deep("arrays, inline tables or dotted keys")))
     return doc
 
 
@@ -208,8 +211,7 @@ def _scan(doc: TomlDocument) -> list[int]:
             else:
                 table = path
                 if path in seen:
-                    doc.problems.append(YamlProblem("OSC004", rng, f"duplicate table `[{'.'.join(path)}]`",
-                                                    related=seen[path]))
+                    doc.problems.append(syntax.duplicate_toml_table(rng, path, seen[path]))
                 seen[path] = rng
             doc.spans[table] = Span(rng, doc.lines.line_range(line_no))
             line_no += 1
@@ -231,19 +233,53 @@ def _scan(doc: TomlDocument) -> list[int]:
             value_range = Range(doc.lines.position_of_char(line_no, value_start),
                                 doc.lines.position_of_char(end_line, max(end_col, 0)))
             if path in seen:
-                doc.problems.append(YamlProblem(
-                    "OSC004", key_range, f"duplicate key `{'.'.join(parts)}`: TOML does not allow it",
-                    related=seen[path]))
+                doc.problems.append(syntax.duplicate_toml_key(key_range, parts, seen[path]))
                 duplicates.extend(range(line_no, end_line + 1))
             else:
                 seen[path] = key_range
                 doc.spans[path] = Span(key_range, value_range)
+                if line[value_start:value_start + 1] == "[":
+                    _scan_array(doc, path, line_no, value_start, end_line)
                 for i in range(1, len(parts)):
                     doc.spans.setdefault((*table, *parts[:i]), Span(key_range, value_range))
             line_no = end_line + 1
             continue
         line_no += 1
     return duplicates
+
+
+def _scan_array(doc: TomlDocument, path: Path, line_no: int, start: int, end_line: int) -> None:
+    """Records the span of each item of the array at (`line_no`, `start`) as `(*path, index)`, so a finding
+    about one entry (a grant, a code of `[lint]`) covers exactly that entry."""
+    depth, item_start, index = 0, -1, 0
+    for n in range(line_no, end_line + 1):
+        text = doc.lines.line_text(n)
+        i = start if n == line_no else 0
+        while i < len(text):
+            ch = text[i]
+            if ch == "#":
+                break
+            if ch in "\"'":  # a string: skipped whole (a basic string's escapes included)
+                close = re.match(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', text[i:])
+                end = i + (len(close.group()) if close else len(text) - i)
+                if depth == 1 and item_start < 0:
+                    item_start = i
+                if depth == 1 and item_start == i:
+                    doc.spans[(*path, index)] = Span(None, Range(doc.lines.position_of_char(n, i),
+                                                                  doc.lines.position_of_char(n, end)))
+                i = end
+                continue
+            if ch in "[{":
+                depth += 1
+            elif ch in "]}":
+                depth -= 1
+                if depth == 0:
+                    return
+            elif ch == "," and depth == 1:
+                index, item_start = index + 1, -1
+            elif depth == 1 and item_start < 0 and not ch.isspace():
+                item_start = i
+            i += 1
 
 
 def _strip_comment(line: str) -> str:

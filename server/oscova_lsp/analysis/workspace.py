@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.paths import Boundary, FileRefused, is_inside, read_bytes, walk
+from oscova_runtime.workspace import home_folder
 
 from .files import (
     DefinitionFile,
@@ -30,6 +31,25 @@ from .files import (
 from .jinja_source import TemplateFacts, analyze_template
 
 NEVER_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".oscova"})
+
+DiskAnswer = bool | str
+DISK_QUESTIONS: dict[str, type] = {"inside": bool, "file": bool, "real": str, "home": str}
+"""Every question the checks ask the disk (`ask_disk`), with the type of its answer: whether a path is inside
+the root after symlinks, whether a file is there, a path's real path, the home folder's real path."""
+
+
+def ask_disk(kind: str, path: str, root: str, boundary: Boundary | None = None) -> DiskAnswer:
+    """The one place the checks' disk questions are answered: `Workspace` records each while the checks run
+    (`Workspace.probes`), and the results cache asks them again before it reuses stored results."""
+    if kind == "inside":
+        return boundary.contains(path) if boundary is not None else is_inside(path, root)
+    if kind == "file":
+        return os.path.isfile(path)
+    if kind == "real":
+        return os.path.realpath(path)
+    if kind == "home":
+        return home_folder()
+    raise ValueError(f"not a disk question: {kind}")
 
 
 def host_config_path(folder: str) -> str | None:
@@ -157,9 +177,10 @@ class Workspace:
         """Template -> (the template that reports its cycle, the templates that include each other)."""
         self._reference_context: dict[str, dict[str, bool]] = {}
         self._boundary: Boundary | None = None
-        self.probes: dict[tuple[str, str], bool] | None = None
-        """While recording (`Analysis.check_all`): every disk question the checks asked (`inside`, `is_file`)
-        and its answer, so stored results are reused only while the answers stay the same."""
+        self.probes: dict[tuple[str, str], DiskAnswer] | None = None
+        """While recording (`Analysis.check_all`): every disk question the checks asked (`ask_disk`: `inside`,
+        `is_file`, `real_path`, `home_folder`) and its answer, so stored results are reused only while the
+        answers stay the same."""
         """The root's `Boundary` during one pass over the workspace (`one_pass`), None otherwise."""
         self.last_good: dict[str, DefinitionFile | HostFile | TemplateFile] = {}
         """Each file's last version without a syntax error: it stands in for what a definition or the host
@@ -221,20 +242,27 @@ class Workspace:
         """A file of this workspace from disk: `read_text` within the root (a symlink leaving it is not read)."""
         return read_text(path, self._boundary or self.root)
 
+    def _ask(self, kind: str, path: str) -> DiskAnswer:
+        found = ask_disk(kind, path, self.root, self._boundary)
+        if self.probes is not None:
+            self.probes[(kind, path)] = found
+        return found
+
     def inside(self, path: str) -> bool:
         """Whether `path` (real path) is inside the workspace root: the only files read, rendered or granted."""
-        boundary = self._boundary
-        found = boundary.contains(path) if boundary is not None else is_inside(path, self.root)
-        if self.probes is not None:
-            self.probes[("inside", path)] = found
-        return found
+        return self._ask("inside", path) is True
 
     def is_file(self, path: str) -> bool:
         """`os.path.isfile`, for the checks: one of the disk questions the stored results re-ask."""
-        found = os.path.isfile(path)
-        if self.probes is not None:
-            self.probes[("file", path)] = found
-        return found
+        return self._ask("file", path) is True
+
+    def real_path(self, path: str) -> str:
+        """`os.path.realpath`, for the checks (a granted folder swapped for a symlink is a new answer)."""
+        return str(self._ask("real", path))
+
+    def home_folder(self) -> str:
+        """The home folder's real path, for the checks (a changed `HOME` is a new answer)."""
+        return str(self._ask("home", "~"))
 
     @contextlib.contextmanager
     def one_pass(self) -> Iterator[None]:
@@ -351,7 +379,7 @@ class Workspace:
             if parsed.present:
                 self.host_file = parsed
             return
-        refs = self._outgoing_template_refs(parsed)
+        refs = self.template_refs(parsed)
         self.references_of[parsed.path] = refs
         for target in refs:
             self.template_referrers[target].add(parsed.path)
@@ -388,7 +416,8 @@ class Workspace:
         self._uses_memo.clear()
         self._cycles.clear()
 
-    def _outgoing_template_refs(self, parsed: ParsedFile) -> set[str]:
+    def template_refs(self, parsed: ParsedFile) -> set[str]:
+        """The templates `parsed` renders or includes directly: its `instructions_file`, its references."""
         refs: set[str] = set()
         if isinstance(parsed, DefinitionFile):
             if parsed.definition is not None and parsed.definition.instructions_file:

@@ -27,11 +27,13 @@ from lsprotocol import types as lsp
 from oscova_runtime.paths import is_inside
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from ..analysis.agents import agent_list
 from ..analysis.files import DefinitionFile
 from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
 from . import convert
 from .capabilities import COMMANDS
+from .settings import describe_value
 
 if TYPE_CHECKING:
     from ..runs import RunHandle, RunService
@@ -78,10 +80,10 @@ class RunsServer(Protocol):
     @property
     def work_done_progress(self) -> Any: ...
 
-    def root_ready(self, path: str) -> asyncio.Event: ...
+    def root_ready(self, root: str) -> asyncio.Event: ...
     def apply_pending_edits(self) -> None: ...
-    async def ready(self, path: str) -> bool: ...
-    def not_ready(self, path: str) -> str: ...
+    async def ready(self, root: str) -> bool: ...
+    def not_ready(self, root: str) -> str: ...
     def caps(self, *path: str) -> Any: ...
     def spawn(self, coro: Any) -> asyncio.Task[Any]: ...
     def window_log_message(self, params: lsp.LogMessageParams) -> None: ...
@@ -150,19 +152,8 @@ def code_lenses(parsed: DefinitionFile, document_uri: str, *, trusted: bool = Tr
 
 
 def agents_of(workspace: Workspace) -> list[dict[str, Any]]:
-    """`[{id, name, uri, exposedAsTool, exampleInput}]` of the definitions that validate, by id."""
-    found: dict[str, DefinitionFile] = {}
-    for parsed in sorted(workspace.definitions(), key=lambda f: f.path):
-        if parsed.definition is not None and parsed.definition.id not in found:
-            found[parsed.definition.id] = parsed
-    out = []
-    for agent_id, parsed in sorted(found.items()):
-        definition = parsed.definition
-        if definition is None:  # (`found` holds validated definitions only)
-            continue
-        out.append({"id": agent_id, "name": definition.display_name, "uri": convert.uri(parsed.path),
-                    "exposedAsTool": definition.exposed_as_tool, "exampleInput": definition.example_input})
-    return out
+    """`[{id, name, uri, exposedAsTool, exampleInput}]`: the one listing (`analysis/agents.py`), in LSP URIs."""
+    return [agent.to_json(convert.uri(agent.path)) for agent in agent_list(workspace)]
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -184,23 +175,42 @@ class Runs:
 
     # -- services ---------------------------------------------------------------------------------------
 
+    def opened_path(self, document_uri: str, command: str) -> str:
+        """The path a command's `uri` names, when it lies inside a folder the editor opened (real paths: a link
+        leading out is outside), or inside the workspace of a document it opened; else InvalidParams. A
+        command never makes the server read, list or run a folder the editor did not open."""
+        path = convert.path_of(document_uri)
+        if path is None:
+            raise JsonRpcInvalidParams(f"{command}: `uri` must be a file: URI, not {document_uri!r}")
+        host = self.server.host
+        opened = any(is_inside(path, folder) for folder in host.folders) or \
+            any(is_inside(path, host.root_of(document)) for document in host.snapshot().documents)
+        if not opened:
+            raise JsonRpcInvalidParams(f"{command}: `uri` {document_uri} is outside every folder the editor opened; "
+                                       "the commands work on those folders only")
+        return path
+
+    def is_opened_root(self, root: str) -> bool:
+        """A workspace root of an opened folder (at, below or above it) or of an open document."""
+        host = self.server.host
+        return any(is_inside(root, folder, real=False) or is_inside(folder, root, real=False)
+                   for folder in host.folders) or any(host.root_of(d) == root for d in host.snapshot().documents)
+
     def root_for(self, document_uri: str | None, command: str) -> str:
         """The workspace root a command's `uri` (a file or a folder) names; the first folder's without one."""
         host = self.server.host
         if document_uri is not None:
-            path = convert.path_of(document_uri)
-            if path is None:
-                raise JsonRpcInvalidParams(f"{command}: `uri` must be a file: URI, not {document_uri!r}")
-            return host.root_of(os.path.join(path, "_") if os.path.isdir(path) else path)
+            path = self.opened_path(document_uri, command)
+            return host.root_of_folder(path) if os.path.isdir(path) else host.root_of(path)
         if not host.folders:
             raise JsonRpcInvalidParams(f"{command}: the editor opened no workspace folder; pass `uri`")
-        return host.root_of(os.path.join(host.folders[0], "_"))
+        return host.root_of_folder(host.folders[0])
 
     async def service(self, root: str) -> RunService:
         """The root's run service, over the server's analysis host once the root is read; it applies the
         editor's debounced edits before each read (a run compares what the editor shows with the saved files)."""
-        if not await self.server.ready(os.path.join(root, "_")):
-            raise JsonRpcRequestFailed(self.server.not_ready(os.path.join(root, "_")))
+        if not await self.server.ready(root):
+            raise JsonRpcRequestFailed(self.server.not_ready(root))
         while root in self._loading:
             await asyncio.shield(self._loading[root])
         found = self.services.get(root)
@@ -211,7 +221,7 @@ class Runs:
 
         service = self.services[root] = RunService(root, host=self.server.host, trusted=self.trusted,
                                                    stream_share=STREAM_SHARE,
-                                                   settle=self.server.apply_pending_edits)
+                                                   settle=self.server.apply_pending_edits, notify=self._notify)
         loop = asyncio.get_running_loop()
         self._loading[root] = loop.create_future()
         try:
@@ -271,14 +281,14 @@ class Runs:
         try:
             service = await self.service(root)
             request.token = await self._progress_token(params.work_done_token)
+            view = service.view()  # what the run reads, and the progress's title names
             if request.token is not None:
                 self._tokens[request.token] = request
                 self._progress(request, lsp.WorkDoneProgressBegin(
-                    title=f"Running {self._agent_name(service, agent_id)}", cancellable=True,
-                    message="starting"))
+                    title=f"Running {view.agent_name(agent_id)}", cancellable=True, message="starting"))
             handle = service.start_run(agent_id, text, session_id=session_id,
                                        on_event=lambda event: self._on_event(request, event),
-                                       approve=self._approve)
+                                       approve=self._approve, view=view)
             request.handle = handle
             if request.cancelled or self._closing:
                 handle.cancel()
@@ -347,13 +357,13 @@ class Runs:
         server = self.server
         if document_uri is not None:
             root = self.root_for(document_uri, params.command)
-            if not await server.ready(os.path.join(root, "_")):
-                raise JsonRpcRequestFailed(server.not_ready(os.path.join(root, "_")))
+            if not await server.ready(root):
+                raise JsonRpcRequestFailed(server.not_ready(root))
             roots = [root]
         else:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(server.checked.wait(), 30)
-            roots = sorted(server.host.snapshot().analyses)
+            roots = sorted(root for root in server.host.snapshot().analyses if self.is_opened_root(root))
         server.apply_pending_edits()
         snapshot = server.host.snapshot()
         out: list[dict[str, Any]] = []
@@ -447,12 +457,10 @@ class Runs:
         except Exception:  # noqa: BLE001
             logger.debug("progress for %s dropped", request.token)
 
-    @staticmethod
-    def _agent_name(service: RunService, agent_id: str) -> str:
-        for agent in service.list_agents():
-            if agent["id"] == agent_id:
-                return str(agent["name"])
-        return agent_id
+    def _notify(self, text: str) -> None:
+        """What a user should know once (a collector named by the workspace gets no credentials): the
+        editor's output channel."""
+        self.server.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"oscova: {text}"))
 
     # -- approval -----------------------------------------------------------------------------------------
 
@@ -492,21 +500,34 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
     return handlers
 
 
-def workspace_trusted(options: Any) -> bool:
-    """False only when the client says so: `initializationOptions.workspaceTrusted == false` (VS Code)."""
-    if not isinstance(options, dict):
-        return True
-    for scope in (options, options.get("oscova")):
-        if isinstance(scope, dict) and scope.get("workspaceTrusted") is False:
-            return False
-    return True
+TRUST_KEY = "workspaceTrusted"
+
+
+def workspace_trust(options: Any) -> tuple[bool, tuple[str, ...]]:
+    """Whether the workspace is trusted, and what was wrong with the trust setting. A client that sends no
+    `initializationOptions.workspaceTrusted` (nor `oscova.workspaceTrusted`) has no notion of trust: trusted.
+    One that sends it is trusted only by JSON `true`; `false` is Restricted Mode (VS Code), and any other
+    value (`"false"`, `0`, `null`) fails closed, with a sentence for the user."""
+    trusted, problems = True, []
+    scopes = [("initializationOptions", options)]
+    if isinstance(options, dict) and "oscova" in options:
+        scopes.append(("initializationOptions.oscova", options["oscova"]))
+    for name, scope in scopes:
+        if not isinstance(scope, dict) or TRUST_KEY not in scope or scope[TRUST_KEY] is True:
+            continue
+        trusted = False
+        if scope[TRUST_KEY] is not False:
+            problems.append(f"`{name}.{TRUST_KEY}` must be true or false, not {describe_value(scope[TRUST_KEY])}; "
+                            "the workspace is treated as untrusted (runs and agent tests are refused)")
+    return trusted, tuple(problems)
 
 
 def _prepare() -> None:
-    """Off the event loop: imports the model client (half a second of imports that would otherwise stall
-    diagnostics and completion on the first run). The workspace comes from the server's host."""
-    with contextlib.suppress(ImportError):
-        import openai  # noqa: F401
+    """Off the event loop: imports the model client's library (half a second of imports that would otherwise
+    stall diagnostics and completion on the first run). The workspace comes from the server's host."""
+    from ..runs import load_model_client
+
+    load_model_client()
 
 
 # ------------------------------------------------------------------------------- agent tests, compare
@@ -530,10 +551,7 @@ async def list_tests(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[
     args = command_argument(params)
     document_uri = _string(args, "uri", params.command)
     if document_uri is not None:
-        path = convert.path_of(document_uri)
-        if path is None:
-            raise JsonRpcInvalidParams(f"{params.command}: `uri` must be a file: URI, not {document_uri!r}")
-        folders = [path]
+        folders = [runs.opened_path(document_uri, params.command)]
     else:
         folders = list(runs.server.host.folders)
     return await asyncio.to_thread(_listed, [f for f in folders if os.path.exists(f)])
@@ -560,12 +578,10 @@ async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, An
     update = args.get("update", False)
     if not isinstance(update, bool):
         raise JsonRpcInvalidParams(f"{params.command}: `update` must be true or false")
+    path = runs.opened_path(document_uri or "", params.command)
     if not runs.trusted:
         raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runTest replays agents (and imports the "
                                    "workspace's provider code) only in a trusted workspace")
-    path = convert.path_of(document_uri or "")
-    if path is None:
-        raise JsonRpcInvalidParams(f"{params.command}: `uri` must be a file: URI, not {document_uri!r}")
     try:
         case = find_cases([path])[0]
     except (CaseError, IndexError) as error:

@@ -23,7 +23,6 @@ Plain Python, shared by the command line and the language server's `oscova.listT
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -35,7 +34,7 @@ from xml.etree import ElementTree
 from oscova_runtime.paths import FileRefused, copy_file, is_inside, scratch_folder, walk
 
 from ..analysis.workspace import workspace_roots
-from ..reporting import display_path
+from ..reporting import display_path, json_text, printable, printable_line
 from .errors import RunError
 from .events import describe_exception
 from .transcript import (
@@ -54,6 +53,9 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$")
 DRIFT_WORDS = "drifted from the recording"
 """In the error of a replayed run that stopped at a drift (`replay.ReplayDrift`), unlike a run that failed."""
 CaseStatus = Literal["passed", "failed", "updated", "error"]
+GITIGNORE_LINES = (".oscova/*", "!.oscova/tests/")
+"""The `.gitignore` lines (beside `oscova.toml`) that commit the cases and keep the rest of `.oscova/` (run
+transcripts, memory, personal context: this machine's) out of the repository."""
 
 
 class CaseError(Exception):
@@ -202,6 +204,11 @@ def find_run(root: str, run: str) -> str:
     return os.path.join(runs, matches[0])
 
 
+def default_case_name(agent_id: str) -> str:
+    """The name a saved case gets without `--name` (before `-2`, `-3`, … when it is taken)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", agent_id)[:64] or "case"
+
+
 def save_case(root: str, run: str, name: str | None = None) -> Case:
     """Promotes a completed run's transcript to a case; the name defaults to the agent id (`-2`, `-3`, …
     when taken). Raises `CaseError` with words for the user."""
@@ -222,7 +229,7 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
         if os.path.exists(target):
             raise CaseError(f"a case named {name!r} exists ({target}); choose another --name")
     else:
-        base = re.sub(r"[^A-Za-z0-9_.-]", "_", recording.agent_id)[:64] or "case"
+        base = default_case_name(recording.agent_id)
         name, n = base, 1
         while os.path.exists(os.path.join(tests_dir(root), name + CASE_SUFFIX)):
             n += 1
@@ -239,10 +246,11 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
 # ------------------------------------------------------------------------------------------- running
 
 
-async def run_case(case: Case, *, update: bool = False, **replay: Any) -> CaseResult:
-    """Replays one case (never a network connection: the recorded answers and tool results stand in).
-    With `update`, a drifted case is re-recorded (the module docstring says how) and reports `updated`.
-    `replay`: options of `replay.replay_run` (`runs_dir`, `trusted`, `files`)."""
+async def run_case(case: Case, *, update: bool = False, trace: bool = False, **replay: Any) -> CaseResult:
+    """Replays one case (never a network connection: the recorded answers and tool results stand in, and
+    spans are exported only with `trace`). With `update`, a drifted case is re-recorded (the module
+    docstring says how) and reports `updated`. `replay`: more options of `replay.replay_run` (`runs_dir`,
+    `trusted`, `files`)."""
     from .replay import replay_run
 
     began = time.perf_counter()
@@ -250,7 +258,7 @@ async def run_case(case: Case, *, update: bool = False, **replay: Any) -> CaseRe
     try:
         recording = case.recording()
         agent_id = recording.agent_id
-        result = await replay_run(case.root, agent_id, case.path, **replay)
+        result = await replay_run(case.root, agent_id, case.path, trace=trace, **replay)
         failure = result.result.get("error")
         if not result.matched and failure and recording.status == "completed" and DRIFT_WORDS not in failure:
             raise CaseError(f"The replay of {agent_id} failed: {failure}")  # not a drift: the agent cannot run
@@ -282,7 +290,7 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
     """Replays the case answering each model request with the recorded answer at its position, records what
     the agent sends now, and puts that recording in place of the case once it replays as recorded. Returns
     why it could not (the case is left as it was), or None."""
-    from .replay import Replayer, replay_run
+    from .replay import Replayer, refuse, replay_run
     from .service import RunService
 
     class Rerecorder(Replayer):
@@ -297,10 +305,10 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
 
     rerecorder = Rerecorder(recording)
     with scratch_folder("oscova-update-") as scratch:
-        service = RunService(case.root, runs_dir=scratch)
+        service = RunService(case.root, runs_dir=scratch, tracing=False)
         try:
             handle = service.start_run(recording.agent_id, recording.input, recorder=rerecorder,
-                                       approve=rerecorder.approve if recording.approvals else None)
+                                       approve=refuse if recording.approvals else None)  # no tool runs
             result = await handle
         finally:
             await service.aclose()
@@ -342,20 +350,21 @@ def summary(results: Sequence[CaseResult]) -> str:
 
 
 def format_text(results: Sequence[CaseResult]) -> str:
+    """For a terminal: what comes from files and recordings (names, errors, diffs) escaped (`printable`)."""
     lines = []
     for r in results:
         word = {"passed": "PASS", "failed": "FAIL", "updated": "UPDATED", "error": "ERROR"}[r.status]
-        lines.append(f"{word} {r.case.name}" + (f" ({r.agent_id})" if r.agent_id else ""))
+        lines.append(f"{word} {printable_line(r.case.name)}" + (f" ({printable_line(r.agent_id)})" if r.agent_id else ""))
         if r.error:
-            lines.append(f"  {r.error}")
+            lines.append(f"  {printable(r.error)}")
         if r.difference and r.status != "passed":
-            lines.extend("  " + line for line in r.difference.rstrip("\n").splitlines())
+            lines.extend("  " + line for line in printable(r.difference).rstrip("\n").splitlines())
     lines.append(summary(results))
     return "\n".join(lines)
 
 
 def format_json(results: Sequence[CaseResult]) -> str:
-    return json.dumps({"cases": [r.to_json() for r in results], **_count(results)}, indent=2, ensure_ascii=False)
+    return json_text({"cases": [r.to_json() for r in results], **_count(results)}, indent=2)
 
 
 def _github_escape(text: str, *, property: bool = False) -> str:
@@ -368,12 +377,12 @@ def format_github(results: Sequence[CaseResult]) -> str:
     lines = []
     for r in results:
         if r.ok:
-            lines.append(f"{'PASS' if r.status == 'passed' else 'UPDATED'} {r.case.name}")
+            lines.append(f"{'PASS' if r.status == 'passed' else 'UPDATED'} {printable_line(r.case.name)}")
             continue
         what = "drifted" if r.status == "failed" else "could not run"
-        body = "\n".join(x for x in (r.error, r.difference) if x)
-        lines.append(f"::error file={_github_escape(display_path(r.case.path), property=True)},line=1,"
-                     f"title={_github_escape(f'Agent test {r.case.name} {what}', property=True)}::"
+        body = printable("\n".join(x for x in (r.error, r.difference) if x))
+        lines.append(f"::error file={_github_escape(printable_line(display_path(r.case.path)), property=True)},line=1,"
+                     f"title={_github_escape(f'Agent test {printable_line(r.case.name)} {what}', property=True)}::"
                      f"{_github_escape(body)}")
     lines.append(summary(results))
     return "\n".join(lines)
@@ -400,17 +409,17 @@ def format_junit(results: Sequence[CaseResult]) -> str:
             case = ElementTree.SubElement(suite, "testcase", name=r.case.name,
                                           classname=f"oscova.{r.agent_id or 'case'}", file=display_path(r.case.path),
                                           time=f"{r.duration:.3f}")
-            if r.status == "failed":
-                failure = ElementTree.SubElement(case, "failure", message=r.error or "the agent's requests drifted "
-                                                 "from the recording", type="drift")
-                failure.text = r.difference or ""
+            if r.status == "failed":  # XML holds no control character: escaped as on a terminal
+                failure = ElementTree.SubElement(case, "failure", message=printable(r.error or "the agent's requests "
+                                                 "drifted from the recording"), type="drift")
+                failure.text = printable(r.difference or "")
             elif r.status == "error":
-                error = ElementTree.SubElement(case, "error", message=r.error or "the case could not run",
+                error = ElementTree.SubElement(case, "error", message=printable(r.error or "the case could not run"),
                                                type="error")
-                error.text = r.error or ""
+                error.text = printable(r.error or "")
             elif r.status == "updated":
                 out = ElementTree.SubElement(case, "system-out")
-                out.text = f"updated: the recording now holds the requests the agent sends\n{r.difference or ''}"
+                out.text = f"updated: the recording now holds the requests the agent sends\n{printable(r.difference or '')}"
     ElementTree.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
 

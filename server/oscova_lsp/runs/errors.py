@@ -7,7 +7,7 @@ import types
 from oscova_runtime.chat_client import ChatClientError
 from oscova_runtime.context import AIContextProvider, InvalidOperationError
 from oscova_runtime.function_invocation import tool_failure
-from oscova_runtime.host import HostConfigurationError
+from oscova_runtime.host import ConfiguredHost, HostConfigurationError
 from oscova_runtime.providers.custom import ProviderLoadError
 from oscova_runtime.templates import TemplateError
 from oscova_runtime.tools import ToolLoadError
@@ -51,10 +51,25 @@ def describe_failure(error: BaseException, agent_id: str) -> str:
     return f"The run of {agent_id!r} failed: {describe_exception(error)}"
 
 
-def unanswered_calls_message(names: list[str], tool_rounds: int) -> str:
+def denial_reason(name: str, host: ConfiguredHost) -> str | None:
+    """Which setting of the host configuration takes the tool `name` away from every agent, in words a user
+    can act on, or None when none does."""
+    if host.tool_policy.refusal(name, None) is None:
+        return None
+    if name in host.config.host.deny_tools:
+        return "`[host] deny_tools` in oscova.toml lists it"
+    return "it sends data off this machine, and oscova.toml sets `[host] allow_egress = false`"
+
+
+def unanswered_calls_message(names: list[str], tool_rounds: int, host: ConfiguredHost | None = None) -> str:
     """Why a run ended on tool calls nothing answered (the model asked for a tool it was not given)."""
     listed = ", ".join(f"`{n}`" for n in dict.fromkeys(names))
     noun = "the tool" if len(set(names)) == 1 else "the tools"
+    denied = {n: why for n in dict.fromkeys(names) if host is not None and (why := denial_reason(n, host))}
+    if tool_rounds == 0 and len(denied) == len(set(names)):
+        reasons = "; ".join(f"`{n}`: {why}" for n, why in denied.items())
+        return (f"The model asked for {noun} {listed}, which the host's policy takes away from every agent "
+                f"({reasons}), so nothing ran and the run ended without an answer")
     if tool_rounds == 0:
         return (f"The model asked for {noun} {listed}, which it was not offered in this run (an agent is offered the "
                 "tools in its `tools` and `agent_tools`; tools that need approval only at a terminal), so nothing "

@@ -15,7 +15,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from typing import Any
 
 from oscova_runtime.catalogue import CHAT_HISTORY_STATE_KEY
-from oscova_runtime.chat import ChatClientBuilder
 from oscova_runtime.function_invocation import FunctionInvocationContext, serialize_result
 from oscova_runtime.messages import (
     ChatMessage,
@@ -38,8 +37,6 @@ from .events import jsonable
 from .transcript import TRANSCRIPT_VERSION
 
 Sink = Callable[[dict[str, Any]], None]
-Configure = Callable[[Any], Any]
-"""A `configure_builder` callback: takes the `ChatClientBuilder`, returns it (or another, or None)."""
 
 
 def _usage(usage: UsageDetails | None) -> dict[str, int] | None:
@@ -121,7 +118,8 @@ class _Response:
 
 
 class Recorder:
-    """Records one run. `attach` gives it the run's sink; `active()` taps the model calls of the run."""
+    """Records one run. `attach` gives it the run's sink; `active()` taps the model and tool calls of the run
+    (every agent's: the requested one and the agents it calls as tools)."""
 
     def __init__(self) -> None:
         self._sink: Sink | None = None
@@ -150,17 +148,6 @@ class Recorder:
         with tapped(self), clock_at(self.clock):
             yield
 
-    def configure_builder(self, inner: Configure | None) -> Configure:
-        """`inner`, then this recorder as a function middleware of the requested agent."""
-
-        def configure(builder: ChatClientBuilder) -> ChatClientBuilder:
-            if inner is not None:
-                builder = inner(builder) or builder
-            builder.use_function_middleware(self.tool_middleware)
-            return builder
-
-        return configure
-
     def session(self, session: AgentSession) -> None:
         """Records the conversation the run continues (its session's history), when there is one."""
         history = session.state_bag.get(CHAT_HISTORY_STATE_KEY)
@@ -169,11 +156,13 @@ class Recorder:
 
     # -- tools -----------------------------------------------------------------------------------------
 
-    async def tool_middleware(self, context: FunctionInvocationContext,
-                              call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]) -> Any:
+    async def tool(self, context: FunctionInvocationContext,
+                   call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]) -> Any:
+        """The tap's tool hook: runs the call and records its result; `within` is the tool call it was made in
+        (an agent called as a tool), None for the requested agent's own calls."""
         call = context.call
         line: dict[str, Any] = {"record": "tool", "callId": call.call_id, "name": call.name,
-                                "arguments": jsonable(context.arguments)}
+                                "arguments": jsonable(context.arguments), "within": TOOL_SCOPE.get()}
         token = TOOL_SCOPE.set(call.call_id)
         try:
             result = await call_next(context)

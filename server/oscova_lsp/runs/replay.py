@@ -1,9 +1,10 @@
 """Replaying a recorded run against the agent as it is now, without the model and without the network.
 
-`replay_run` runs the agent with a `Replayer` as its model tap: each model call the agent makes is
-compared with the recorded request of the same number (after the same redaction) and answered with the
-recorded response; the endpoint is never called. The requested agent's tool calls get their recorded
-results, unless `live_tools` (then the tools run, and an agent called as a tool asks the replayer too).
+`replay_run` runs the agent with a `Replayer` as its model tap: each model call the agent makes, and each
+one an agent it calls as a tool makes, is compared with the recorded request of the same number (after the
+same redaction) and answered with the recorded response; the endpoint is never called. An agent called as a
+tool runs (so a change inside it drifts in its own request); every other tool call, of any agent, gets its
+recorded result, unless `live_tools` (then every tool runs).
 
 The first request that differs stops the run: the model call raises `ReplayDrift`, the run ends as
 `failed`, and the result's `status` is `drifted` with the unified diff of the two requests in
@@ -35,18 +36,17 @@ from oscova_runtime.messages import (
     TextContent,
     UsageDetails,
 )
-from oscova_runtime.recording import facts_at
+from oscova_runtime.recording import TOOL_SCOPE, facts_at
 from oscova_runtime.session import AgentSession
-from oscova_runtime.tools import APPROVAL_DENIED
 
 from ..analysis.host import AnalysisHost
 from .diff import request_difference, tool_lines, unified
 from .events import jsonable
 from .recorder import Recorder, message_from_record
-from .transcript import Recording, RecordingError, load_recording, relocate
+from .transcript import NESTED_TOOLS_VERSION, Recording, RecordingError, load_recording, relocate
 
 __all__ = ["DRIFTED", "Recording", "RecordingError", "ReplayDrift", "ReplayResult", "Replayer", "load_recording",
-           "replay_run"]
+           "refuse", "replay_run"]
 
 DRIFTED = "drifted"
 
@@ -92,9 +92,9 @@ class Replayer(Recorder):
         super().__init__()
         self.recording = recording
         self.live_tools = live_tools
-        self._pending = deque(e for e in recording.exchanges if live_tools or e.get("within") is None)
+        self._pending = deque(recording.exchanges)
         self._asked = 0
-        self._tools = {t.get("callId"): t for t in recording.tools}
+        self._tools = {(t.get("within"), t.get("callId")): t for t in recording.tools}
         self.drift: str | None = None
         self.root = root
         if recording.clock is not None:  # the templates show the recorded run's time
@@ -177,19 +177,21 @@ class Replayer(Recorder):
 
     # -- tools ---------------------------------------------------------------------------------------------
 
-    async def tool_middleware(self, context: FunctionInvocationContext,
-                              call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]) -> Any:
-        if self.live_tools:
-            return await super().tool_middleware(context, call_next)
+    async def tool(self, context: FunctionInvocationContext,
+                   call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]) -> Any:
+        if self.live_tools or context.function.agent_id is not None:  # an agent's model calls meet the recording
+            return await super().tool(context, call_next)
         call = context.call
-        recorded = self._tools.get(call.call_id)
+        within = TOOL_SCOPE.get()
+        recorded = self._tools.get((within, call.call_id))
         arguments = relocate(self._normal(jsonable(context.arguments)), self.root, self.recording.root)
         if recorded is None or recorded.get("name") != call.name or recorded.get("arguments") != arguments:
             shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
-            was = ("the recording has no result for it" if recorded is None else
+            was = (self._no_result(within) if recorded is None else
                    f"recorded: {recorded.get('name')} {json.dumps(recorded.get('arguments'), sort_keys=True)}")
+            inside = f" (inside the tool call {within})" if within else ""
             # Raised in a tool the loop would report to the model: the next model call stops the run.
-            raise self._stop(f"the tool call {call.call_id} differs in the tool-call arguments\n"
+            raise self._stop(f"the tool call {call.call_id}{inside} differs in the tool-call arguments\n"
                              f"now: {call.name} {shown}\n{was}")
         context.terminate = bool(recorded.get("terminate"))
         self.write(dict(recorded))  # the replay's transcript records the result it used
@@ -197,12 +199,17 @@ class Replayer(Recorder):
             raise _recreate(recorded["error"])
         return recorded.get("result")
 
-    async def approve(self, request: dict[str, Any]) -> bool:
-        """Approval as recorded: granted when the recorded run ran this call, denied when it was denied."""
-        for tool in self.recording.tools:
-            if tool.get("name") == request.get("tool") and tool.get("arguments") == request.get("arguments"):
-                return tool.get("result") != APPROVAL_DENIED
-        return False
+    def _no_result(self, within: str | None) -> str:
+        if within is not None and self.recording.version < NESTED_TOOLS_VERSION:
+            return (f"the recording has no result for it: transcript version {self.recording.version} keeps only "
+                    "the requested agent's tool results, not those of agents it calls as tools; record the run "
+                    "again")
+        return "the recording has no result for it"
+
+
+async def refuse(request: dict[str, Any]) -> bool:
+    """The approval of a replay with nobody to ask: refused. A recording's approvals are never answers."""
+    return False
 
 
 def _cancelled() -> BaseException:
@@ -212,20 +219,26 @@ def _cancelled() -> BaseException:
 
 async def replay_run(root: str, agent_id: str | None, transcript: str, *, input: str | None = None,
                      live_tools: bool = False, on_event: Callable[[dict[str, Any]], Any] | None = None,
-                     runs_dir: str | None = None, trusted: bool = True,
+                     runs_dir: str | None = None, trace: bool = False,
+                     approve: Callable[[dict[str, Any]], Awaitable[bool]] | None = None, trusted: bool = True,
                      files: AnalysisHost | None = None) -> ReplayResult:
     """Replays the run recorded in `transcript` with the agent `agent_id` (default: the recorded one) of
     the workspace `root` as it is now, on `input` (default: the recorded input). The replay's own
-    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`). `trusted=False`: the workspace's own
-    tools and providers are not imported (as in an untrusted preview). `files`: an analysis host holding the
-    root already read (default: the run service reads it).
+    transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`). A replay is offline: it exports spans
+    only with `trace` (then by the rules of a run's, `tracing.collector`). `trusted=False`: the workspace's
+    own tools and providers are not imported (as in an untrusted preview). `files`: an analysis host holding
+    the root already read (default: the run service reads it).
+
+    Approval is never taken from the recording: when the recorded run could ask (its header says
+    `approvals`), the replay offers the same tools, and a live tool that needs approval asks `approve` as a
+    run would; without `approve` it is refused. (Without `live_tools` no tool runs: nothing is asked.)
 
     Raises `RecordingError` when the transcript cannot be replayed (an old transcript, not a transcript).
     """
     from .service import RunService
 
     recording = load_recording(transcript)
-    service = RunService(root, runs_dir=runs_dir, trusted=trusted, host=files)
+    service = RunService(root, runs_dir=runs_dir, trusted=trusted, host=files, tracing=trace)
     replayer = Replayer(recording, live_tools=live_tools, root=service.root)
     events: list[dict[str, Any]] = []
 
@@ -239,10 +252,10 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
         session_id = recording.session_id or "replayed"
         session = AgentSession(session_id=session_id)
         session.state_bag[CHAT_HISTORY_STATE_KEY] = [message_from_record(m) for m in recording.history]
-        service._sessions[(agent, session_id)] = session
+        service.resume_session(agent, session)
     try:
         handle = service.start_run(agent, recording.input if input is None else input, session_id=session_id,
-                                   on_event=listen, approve=replayer.approve if recording.approvals else None,
+                                   on_event=listen, approve=(approve or refuse) if recording.approvals else None,
                                    recorder=replayer)
         result = await handle
     finally:

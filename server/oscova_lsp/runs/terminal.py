@@ -7,17 +7,17 @@ The answer streams to stdout; tool calls, results, progress and errors go to std
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import IO, Any
 
 from oscova_runtime.messages import short_type_name
 
-from ..reporting import display_path
+from ..reporting import display_path, json_text, printable, printable_line
 from .events import jsonable
 from .service import ApproveCallback, RunService
 
@@ -27,14 +27,14 @@ RESULT_PREVIEW = 240
 
 
 def _one_line(value: Any, limit: int = RESULT_PREVIEW) -> str:
-    text = value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False)
-    text = " ".join(text.split())
+    text = value if isinstance(value, str) else json_text(jsonable(value))
+    text = printable_line(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _arguments(arguments: Any) -> str:
     if isinstance(arguments, dict):
-        return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+        return ", ".join(f"{printable_line(str(k))}={printable_line(json_text(v))}" for k, v in arguments.items())
     return _one_line(arguments)
 
 
@@ -152,32 +152,37 @@ class LiveTranscript:
         if kind == "started":
             self.transcript = event.get("transcript")
             self.status = "waiting for the model"
-            self.note(style.dim(f"▶ {event.get('agentName') or event.get('agentId')} · run {event['runId']}"))
+            name = printable_line(str(event.get("agentName") or event.get("agentId")))
+            self.note(style.dim(f"▶ {name} · run {event['runId']}"))
         elif kind == "delta":
             self._clear_spinner()
-            text = event.get("text", "")
+            text = printable(event.get("text", ""))  # per delta: each character is escaped alone
             self.out.write(text)
             self.out.flush()
             if text:
                 self.at_line_start = text.endswith("\n")
             self.last_output = time.monotonic()
         elif kind == "toolCall":
-            self.status = f"running {event.get('name')}"
-            self.note(style.cyan(f"→ {event.get('name')}({_arguments(event.get('arguments'))})"))
+            tool = printable_line(str(event.get("name")))
+            self.status = f"running {tool}"
+            self.note(style.cyan(f"→ {tool}({_arguments(event.get('arguments'))})"))
         elif kind == "modelCall":
             self.calls.append(event)
         elif kind == "toolResult":
             if "durationMs" in event:
                 self.calls.append(event)
             self.status = "waiting for the model"
+            tool = printable_line(str(event.get("name")))
             if "error" in event:
-                self.note(style.red(f"← {event.get('name')} failed: {_one_line(event['error'])}"))
+                self.note(style.red(f"← {tool} failed: {_one_line(event['error'])}"))
             elif event.get("denied"):
-                self.note(style.red(f"← {event.get('name')}: denied"))
+                reason = f": {printable_line(str(event['reason']))}" if event.get("reason") else ""
+                self.note(style.red(f"← {tool}: denied{reason}"))
             else:
-                self.note(style.dim(f"← {event.get('name')}: {_one_line(event.get('result'))}"))
+                self.note(style.dim(f"← {tool}: {_one_line(event.get('result'))}"))
         elif kind == "notice":
-            self.note(style.dim(f"! {event.get('provider')}: {_one_line(event.get('message'), 400)}"))
+            self.note(style.dim(f"! {printable_line(str(event.get('provider')))}: "
+                                f"{printable_line(_one_line(event.get('message'), 400))}"))
         elif kind in ("completed", "failed", "cancelled"):
             self.final = event
             self._clear_spinner()
@@ -187,13 +192,13 @@ class LiveTranscript:
                 tokens = f" · {usage['totalTokens']} tokens" if usage.get("totalTokens") else ""
                 self.err.write(style.dim(f"✓ completed{tokens}") + "\n")
             elif kind == "failed":
-                self.err.write(style.red("✗ ") + str(event.get("error") or "The run failed.") + "\n")
+                self.err.write(style.red("✗ ") + printable(str(event.get("error") or "The run failed.")) + "\n")
             else:
                 self.err.write(style.red("✗ cancelled") + "\n")
             for line in call_summary(self.calls):
                 self.err.write(style.dim(line) + "\n")
             if self.transcript:
-                self.err.write(style.dim(f"transcript: {display_path(self.transcript)}") + "\n")
+                self.err.write(style.dim(f"transcript: {printable_line(display_path(self.transcript))}") + "\n")
             self.err.flush()
 
     def ask(self, prompt: str) -> None:
@@ -216,7 +221,7 @@ class JsonLines:
         self.out = out
 
     def __call__(self, event: dict[str, Any]) -> None:
-        self.out.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+        self.out.write(json_text(event, default=str) + "\n")
         self.out.flush()
 
 
@@ -242,7 +247,8 @@ def _read_line_in_daemon_thread() -> asyncio.Future[str]:
 
 def terminal_approver(view: LiveTranscript) -> ApproveCallback:
     async def approve(request: dict[str, Any]) -> bool:
-        view.ask(view.style.bold(f"? Allow {request['tool']}({_arguments(request.get('arguments'))})? [y/N] "))
+        view.ask(view.style.bold(f"? Allow {printable_line(str(request['tool']))}"
+                                 f"({_arguments(request.get('arguments'))})? [y/N] "))
         try:
             answer = await _read_line_in_daemon_thread()
         finally:
@@ -252,6 +258,24 @@ def terminal_approver(view: LiveTranscript) -> ApproveCallback:
     return approve
 
 
+def refusing_approver(note: Callable[[str], None]) -> ApproveCallback:
+    """Where nobody can answer (stdin is not a terminal): each approval-required call is refused, and `note`
+    says so. Never an answer taken from a file."""
+
+    async def refuse(request: dict[str, Any]) -> bool:
+        note(f"{printable_line(str(request['tool']))} needs approval and there is no terminal to ask: refused")
+        return False
+
+    return refuse
+
+
+def approver(view: LiveTranscript | None, err: IO[str]) -> ApproveCallback:
+    """The `[y/N]` prompt at a terminal (stdin and a live view), else `refusing_approver`."""
+    if view is not None and sys.stdin.isatty():
+        return terminal_approver(view)
+    return refusing_approver(view.note if view is not None else lambda text: print(text, file=err, flush=True))
+
+
 async def run_in_terminal(
     service: RunService, agent_id: str, text: str, *, as_json: bool, out: IO[str], err: IO[str],
     interactive: bool,
@@ -259,8 +283,13 @@ async def run_in_terminal(
     """Runs with a live view; Ctrl-C cancels the run (a second Ctrl-C stops waiting for it)."""
     view: LiveTranscript | None = None if as_json else LiveTranscript(out, err)
     listener = JsonLines(out) if view is None else view
+    if view is not None:  # a notice goes between the lines of the live view, not into its spinner
+        service.notify = view.note
     approve = terminal_approver(view) if view is not None and interactive else None
-    handle = service.start_run(agent_id, text, on_event=listener, approve=approve)
+    workspace = service.view()  # what the run reads, and what the notice of withheld tools is about
+    if approve is None:
+        _say_what_is_withheld(service.approval_tools(agent_id, view=workspace), as_json, err)
+    handle = service.start_run(agent_id, text, on_event=listener, approve=approve, view=workspace)
     loop = asyncio.get_running_loop()
     interrupts = 0
 
@@ -284,12 +313,28 @@ async def run_in_terminal(
         if result.get("transcriptError"):  # the run went on; what it left behind is missing or cut short
             err.write(f"⚠ {result['transcriptError']}\n")
             err.flush()
+        if view is None and result.get("transcript"):  # stdout is the JSON lines; stderr says where they went
+            err.write(f"transcript: {display_path(result['transcript'])}\n")
         return result
     finally:
         if spinner is not None:
             spinner.cancel()
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
+
+
+def _say_what_is_withheld(names: list[str], as_json: bool, err: IO[str]) -> None:
+    """One note naming the tools a run without approval prompts does not offer, and why."""
+    if not names:
+        return
+    listed = ", ".join(names)
+    verb = "needs" if len(names) == 1 else "need"
+    pronoun = "it was" if len(names) == 1 else "they were"
+    why, instead = (("with --json nothing is asked", "run without --json at a terminal") if as_json else
+                    ("the input comes from a pipe, not a terminal", "pass --input at a terminal"))
+    err.write(f"note: {listed} {verb} approval, which cannot be asked here ({why}), so {pronoun} not offered to "
+              f"the model; {instead} to be asked\n")
+    err.flush()
 
 
 def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
@@ -302,20 +347,21 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
             lines.append("")
         lines.append(style.bold(f"── {title} " + "─" * max(0, 60 - len(title))))
 
-    heading(f"Instructions ({preview['agentId']})")
-    lines.append(preview.get("instructions") or style.dim("(none)"))
+    heading(f"Instructions ({printable_line(str(preview['agentId']))})")
+    lines.append(printable(preview.get("instructions") or "") or style.dim("(none)"))
     heading("Messages")
     for message in preview.get("messages") or []:
         source = message.get("source")
         if message.get("sourceId"):  # the provider's class name: its module-qualified id is in the JSON
             source = short_type_name(str(message["sourceId"]))
-        lines.append(f"[{message['role']} · {source}] {message.get('text', '')}")
+        lines.append(f"[{printable_line(str(message['role']))} · {printable_line(str(source))}] "
+                     f"{printable(message.get('text', ''))}")
     if not preview.get("messages"):
         lines.append(style.dim("(none)"))
     heading("Tools")
     for tool in preview.get("tools") or []:
         flag = " (approval required)" if tool.get("approvalRequired") else ""
-        lines.append(f"{tool['name']}{flag} — {_one_line(tool.get('description') or '', 120)}")
+        lines.append(f"{printable_line(str(tool['name']))}{flag} — {_one_line(tool.get('description') or '', 120)}")
     if not preview.get("tools"):
         lines.append(style.dim("(none)"))
     heading("Providers")
@@ -327,10 +373,11 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
         if provider.get("messages"):
             parts.append(f"{len(provider['messages'])} message(s)")
         if provider.get("tools"):
-            parts.append("tools " + ", ".join(provider["tools"]))
+            parts.append("tools " + printable_line(", ".join(provider["tools"])))
         contributed = "; ".join(parts) if parts else style.dim(
-            "nothing" + (f" ({provider['inactiveReason']})" if provider.get("inactiveReason") else ""))
-        lines.append(f"{number:>2}. {provider['type']} ({provider['class']}): {contributed}")
+            "nothing" + (f" ({printable_line(provider['inactiveReason'])})" if provider.get("inactiveReason") else ""))
+        lines.append(f"{number:>2}. {printable_line(provider['type'])} ({printable_line(provider['class'])}): "
+                     f"{contributed}")
         for notice in provider.get("notices") or ():
-            lines.append(f"    ! {notice}")
+            lines.append(f"    ! {printable_line(str(notice))}")
     return "\n".join(lines)

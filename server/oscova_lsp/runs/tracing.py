@@ -1,8 +1,13 @@
 """OpenTelemetry spans of runs, following the GenAI semantic conventions, exported over OTLP/HTTP.
 
-Configured by `OTEL_EXPORTER_OTLP_ENDPOINT` or `[telemetry] otlp_endpoint` (the variable wins); without
-either nothing here imports OpenTelemetry. It is an optional extra (`pip install 'oscova-lsp[otel]'`):
-configured but not installed, one warning is logged and runs go on untraced.
+Where spans go (`collector`): the user's environment wins over the workspace. `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+(the traces URL as given), else `OTEL_EXPORTER_OTLP_ENDPOINT` (a base URL), else `[telemetry] otlp_endpoint` of
+`oscova.toml`; `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn tracing off whatever the workspace
+says. The environment's credentials (`OTEL_EXPORTER_OTLP_*HEADERS`, client certificates, a credential provider)
+go only to a collector the environment named: a collector named by the workspace gets the spans over a bare
+exporter that sends none of them, and the first export to one says so once (`notify`). Without a collector
+nothing here imports OpenTelemetry. It is an optional extra (`pip install 'oscova-lsp[otel]'`): configured but
+not installed, one warning is logged and runs go on untraced.
 
 A run is a tree of spans: `invoke_agent {agent}` (INTERNAL), under it `chat {model}` (CLIENT) per model
 call and `execute_tool {tool}` (INTERNAL) per tool execution; an agent used as a tool is an
@@ -15,7 +20,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from oscova_runtime.host_config import HostConfig
@@ -33,6 +39,9 @@ from .events import Redactor, jsonable
 log = logging.getLogger(__name__)
 
 ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
+TRACES_ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+HEADERS_VARIABLES = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+WORKSPACE_SETTING = "[telemetry] otlp_endpoint"
 TRACES_PATH = "/v1/traces"
 EXPORT_TIMEOUT = 5.0
 """Seconds an export may take: a collector that is down must not hold up the end of the process long."""
@@ -41,55 +50,99 @@ SCHEDULE_DELAY_MS = 500
 INSTRUMENTATION = "oscova-lsp"
 _STATE = "otel"
 
-_providers: dict[str, Any] = {}
-"""One tracer provider (exporter, batch thread) per endpoint, for the life of the process."""
+_providers: dict[Collector, Any] = {}
+"""One tracer provider (exporter, batch thread) per collector, for the life of the process."""
+_announced: set[str] = set()
+"""Workspace-named collectors the process has said it sends no credentials to."""
 _warned = False
 
 
-def otlp_endpoint(config: HostConfig | None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The collector's base URL: `OTEL_EXPORTER_OTLP_ENDPOINT`, else `[telemetry] otlp_endpoint`, else None."""
+@dataclass(frozen=True)
+class Collector:
+    """Where a run's spans go: the traces URL, and who named it (the user's environment or the workspace)."""
+
+    url: str
+    named_by: str
+    """The environment variable, or `WORKSPACE_SETTING`."""
+
+    @property
+    def from_environment(self) -> bool:
+        return self.named_by != WORKSPACE_SETTING
+
+
+def _traces_url(base: str) -> str:
+    url = base.rstrip("/")
+    return url if url.endswith(TRACES_PATH) else url + TRACES_PATH
+
+
+def collector(config: HostConfig | None, environ: Mapping[str, str] | None = None) -> Collector | None:
+    """The collector a run exports to, or None: the environment's first, the workspace's only without one."""
     environ = os.environ if environ is None else environ
-    value = environ.get(ENDPOINT_VARIABLE, "").strip()
-    if not value and config is not None:
-        value = (config.telemetry.otlp_endpoint or "").strip()
-    return value or None
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or \
+            environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return None
+    traces = environ.get(TRACES_ENDPOINT_VARIABLE, "").strip()
+    if traces:  # the signal's own URL is used as given (the OTLP exporter specification)
+        return Collector(traces, TRACES_ENDPOINT_VARIABLE)
+    base = environ.get(ENDPOINT_VARIABLE, "").strip()
+    if base:
+        return Collector(_traces_url(base), ENDPOINT_VARIABLE)
+    named = (config.telemetry.otlp_endpoint or "").strip() if config is not None else ""
+    return Collector(_traces_url(named), WORKSPACE_SETTING) if named else None
 
 
-def _tracer(endpoint: str) -> Any:
-    """The tracer exporting to `endpoint`, or None (one warning) when OpenTelemetry is not installed."""
+def credentials_notice(found: Collector) -> str:
+    """What the first export to a collector named by the workspace says (once a process)."""
+    return (f"Tracing: spans go to {found.url}, the collector `{WORKSPACE_SETTING}` of oscova.toml names; it is "
+            f"sent no credentials from the environment ({', '.join(HEADERS_VARIABLES)} go only to a collector "
+            f"the environment names: {TRACES_ENDPOINT_VARIABLE} or {ENDPOINT_VARIABLE})")
+
+
+def _exporter(found: Collector) -> Any:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    if found.from_environment:  # the user's collector: the exporter reads the user's headers and certificates
+        return OTLPSpanExporter(endpoint=found.url, timeout=EXPORT_TIMEOUT)
+    return _BareExporter(found.url)
+
+
+def _tracer(found: Collector) -> Any:
+    """The tracer exporting to `found`, or None (one warning) when OpenTelemetry is not installed."""
     global _warned
-    provider = _providers.get(endpoint)
+    provider = _providers.get(found)
     if provider is None:
         try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+            exporter = _exporter(found)
         except ImportError:
             if not _warned:
                 _warned = True
                 log.warning("Tracing is configured (%s) but OpenTelemetry is not installed; runs are not traced. "
-                            "Install it with: pip install 'oscova-lsp[otel]'", endpoint)
+                            "Install it with: pip install 'oscova-lsp[otel]'", found.url.removesuffix(TRACES_PATH))
             return None
-        traces = endpoint.rstrip("/")
-        if not traces.endswith(TRACES_PATH):
-            traces += TRACES_PATH
         provider = TracerProvider(resource=Resource.create({"service.name": INSTRUMENTATION}))
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces, timeout=EXPORT_TIMEOUT),
-                                                       schedule_delay_millis=SCHEDULE_DELAY_MS))
-        _providers[endpoint] = provider
+        provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=SCHEDULE_DELAY_MS))
+        _providers[found] = provider
     return provider.get_tracer(INSTRUMENTATION)
 
 
 def run_tracer(config: HostConfig | None, redact: Redactor, *, conversation_id: str | None = None,
-               environ: Mapping[str, str] | None = None) -> SpanObserver | None:
-    """The span observer of one run, or None when tracing is not configured (or not installed)."""
-    endpoint = otlp_endpoint(config, environ)
-    if endpoint is None:
+               environ: Mapping[str, str] | None = None,
+               notify: Callable[[str], None] | None = None) -> SpanObserver | None:
+    """The span observer of one run, or None when tracing is not configured (or not installed). `notify`
+    hears, once a process, that a collector named by the workspace is sent no credentials."""
+    found = collector(config, environ)
+    if found is None:
         return None
-    tracer = _tracer(endpoint)
+    tracer = _tracer(found)
     if tracer is None:
         return None
+    if not found.from_environment and found.url not in _announced:
+        _announced.add(found.url)
+        (notify or log.warning)(credentials_notice(found))
     capture = bool(config is not None and config.telemetry.capture_content)
     return SpanObserver(tracer, redact, capture_content=capture, conversation_id=conversation_id)
 
@@ -98,6 +151,42 @@ def flush(timeout: float = EXPORT_TIMEOUT) -> None:
     """Exports the spans still buffered (blocking; for the end of a process or a test)."""
     for provider in _providers.values():
         provider.force_flush(int(timeout * 1000))
+
+
+class _BareExporter:
+    """OTLP/HTTP (protobuf) to a collector the workspace named, with no header, certificate, `.netrc` or
+    credential provider of the user's: the span data and its content type, nothing else."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        import urllib.error
+        import urllib.request
+
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        if not self.url.lower().startswith(("http://", "https://")):
+            log.warning("Spans are not exported to %s: a collector's address starts with http:// or https://",
+                        self.url)
+            return SpanExportResult.FAILURE
+        body = encode_spans(spans).SerializePartialToString()
+        request = urllib.request.Request(self.url, data=body, method="POST",
+                                         headers={"Content-Type": "application/x-protobuf"})
+        try:
+            with urllib.request.urlopen(request, timeout=EXPORT_TIMEOUT) as answer:  # noqa: S310 - http(s) only
+                answer.read()
+        except (OSError, ValueError) as error:  # urllib's errors are OSErrors; a bad URL a ValueError
+            log.warning("Exporting %d span(s) to %s failed: %s", len(spans), self.url, error)
+            return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
 
 
 # -- content as the conventions' JSON message shapes ----------------------------------------------------

@@ -3,7 +3,7 @@
 A line with `kind` is a run event (`events.EVENT_KINDS`). Since version 2 a transcript also records the
 run, in lines with `record` instead of `kind`: first a header (`record: "header"`, `version`, the run's
 agent, input and session), then one `record: "model"` line per model call (the request as sent, the
-response or the error) and one `record: "tool"` line per tool call of the requested agent (its result or
+response or the error) and one `record: "tool"` line per tool call of any agent of the run (its result or
 error). That is everything a replay needs (`replay.py`). Keys never appear: every line is redacted.
 
 Transcripts are read and written through the file gateway (`oscova_runtime.paths`): a transcript is a regular
@@ -172,8 +172,11 @@ def _text_lines(path: str, root: str | None) -> Iterator[str]:
                            line_limit=MAX_TRANSCRIPT_LINE)
 
 
-TRANSCRIPT_VERSION = 2
-"""Version 1: events only (no header). Version 2: the header, model and tool records."""
+TRANSCRIPT_VERSION = 3
+"""Version 1: events only (no header). Version 2: the header, model and tool records. Version 3: tool records
+of agents called as tools too, with the tool call they were made in (`within`)."""
+OLDEST_REPLAYABLE = 2
+NESTED_TOOLS_VERSION = 3
 
 
 class RecordingError(Exception):
@@ -199,9 +202,10 @@ class Recording:
     """The workspace root of the run: paths under it compare equal to the same paths under another root."""
     exchanges: list[dict[str, Any]] = field(default_factory=list)
     """`{index, within, request, response?, error?}` per model call, in order; `within` is the id of the
-    tool call of the requested agent the call was made in (an agent called as a tool), else None."""
+    tool call the call was made in (an agent called as a tool; the innermost one), else None."""
     tools: list[dict[str, Any]] = field(default_factory=list)
-    """`{callId, name, arguments, result? | error?, terminate}` per tool call of the requested agent."""
+    """`{callId, name, arguments, within, result? | error?, terminate}` per tool call, of the requested agent
+    (`within` None) and (since version 3) of the agents it calls as tools."""
     events: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     """The conversation the run continued (its session's stored messages), `recorder.message_record` form."""
@@ -306,13 +310,13 @@ def load_recording(path: str, root: str | None = None) -> Recording:
     header = lines[0]
     if header.get("record") != "header":
         if "kind" in header:
-            raise RecordingError(f"{shown} was recorded before transcript version {TRANSCRIPT_VERSION}: it holds the "
+            raise RecordingError(f"{shown} was recorded before transcript version {OLDEST_REPLAYABLE}: it holds the "
                                  "run's events but not the model requests and tool results a replay needs; record "
                                  "the run again")
         raise RecordingError(f"{shown} is not a run transcript (no header line)")
     version = header.get("version")
-    if not isinstance(version, int) or version < TRANSCRIPT_VERSION:
-        raise RecordingError(f"{shown} was recorded before transcript version {TRANSCRIPT_VERSION}; record the run "
+    if not isinstance(version, int) or version < OLDEST_REPLAYABLE:
+        raise RecordingError(f"{shown} was recorded before transcript version {OLDEST_REPLAYABLE}; record the run "
                              "again")
     if version > TRANSCRIPT_VERSION:
         raise RecordingError(f"{shown} has transcript version {version}, newer than this oscova-lsp reads "
