@@ -486,7 +486,9 @@ def _folder_descriptor(descriptors: dict[tuple[str, ...], int], parts: tuple[str
 
 def append_to_output(path: str, text: str) -> None:
     """Appends UTF-8 text to a file outside every workspace that the environment names for output (GitHub's
-    `$GITHUB_STEP_SUMMARY`): created when missing, a regular file only, never written through a link."""
+    `$GITHUB_STEP_SUMMARY`): created when missing, a regular file only, and the file itself never a link."""
+    if os.path.islink(path):  # the name given is the file meant: a link there could point anywhere
+        raise FileRefused("it is a symlink, and an output file is never written through one")
     write_text(path, text, root=None, append=True)
 
 

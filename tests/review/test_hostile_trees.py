@@ -75,3 +75,21 @@ def test_a_fifo_in_place_of_a_tracked_template_is_read_by_no_one(repo: Path):
     assert all("FIFO" in d["message"] for d in introduced)
     assert {d["path"] for d in report["workspaces"][0]["diagnostics"]["fixed"]} <= {"templates/intro.j2"}
     assert code == 1  # an error introduced
+
+
+def test_a_step_summary_that_is_a_fifo_a_link_or_a_folder_is_refused_and_the_review_still_prints(
+        repo: Path, tmp_path: Path):
+    write(repo, {"templates/partials/persona.j2": "You are {{ agent_name }}, reply in French.\n"})
+    secret = tmp_path / "elsewhere.txt"
+    secret.write_text("untouched\n")
+    fifo, link, folder = tmp_path / "summary.fifo", tmp_path / "summary-link.md", tmp_path / "summary-dir"
+    os.mkfifo(fifo)
+    link.symlink_to(secret)
+    folder.mkdir()
+    for summary in (fifo, link, folder):
+        done = review(repo, "--format", "github", env={"GITHUB_STEP_SUMMARY": str(summary)}, timeout=60)
+        assert done.returncode == 0 and "Traceback" not in done.stderr
+        assert f"oscova-lsp: the step summary {summary} was not written: " in done.stderr
+        assert "::notice file=agents/writer.agent.yaml" in done.stdout
+        assert "| agents changed | 2 |" in done.stdout  # the Markdown printed instead
+    assert secret.read_text() == "untouched\n" and list(folder.iterdir()) == []

@@ -227,3 +227,20 @@ def test_populate_folder_writes_below_its_folder_only_and_never_through_a_link(t
     assert sorted(refused) == ["../escape.txt", "a//d", "a/b", "linked/evil.txt"]
     assert "not a plain relative path" in refused["../escape.txt"]
     assert list(outside.iterdir()) == [] and not (tmp_path / "escape.txt").exists()
+
+
+def test_append_to_output_appends_to_a_regular_file_and_refuses_a_link_a_fifo_or_a_folder(tmp_path):
+    from oscova_runtime.paths import append_to_output
+
+    summary = tmp_path / "steps" / "summary.md"
+    append_to_output(str(summary), "one\n")
+    append_to_output(str(summary), "two\n")
+    assert summary.read_text() == "one\ntwo\n"
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("kept\n")
+    (tmp_path / "link.md").symlink_to(target)
+    os.mkfifo(tmp_path / "pipe.md")
+    for name, reason in (("link.md", "symlink"), ("pipe.md", "FIFO"), ("steps", "directory")):
+        with pytest.raises(FileRefused, match=reason):
+            append_to_output(str(tmp_path / name), "x\n")
+    assert target.read_text() == "kept\n" and summary.read_text() == "one\ntwo\n"
