@@ -656,10 +656,13 @@ async def review_changes(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[s
                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(process.communicate(), REVIEW_TIMEOUT)
-    except BaseException:  # cancelled or too slow: the review stops with the request
+    except BaseException as stopped:  # cancelled or too slow: the review stops with the request
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         await process.wait()
+        if isinstance(stopped, TimeoutError):
+            raise JsonRpcRequestFailed(f"the review took over {REVIEW_TIMEOUT:.0f} s and was stopped; "
+                                       "`oscova-lsp review` in a terminal has no time limit") from None
         raise
     if process.returncode not in (0, 1):
         why = err.decode("utf-8", "replace").strip().splitlines()
