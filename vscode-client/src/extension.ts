@@ -22,7 +22,7 @@ import {
 import { distinctEnvs, modelKeys, secretKey, type ModelKey } from './apiKeyEnv';
 import { rewriteLensCommand, visibleLenses } from './lens';
 import { previewMarkdown } from './preview';
-import { isReview, reviewMarkdown } from './reviewModel';
+import { askForReview, ReviewRefused, showMarkdown } from './review';
 import { applyError, applyResult, isActive, RunStore, type RunEvent, type RunResult } from './runModel';
 import { RunView } from './runView';
 import { installCommand, PYTHON_PROBE_ARGS, REPOSITORY, resolveServerCommand, type Resolution } from './serverCommand';
@@ -36,13 +36,11 @@ const SERVER_COMMANDS = {
   previewPrompt: 'oscova.previewPrompt',
   cancelRun: 'oscova.cancelRun',
   listAgents: 'oscova.listAgents',
-  review: 'oscova.review',
 } as const;
 
 const PREVIEW_SCHEME = 'oscova-preview';
 const KNOWN_ENVS = 'oscova.apiKeyEnvs';
 const TRUST_MESSAGE = 'Oscova runs agents only in a trusted workspace: a run imports the workspace\'s tools and providers and calls models.';
-const REVIEW_TRUST_MESSAGE = 'Oscova: Restricted Mode. The review renders what the built-in providers contribute; the workspace\'s own tools and providers are not imported (their code would run) until you trust the workspace.';
 const PREVIEW_TRUST_MESSAGE = 'Oscova: Restricted Mode. The preview shows what the built-in providers render; the workspace\'s own tools and providers are not loaded (their code would run) until you trust the workspace.';
 
 interface AgentInfo { id: string; name?: string; uri?: string; exposedAsTool?: boolean; exampleInput?: string; example_input?: string }
@@ -413,36 +411,15 @@ export class OscovaExtension {
     }
   }
 
-  /**
-   * "Review Changes Against…": what every agent the work tree's change reaches will be sent, before and after,
-   * rendered offline by the server (`oscova.review`), shown as the Markdown a pull-request comment holds. In
-   * Restricted Mode the workspace's own code is not imported, as for Preview Prompt.
-   */
+  /** "Review Changes Against…" (`review.ts`), shown in the preview. */
   async reviewChanges(): Promise<void> {
     try {
-      const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file');
-      if (!folder) throw new UserError('open a folder of a git repository to review its changes');
-      const base = await vscode.window.showInputBox({
-        title: 'Oscova: Review Changes Against…', placeHolder: 'origin/main',
-        prompt: 'A commit, branch or tag to compare the work tree with; empty: the merge base with the default branch',
-      });
-      if (base === undefined) return;
-      if (!vscode.workspace.isTrusted) void vscode.window.showInformationMessage(REVIEW_TRUST_MESSAGE);
-      const result = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: 'Oscova: reviewing the change offline', cancellable: true },
-        (_progress, token) => this.serverCommand<unknown>(SERVER_COMMANDS.review,
-          { uri: folder.uri.toString(), base: base.trim() || undefined, trust: vscode.workspace.isTrusted }, token));
-      if (!isReview(result)) throw new UserError('the server answered `oscova.review` in a shape this extension does not know; update them together');
+      const markdown = await askForReview((command, arg, token) => this.serverCommand<unknown>(command, arg, token));
+      if (markdown === undefined) return;
       const uri = vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: '/review.md' });
-      this.previews.set(uri.toString(), reviewMarkdown(result));
+      this.previews.set(uri.toString(), markdown);
       this.previewChanged.fire(uri);
-      try {
-        await vscode.commands.executeCommand('markdown.showPreview', uri);
-      } catch {
-        const doc = await vscode.workspace.openTextDocument(uri);
-        await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
-        await vscode.window.showTextDocument(doc, { preview: true });
-      }
+      await showMarkdown(uri);
     } catch (error) {
       this.showError(error);
     }
@@ -648,7 +625,7 @@ export class OscovaExtension {
 
   private showError(error: unknown): void {
     const text = messageOf(error);
-    if (!(error instanceof UserError)) this.output.appendLine(`[client] ${text}`);
+    if (!(error instanceof UserError || error instanceof ReviewRefused)) this.output.appendLine(`[client] ${text}`);
     void vscode.window.showErrorMessage(`Oscova: ${text}`);
   }
 }
