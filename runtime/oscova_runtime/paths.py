@@ -15,16 +15,19 @@ written under a temporary name created exclusively beside them and renamed into 
   that may be cut short), `read_lines` (a text file streamed line by line: transcripts and cases),
   `open_regular` (a descriptor, for `filecache`).
 - Writing: `write_file` (a whole file, atomically, optionally only when none exists), `copy_file`,
-  `write_text` (in place or appended: tools, memory, personal context), `LineLog` (lines appended as a run
-  goes: a full disk cuts it at a line end, never inside a line, and leaves room for a last line saying why),
-  `open_for_writing`.
+  `write_text` (in place or appended: tools, memory, personal context), `populate_folder` and `make_link`
+  (a scratch copy of a tree), `append_to_output`,
+  `LineLog` (lines appended as a run goes: a full disk cuts it at a line end, never inside a line, and leaves
+  room for a last line saying why), `open_for_writing`.
 - Folders: `make_folders`, `scan_folder`, `walk` (links to folders are never followed), `remove_file`,
   `remove_folder`, `private_folder` (the cache's: created 0700, refused unless the user alone can write it),
   `scratch_folder` (a private temporary folder).
 - `decode_text`: UTF-8 with or without a byte-order mark, UTF-16 and UTF-32 with one.
 
-A file outside every workspace that the user names explicitly for output (an `--output FILE` option) would
-get a function of its own here, named for it; no command has one today, so every write has a root.
+A file outside every workspace that the environment names for output has a function of its own, named for
+it: `append_to_output` (GitHub's `$GITHUB_STEP_SUMMARY`, which `review --format github` writes); every other
+write has a root. `make_link` makes the symlinks of a tree that `review` copies into a scratch folder, never
+one leading out of it.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 MAX_TEXT_BYTES = 1_000_000
 """The largest workspace text file read (definitions, templates, host configuration)."""
@@ -410,6 +413,83 @@ def copy_file(source: str, target: str, *, source_root: str | Boundary | None, r
               limit: int, exclusive: bool = False) -> None:
     """`read_bytes(source)` inside `source_root`, then `write_file(target)` inside `root`."""
     write_file(target, read_bytes(source, root=source_root, limit=limit), root=root, exclusive=exclusive)
+
+
+def make_link(path: str, target: str, *, root: str | Boundary) -> None:
+    """Creates the symlink `path` -> `target` (a relative target, as git stores one), its folder made inside
+    `root`; FileRefused when the link would lead outside `root` (as written, or once made: a link on the way,
+    `..` after one), when something is there already, or when it cannot be made. A link refused once made is
+    removed again, so none is left leading out."""
+    boundary = _boundary(root)
+    folder, name = os.path.split(os.path.abspath(path))
+    make_folders(folder, root=boundary)
+    real_folder = _resolve(folder, boundary, "written")
+    if "\x00" in target or os.path.isabs(target) or (
+            boundary is not None and not is_inside(os.path.join(folder, target), boundary.root, real=False)):
+        raise FileRefused("it is a symlink that leads outside the workspace root, and it was not made")
+    link = os.path.join(real_folder, name)
+    try:
+        os.symlink(target, link)
+    except FileExistsError:
+        raise FileRefused("a file of that name exists, and it was not replaced") from None
+    except OSError as error:
+        raise _cannot("made", error) from None
+    if boundary is not None and not is_inside(link, boundary.real_root):
+        os.unlink(link)
+        raise FileRefused("it is a symlink that leads outside the workspace root, and it was not made")
+
+
+def populate_folder(folder: str, files: Iterable[tuple[str, bytes]]) -> dict[str, str]:
+    """Writes new files into `folder`, a private folder this process made for itself (a scratch copy of a
+    tree), each by its `/`-separated relative path, with the folders on its way. Every folder is opened with
+    `O_NOFOLLOW` and each file created with `O_EXCL | O_NOFOLLOW` relative to its folder's descriptor, so no
+    name is resolved through a link and nothing lands outside `folder`; one check per folder, not per file.
+    Returns the paths not written, each with why (a name that is not a plain relative path, a file where a
+    folder goes, a full disk)."""
+    refused: dict[str, str] = {}
+    descriptors: dict[tuple[str, ...], int] = {(): os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)}
+    try:
+        for relative, data in files:
+            parts = tuple(relative.split("/"))
+            if any(part in ("", ".", "..") or "\x00" in part for part in parts):
+                refused[relative] = "its name is not a plain relative path, and it was not written"
+                continue
+            try:
+                fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                             0o600, dir_fd=_folder_descriptor(descriptors, parts[:-1]))
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+            except OSError as error:
+                refused[relative] = str(_cannot("written", error))
+    finally:
+        for fd in descriptors.values():
+            os.close(fd)
+    return refused
+
+
+def _folder_descriptor(descriptors: dict[tuple[str, ...], int], parts: tuple[str, ...]) -> int:
+    """The descriptor of the folder `parts` below the first one, made (and opened without following a link)
+    folder by folder where missing."""
+    found = descriptors.get(parts)
+    if found is not None:
+        return found
+    parent = _folder_descriptor(descriptors, parts[:-1])
+    try:
+        os.mkdir(parts[-1], 0o700, dir_fd=parent)
+    except FileExistsError:
+        pass
+    fd = descriptors[parts] = os.open(parts[-1], os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=parent)
+    return fd
+
+
+def append_to_output(path: str, text: str) -> None:
+    """Appends UTF-8 text to a file outside every workspace that the environment names for output (GitHub's
+    `$GITHUB_STEP_SUMMARY`): created when missing, a regular file only, and the file itself never a link."""
+    if os.path.islink(path):  # the name given is the file meant: a link there could point anywhere
+        raise FileRefused("it is a symlink, and an output file is never written through one")
+    write_text(path, text, root=None, append=True)
 
 
 def write_text(path: str, text: str, *, root: str | None = None, append: bool = False) -> None:

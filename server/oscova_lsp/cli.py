@@ -99,6 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     _test_arguments(sub.add_parser("test", help="replay the agent tests (recorded runs) under .oscova/tests/"))
 
+    review = sub.add_parser("review", help="show what every agent a change reaches will be sent, before and after "
+                            "the change, offline (the base read from git objects)")
+    review.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    review.add_argument("--base", default=None, metavar="REF",
+                        help="the commit to compare with (default: the merge base with the default branch, else HEAD)")
+    review.add_argument("--format", choices=("text", "markdown", "json", "github"), default="text")
+    review.add_argument("--trust", action="store_true",
+                        help="import the workspace's own tools and providers (at both sides) to render them")
+
     sub.add_parser("schema", help="print the JSON Schema of agent definitions")
     sub.add_parser("providers", help="list the built-in context provider types (the default order)")
     sub.add_parser("tools", help="list the built-in tools")
@@ -160,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _preview(args)
         if args.command == "test":
             return _test(args)
+        if args.command == "review":
+            return _review(args)
         if args.command == "schema":
             return _schema()
         if args.command == "providers":
@@ -500,6 +511,40 @@ def _test(args: argparse.Namespace) -> int:
     results = asyncio.run(main())
     print(render(results, args.format))
     return EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS
+
+
+def _review(args: argparse.Namespace) -> int:
+    """`review`: exit 0 when no agent test drifted and no error was introduced, 1 otherwise, 2 when the change
+    cannot be reviewed (not a git repository, an unknown REF, a shallow clone without the base)."""
+    import asyncio
+
+    from oscova_runtime.paths import FileRefused, append_to_output
+
+    from .analysis.cache import ENV_OFF
+    from .review.formats import format_github, format_json, format_markdown, format_text
+    from .review.git import ReviewError
+    from .review.review import review
+
+    os.environ[ENV_OFF] = "1"  # nothing written outside the review's scratch folder: no facts cache either
+    try:
+        found = asyncio.run(review(args.paths, args.base, trusted=args.trust))
+    except ReviewError as error:
+        print(f"oscova-lsp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.format == "github":
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        try:
+            if summary:
+                append_to_output(summary, format_markdown(found))
+        except FileRefused as refused:
+            print(f"oscova-lsp: the step summary {summary} was not written: {refused}", file=sys.stderr)
+            summary = None
+        body = format_github(found)
+        print(body + ("\n" if body else "") + ("" if summary else format_markdown(found)), end="")
+    else:
+        render = {"text": format_text, "markdown": format_markdown, "json": format_json}[args.format]
+        print(render(found).rstrip("\n"))
+    return found.exit_code
 
 
 def _saved_words(case: Any, first: bool, *, named: bool) -> str:

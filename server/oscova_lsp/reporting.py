@@ -210,6 +210,12 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def github_annotation(level: str, properties: dict[str, object], message: str) -> str:
+    """One GitHub workflow command (`::error file=…,line=…::message`), its properties and message escaped."""
+    props = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+    return f"::{level} {props}::{_escape_data(message)}"
+
+
 def format_github(diagnostics: Iterable[Diagnostic]) -> str:
     lines = []
     for d in diagnostics:

@@ -191,3 +191,56 @@ def test_a_full_disk_cuts_a_line_log_at_a_line_end_and_leaves_room_for_why(tmp_p
         data = (folder / "run.jsonl").read_bytes()
         assert data.endswith(b'\n{"record": "incomplete"}\n') and data.count(line) == log.lines - 1
         assert sorted(p.name for p in folder.iterdir()) == ["run.jsonl"]  # the reserve is given back
+
+
+# -- a scratch copy of a tree (`review`) ------------------------------------------------------------------
+
+
+def test_make_link_makes_links_inside_and_refuses_every_link_leading_out(tmp_path):
+    from oscova_runtime.paths import make_link
+
+    root = tmp_path / "copy"
+    root.mkdir()
+    (root / "templates").mkdir()
+    (root / "templates" / "persona.j2").write_text("persona")
+    make_link(str(root / "templates" / "alias.j2"), "persona.j2", root=str(root))
+    assert (root / "templates" / "alias.j2").read_text() == "persona"
+    make_link(str(root / "here"), ".", root=str(root))  # the root itself: inside
+    for name, target in (("out.j2", "../../outside"), ("abs.j2", "/etc/passwd"), ("up", "here/..")):
+        with pytest.raises(FileRefused, match="leads outside the workspace root"):
+            make_link(str(root / name), target, root=str(root))
+        assert not os.path.lexists(root / name)  # `up` was made, found leading out, and removed
+    with pytest.raises(FileRefused, match="exists"):
+        make_link(str(root / "templates" / "alias.j2"), "persona.j2", root=str(root))
+
+
+def test_populate_folder_writes_below_its_folder_only_and_never_through_a_link(tmp_path):
+    from oscova_runtime.paths import populate_folder
+
+    root, outside = tmp_path / "copy", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    os.symlink(outside, root / "linked")
+    refused = populate_folder(str(root), [("a/b/c.txt", b"c"), ("top.txt", b"t"), ("../escape.txt", b"x"),
+                                          ("linked/evil.txt", b"x"), ("a/b", b"x"), ("a//d", b"x")])
+    assert (root / "a" / "b" / "c.txt").read_bytes() == b"c" and (root / "top.txt").read_bytes() == b"t"
+    assert sorted(refused) == ["../escape.txt", "a//d", "a/b", "linked/evil.txt"]
+    assert "not a plain relative path" in refused["../escape.txt"]
+    assert list(outside.iterdir()) == [] and not (tmp_path / "escape.txt").exists()
+
+
+def test_append_to_output_appends_to_a_regular_file_and_refuses_a_link_a_fifo_or_a_folder(tmp_path):
+    from oscova_runtime.paths import append_to_output
+
+    summary = tmp_path / "steps" / "summary.md"
+    append_to_output(str(summary), "one\n")
+    append_to_output(str(summary), "two\n")
+    assert summary.read_text() == "one\ntwo\n"
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("kept\n")
+    (tmp_path / "link.md").symlink_to(target)
+    os.mkfifo(tmp_path / "pipe.md")
+    for name, reason in (("link.md", "symlink"), ("pipe.md", "FIFO"), ("steps", "directory")):
+        with pytest.raises(FileRefused, match=reason):
+            append_to_output(str(tmp_path / name), "x\n")
+    assert target.read_text() == "kept\n" and summary.read_text() == "one\ntwo\n"

@@ -22,6 +22,7 @@ import {
 import { distinctEnvs, modelKeys, secretKey, type ModelKey } from './apiKeyEnv';
 import { rewriteLensCommand, visibleLenses } from './lens';
 import { previewMarkdown } from './preview';
+import { askForReview, ReviewRefused, showMarkdown } from './review';
 import { applyError, applyResult, isActive, RunStore, type RunEvent, type RunResult } from './runModel';
 import { RunView } from './runView';
 import { installCommand, PYTHON_PROBE_ARGS, REPOSITORY, resolveServerCommand, type Resolution } from './serverCommand';
@@ -89,6 +90,7 @@ export class OscovaExtension {
     command('oscova.client.showRunView', () => this.runView.show(undefined, false));
     command('oscova.client.compareWithPreviousRun', (key?: string) => this.compareWithPrevious(key));
     command('oscova.client.saveRunAsTestCase', (key?: string) => this.saveTestCase(key));
+    command('oscova.client.reviewChanges', () => this.reviewChanges());
     command('oscova.client.setApiKey', () => this.setApiKey());
     command('oscova.client.restartServer', () => this.restart());
     command('oscova.client.showOutput', () => this.output.show(true));
@@ -409,6 +411,20 @@ export class OscovaExtension {
     }
   }
 
+  /** "Review Changes Against…" (`review.ts`), shown in the preview. */
+  async reviewChanges(): Promise<void> {
+    try {
+      const markdown = await askForReview((command, arg, token) => this.serverCommand<unknown>(command, arg, token));
+      if (markdown === undefined) return;
+      const uri = vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: '/review.md' });
+      this.previews.set(uri.toString(), markdown);
+      this.previewChanged.fire(uri);
+      await showMarkdown(uri);
+    } catch (error) {
+      this.showError(error);
+    }
+  }
+
   /** Arguments from a code lens (`{agentId, input, uri}`), an explorer/editor URI, or nothing. */
   private async runArgs(arg?: RunArgs | vscode.Uri): Promise<RunArgs | undefined> {
     if (arg instanceof vscode.Uri) return { uri: arg.toString() };
@@ -595,6 +611,7 @@ export class OscovaExtension {
     const items = [
       { label: '$(play) Run Agent…', command: 'oscova.client.runAgent' },
       { label: '$(preview) Preview Prompt…', command: 'oscova.client.previewPrompt' },
+      { label: '$(git-compare) Review Changes Against…', command: 'oscova.client.reviewChanges' },
       ...(this.store.active().length ? [{ label: '$(debug-stop) Cancel Run', command: 'oscova.client.cancelRun' }] : []),
       { label: '$(window) Show Run View', command: 'oscova.client.showRunView' },
       { label: '$(history) Show Run Transcript', command: 'oscova.client.showRunTranscript' },
@@ -608,7 +625,7 @@ export class OscovaExtension {
 
   private showError(error: unknown): void {
     const text = messageOf(error);
-    if (!(error instanceof UserError)) this.output.appendLine(`[client] ${text}`);
+    if (!(error instanceof UserError || error instanceof ReviewRefused)) this.output.appendLine(`[client] ${text}`);
     void vscode.window.showErrorMessage(`Oscova: ${text}`);
   }
 }

@@ -6,6 +6,7 @@ It imports neither pygls nor lsprotocol: results are plain `Diagnostic` values.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -51,15 +52,19 @@ class Analysis:
         copy._results_target = None  # a copy is changed: its results are not the loaded files' any more
         return copy
 
-    def load(self, *, jobs: int | None = None, mp_context: Any = None, cache: bool = True) -> None:
+    def load(self, *, jobs: int | None = None, mp_context: Any = None, cache: bool = True,
+             like: Analysis | None = None) -> None:
         """Reads and parses the whole workspace; large ones parse their templates in worker processes.
 
         `mp_context` chooses how workers start (a server with threads running wants "forkserver"). `cache`:
         reuse the facts of unchanged files from the facts cache (`cache.py`; also off with OSCOVA_LSP_NO_CACHE).
+        `like`: another root's analysis (the same tree elsewhere: `review`'s two sides) whose parsed files are
+        reused for files at the same relative path with the same text; a parsed file is a function of its path
+        and text only, and its path is the only part that names where it lies.
         """
         paths, texts, target = self._read_all(cache)
         self._results_target = target
-        self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context)
+        self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context, like)
 
     def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, Texts] | None:
         """The stored results of the last whole check of this root when they hold for the files as they are
@@ -141,8 +146,10 @@ class Analysis:
         return stored
 
     def _parse(self, paths: list[str], texts: Texts, store: FactsCache | None, jobs: int | None,
-               mp_context: Any) -> None:
+               mp_context: Any, like: Analysis | None = None) -> None:
         hits, todo_texts = store.lookup(paths, texts) if store is not None else ({}, texts)
+        if like is not None:
+            hits.update(_same_files(like, self.root, [p for p in paths if p not in hits], texts))
         todo = [path for path in paths if path not in hits]
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
@@ -195,6 +202,18 @@ class Analysis:
                     continue
             out[path] = value
         return out
+
+
+def _same_files(other: Analysis, root: str, paths: list[str], texts: Texts) -> dict[str, ParsedFile]:
+    """The parsed files of `other` at the same path relative to its root, with the same text, moved to `root`."""
+    found: dict[str, ParsedFile] = {}
+    for path in paths:
+        text, skipped = texts.get(path, (None, None))
+        before = other.workspace.files.get(os.path.join(other.root, os.path.relpath(path, root)))
+        if text is not None and skipped is None and before is not None and before.skipped is None \
+                and before.text == text and file_kind(path) is not FileKind.HOST:
+            found[path] = dataclasses.replace(before, path=path)
+    return found
 
 
 def _lint_key(lint: LintOptions | None) -> str:

@@ -428,6 +428,16 @@ class Workspace:
             refs.update(self.resolve_template(r.path) for r in parsed.facts.references)
         return refs
 
+    def dependents(self, path: str) -> set[str]:
+        """The file at `path` and every file whose diagnostics depend on it as it is now (what an `update` of
+        it re-checks); the host configuration: every file."""
+        parsed = self.files.get(path)
+        if parsed is None:
+            return set()
+        if isinstance(parsed, HostFile):
+            return set(self.files)
+        return {p for p in self._dependents(parsed) if p in self.files} | {path}
+
     def _dependents(self, parsed: ParsedFile) -> set[str]:
         """Files whose diagnostics depend on `parsed` as it is now."""
         out: set[str] = set(self.template_referrers.get(parsed.path, ()))

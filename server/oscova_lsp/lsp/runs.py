@@ -493,6 +493,7 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
         "oscova.runTest": lambda params: run_test(runs, params),
         "oscova.saveTestCase": lambda params: save_test_case(runs, params),
         "oscova.compareRuns": lambda params: compare_runs(runs, params),
+        "oscova.review": lambda params: review_changes(runs, params),
     })
     if tuple(handlers) != COMMANDS:  # the advertised commands (capabilities.py) and these must agree
         raise RuntimeError(f"command handlers {tuple(handlers)} differ from the advertised {COMMANDS}")
@@ -621,3 +622,53 @@ async def compare_runs(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str
         return await asyncio.to_thread(compare_with_previous, transcript or "", previous)
     except RecordingError as error:
         raise JsonRpcRequestFailed(str(error)) from None
+
+
+# ---------------------------------------------------------------------------------------------- review
+# `oscova.review` runs `oscova-lsp review --format json` as a process of its own: the review reads the base from
+# git, parses both sides and (with trust) imports both sides' code, none of which may touch the server's state,
+# stall its loop or stay imported in it.
+
+REVIEW_TIMEOUT = 600.0
+"""Seconds a review may take before it is stopped."""
+
+
+async def review_changes(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
+    """`{uri?, base?, trust?}` → the review of the workspace `uri` names (the first folder's without it) against
+    `base` (default: the merge base with the default branch), as `oscova-lsp review --format json` prints it.
+    `trust: true` imports the workspace's tools and providers, so it is refused in an untrusted workspace;
+    without it the review imports nothing of the workspace there too, as the untrusted preview does."""
+    import sys
+
+    args = command_argument(params)
+    base = _string(args, "base", params.command)
+    trust = args.get("trust", False)
+    if not isinstance(trust, bool):
+        raise JsonRpcInvalidParams(f"{params.command}: `trust` must be true or false")
+    if trust and not runs.trusted:
+        raise JsonRpcRequestFailed("The workspace is not trusted: oscova.review imports the workspace's tools and "
+                                   "providers (`trust: true`) only in a trusted workspace; without `trust` it "
+                                   "imports none")
+    root = runs.root_for(_string(args, "uri", params.command), params.command)
+    command = [sys.executable, "-P", "-m", "oscova_lsp", "review", "--format", "json",
+               *([f"--base={base}"] if base else []), *(["--trust"] if trust else []), "--", root]
+    process = await asyncio.create_subprocess_exec(*command, cwd=root, stdin=asyncio.subprocess.DEVNULL,
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), REVIEW_TIMEOUT)
+    except BaseException as stopped:  # cancelled or too slow: the review stops with the request
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        if isinstance(stopped, TimeoutError):
+            raise JsonRpcRequestFailed(f"the review took over {REVIEW_TIMEOUT:.0f} s and was stopped; "
+                                       "`oscova-lsp review` in a terminal has no time limit") from None
+        raise
+    if process.returncode not in (0, 1):
+        why = err.decode("utf-8", "replace").strip().splitlines()
+        raise JsonRpcRequestFailed((why[-1] if why else "the review failed").removeprefix("oscova-lsp: "))
+    try:
+        found: dict[str, Any] = json.loads(out)
+    except json.JSONDecodeError:
+        raise JsonRpcRequestFailed("the review did not answer with JSON") from None
+    return found

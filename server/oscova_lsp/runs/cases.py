@@ -246,10 +246,11 @@ def save_case(root: str, run: str, name: str | None = None) -> Case:
 # ------------------------------------------------------------------------------------------- running
 
 
-async def run_case(case: Case, *, update: bool = False, trace: bool = False) -> CaseResult:
+async def run_case(case: Case, *, update: bool = False, trace: bool = False, **replay: Any) -> CaseResult:
     """Replays one case (never a network connection: the recorded answers and tool results stand in, and
     spans are exported only with `trace`). With `update`, a drifted case is re-recorded (the module
-    docstring says how) and reports `updated`."""
+    docstring says how) and reports `updated`. `replay`: more options of `replay.replay_run` (`runs_dir`,
+    `trusted`, `files`)."""
     from .replay import replay_run
 
     began = time.perf_counter()
@@ -257,7 +258,7 @@ async def run_case(case: Case, *, update: bool = False, trace: bool = False) -> 
     try:
         recording = case.recording()
         agent_id = recording.agent_id
-        result = await replay_run(case.root, agent_id, case.path, trace=trace)
+        result = await replay_run(case.root, agent_id, case.path, trace=trace, **replay)
         failure = result.result.get("error")
         if not result.matched and failure and recording.status == "completed" and DRIFT_WORDS not in failure:
             raise CaseError(f"The replay of {agent_id} failed: {failure}")  # not a drift: the agent cannot run

@@ -39,6 +39,7 @@ from oscova_runtime.messages import (
 from oscova_runtime.recording import TOOL_SCOPE, facts_at
 from oscova_runtime.session import AgentSession
 
+from ..analysis.host import AnalysisHost
 from .diff import request_difference, tool_lines, unified
 from .events import jsonable
 from .recorder import Recorder, message_from_record
@@ -219,11 +220,14 @@ def _cancelled() -> BaseException:
 async def replay_run(root: str, agent_id: str | None, transcript: str, *, input: str | None = None,
                      live_tools: bool = False, on_event: Callable[[dict[str, Any]], Any] | None = None,
                      runs_dir: str | None = None, trace: bool = False,
-                     approve: Callable[[dict[str, Any]], Awaitable[bool]] | None = None) -> ReplayResult:
+                     approve: Callable[[dict[str, Any]], Awaitable[bool]] | None = None, trusted: bool = True,
+                     files: AnalysisHost | None = None) -> ReplayResult:
     """Replays the run recorded in `transcript` with the agent `agent_id` (default: the recorded one) of
     the workspace `root` as it is now, on `input` (default: the recorded input). The replay's own
     transcript goes to `runs_dir` (default: `<root>/.oscova/runs/`). A replay is offline: it exports spans
-    only with `trace` (then by the rules of a run's, `tracing.collector`).
+    only with `trace` (then by the rules of a run's, `tracing.collector`). `trusted=False`: the workspace's
+    own tools and providers are not imported (as in an untrusted preview). `files`: an analysis host holding
+    the root already read (default: the run service reads it).
 
     Approval is never taken from the recording: when the recorded run could ask (its header says
     `approvals`), the replay offers the same tools, and a live tool that needs approval asks `approve` as a
@@ -234,7 +238,7 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
     from .service import RunService
 
     recording = load_recording(transcript)
-    service = RunService(root, runs_dir=runs_dir, tracing=trace)
+    service = RunService(root, runs_dir=runs_dir, trusted=trusted, host=files, tracing=trace)
     replayer = Replayer(recording, live_tools=live_tools, root=service.root)
     events: list[dict[str, Any]] = []
 

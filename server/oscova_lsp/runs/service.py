@@ -434,30 +434,11 @@ class RunService:
         return host
 
     def _make_importable(self, config: HostConfig) -> None:
-        """Puts the root on `sys.path` for `[tools.*]` and `[providers.*]` code, and forgets a same-named
-        module imported from elsewhere (another workspace) so this workspace's own file is used."""
-        if self.root not in sys.path:
-            sys.path.insert(0, self.root)
-        specs = [t.callable for t in config.tools.values()] + [p.class_ for p in config.providers.values()]
-        for top in {spec.partition(":")[0].split(".")[0] for spec in specs}:
-            local = os.path.join(self.root, top)
-            if not (os.path.isdir(local) or os.path.isfile(local + ".py")):
-                continue
-            module = sys.modules.get(top)
-            origin = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", []) or []), None)
-            if module is not None and (origin is None or not is_inside(origin, self.root)):
-                self._forget_modules(top)
-
-    def _forget_modules(self, top: str) -> None:
-        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
-            del sys.modules[name]
+        make_importable(self.root, config)
 
     def _forget_workspace_modules(self) -> None:
         """Drops modules loaded from the workspace, so edited tools and providers load afresh."""
-        for name, module in list(sys.modules.items()):
-            origin = getattr(module, "__file__", None)
-            if origin and is_inside(origin, self.root):
-                del sys.modules[name]
+        forget_modules_inside(self.root)
 
     # -- cache -----------------------------------------------------------------------------------------
 
@@ -741,6 +722,31 @@ class RunService:
                 return False
 
         return ask
+
+
+def make_importable(root: str, config: HostConfig) -> None:
+    """Puts `root` on `sys.path` for `[tools.*]` and `[providers.*]` code, and forgets a same-named module
+    imported from elsewhere (another workspace) so this workspace's own file is used. Trusted roots only."""
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    specs = [t.callable for t in config.tools.values()] + [p.class_ for p in config.providers.values()]
+    for top in {spec.partition(":")[0].split(".")[0] for spec in specs}:
+        local = os.path.join(root, top)
+        if not (os.path.isdir(local) or os.path.isfile(local + ".py")):
+            continue
+        module = sys.modules.get(top)
+        origin = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", []) or []), None)
+        if module is not None and (origin is None or not is_inside(origin, root)):
+            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                del sys.modules[name]
+
+
+def forget_modules_inside(root: str) -> None:
+    """Drops the modules loaded from files inside `root`."""
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if origin and is_inside(origin, root):
+            del sys.modules[name]
 
 
 def load_model_client() -> None:

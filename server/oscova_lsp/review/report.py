@@ -1,0 +1,156 @@
+"""A review's findings as plain values, and their JSON shape (`--format json`, `oscova.review`).
+
+The shape, version 1 (README "Reviewing a change"):
+
+    {"version": 1, "base": {"ref", "commit", "chosen"}, "head": "the work tree",
+     "renderedAt": ISO time, "facts": {...}, "trusted": bool, "exitCode": 0 | 1,
+     "summary": {"changed", "added", "removed", "unchanged", "diagnosticsIntroduced", "errorsIntroduced",
+                 "diagnosticsFixed", "testsReplayed", "testsDrifted"},
+     "workspaces": [{"root", "unchanged", "notLoaded": [{kind, name, source, reason}],
+                     "agents": [{"id", "status": "changed" | "added" | "removed", "path", "causes": [path],
+                                 "changes": [{"part", "diff"}], "request": text | null, "economics": null}],
+                     "diagnostics": {"introduced": [diagnostic], "fixed": [diagnostic]},
+                     "tests": [{"name", "path", "agentId", "status": "passed" | "drifted" | "error"
+                                | "not replayed", "difference"?, "reason"?}]}],
+     "notes": [sentence]}
+
+Paths are relative to the repository's top folder, `/`-separated; a diagnostic is `{path, line, character,
+code, severity, message}` with 1-based line and character (as `check`'s text and GitHub output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .git import Base
+from .render import REVIEW_FACTS, REVIEW_MOMENT
+
+AgentStatus = Literal["changed", "added", "removed"]
+TestStatus = Literal["passed", "drifted", "error", "not replayed"]
+FORMAT_VERSION = 1
+
+
+@dataclass
+class AgentChange:
+    agent_id: str
+    status: AgentStatus
+    path: str
+    """The definition (the work tree's; the base's for a removed agent)."""
+    causes: list[str] = field(default_factory=list)
+    """The changed files the agent's request depends on ("via `templates/partials/persona.j2`")."""
+    changes: dict[str, str] = field(default_factory=dict)
+    """Part (`instructions`, `messages`, `tools`, `options`) -> its unified diff, base → work tree."""
+    request: str | None = None
+    """An added or removed agent's whole request, as text."""
+    economics: dict[str, Any] | None = None
+    """Token delta and whether the cacheable prefix moved: `economics.prompt_economics` (None until token
+    counts exist)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.agent_id, "status": self.status, "path": self.path, "causes": self.causes,
+                "changes": [{"part": part, "diff": diff} for part, diff in self.changes.items()],
+                "request": self.request, "economics": self.economics}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A diagnostic the change introduced or fixed (1-based position)."""
+
+    path: str
+    line: int
+    character: int
+    code: str
+    severity: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "character": self.character, "code": self.code,
+                "severity": self.severity, "message": self.message}
+
+
+@dataclass
+class TestOutcome:
+    name: str
+    path: str
+    agent_id: str
+    status: TestStatus
+    difference: str | None = None
+    """A drifted test's first difference (a unified diff, recorded → now)."""
+    reason: str | None = None
+    """Why it could not run, or why it was not replayed."""
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("drifted", "error")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "path": self.path, "agentId": self.agent_id, "status": self.status}
+        if self.difference is not None:
+            out["difference"] = self.difference
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass
+class WorkspaceReview:
+    root: str
+    """The workspace root, relative to the repository's top (`.` for the top itself)."""
+    agents: list[AgentChange] = field(default_factory=list)
+    unchanged: int = 0
+    introduced: list[Finding] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
+    tests: list[TestOutcome] = field(default_factory=list)
+    not_loaded: list[dict[str, Any]] = field(default_factory=list)
+    """The workspace's own tools and providers the rendered agents use, not imported without trust."""
+
+    def of(self, status: AgentStatus) -> list[AgentChange]:
+        return [a for a in self.agents if a.status == status]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"root": self.root, "unchanged": self.unchanged, "notLoaded": self.not_loaded,
+                "agents": [a.to_json() for a in self.agents],
+                "diagnostics": {"introduced": [d.to_json() for d in self.introduced],
+                                "fixed": [d.to_json() for d in self.fixed]},
+                "tests": [t.to_json() for t in self.tests]}
+
+
+@dataclass
+class Review:
+    base: Base
+    trusted: bool
+    workspaces: list[WorkspaceReview] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, status: AgentStatus) -> int:
+        return sum(len(w.of(status)) for w in self.workspaces)
+
+    @property
+    def errors_introduced(self) -> list[Finding]:
+        return [d for w in self.workspaces for d in w.introduced if d.severity == "error"]
+
+    @property
+    def tests(self) -> list[TestOutcome]:
+        return [t for w in self.workspaces for t in w.tests]
+
+    @property
+    def exit_code(self) -> int:
+        """0: no agent test drifted (or could not run) and no error was introduced; 1 otherwise."""
+        return 1 if self.errors_introduced or any(t.failed for t in self.tests) else 0
+
+    def summary(self) -> dict[str, int]:
+        replayed = [t for t in self.tests if t.status != "not replayed"]
+        return {"changed": self.count("changed"), "added": self.count("added"), "removed": self.count("removed"),
+                "unchanged": sum(w.unchanged for w in self.workspaces),
+                "diagnosticsIntroduced": sum(len(w.introduced) for w in self.workspaces),
+                "errorsIntroduced": len(self.errors_introduced),
+                "diagnosticsFixed": sum(len(w.fixed) for w in self.workspaces),
+                "testsReplayed": len(replayed), "testsDrifted": sum(t.failed for t in replayed)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": FORMAT_VERSION, "base": {"ref": self.base.ref, "commit": self.base.commit,
+                                                 "chosen": self.base.label},
+                "head": "the work tree", "renderedAt": REVIEW_MOMENT.isoformat(), "facts": dict(REVIEW_FACTS),
+                "trusted": self.trusted, "exitCode": self.exit_code, "summary": self.summary(),
+                "workspaces": [w.to_json() for w in self.workspaces], "notes": self.notes}
