@@ -140,9 +140,12 @@ export function display(value: unknown): string {
     }
     return value;
   }
+  // A value JSON cannot write (a BigInt, a cycle; never in a notification) in its own words.
   try {
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
     return JSON.stringify(value, null, 2) ?? String(value);
   } catch {
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
     return String(value);
   }
 }

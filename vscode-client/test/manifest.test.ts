@@ -44,7 +44,6 @@ test('the languages, grammar and schema the manifest names exist', () => {
 });
 
 test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) => {
-  // eslint-disable-next-line @typescript-eslint/no-var-requires
   const { findOscovaLsp, generate, schemaPath } = await import(join(root, 'scripts', 'generate-schema.mjs'));
   const exe = findOscovaLsp();
   if (!exe) {

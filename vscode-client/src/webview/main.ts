@@ -26,7 +26,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
 }
 
 function details(id: string, summary: Node | string, body: Node, className: string, defaultOpen = false): HTMLDetailsElement {
-  const d = el('details', { class: className, 'data-id': id }, el('summary', {}, summary), body) as HTMLDetailsElement;
+  const d = el('details', { class: className, 'data-id': id }, el('summary', {}, summary), body);
   d.open = open.has(id) || (defaultOpen && !open.has(`closed:${id}`));
   d.addEventListener('toggle', () => {
     if (d.open) { open.add(id); open.delete(`closed:${id}`); } else { open.delete(id); open.add(`closed:${id}`); }
