@@ -18,7 +18,7 @@
 //    worker processes. Diagnostics arrive, Preview Prompt shows the built-in rendering and what it did
 //    not load, Run Agent is refused, and no marker appears.
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
@@ -117,7 +117,13 @@ tools:
   - current_datetime
 example_input: What time is it? Use the tool.
 `);
+  // The user's private notes for clock are a link to another user's: refused, so a run says so (a `notice`).
+  mkdirSync(join(dir, '.oscova', 'notes', 'other'), { recursive: true });
+  mkdirSync(join(dir, '.oscova', 'notes', 'e2e'), { recursive: true });
+  writeFileSync(join(dir, '.oscova', 'notes', 'other', 'clock.md'), `${OTHERS_NOTES}\n`);
+  symlinkSync(join(dir, '.oscova', 'notes', 'other', 'clock.md'), join(dir, '.oscova', 'notes', 'e2e', 'clock.md'));
 }
+const OTHERS_NOTES = 'other-users-notes-5e1f: not for e2e';
 
 /** Records a run with the CLI (the model: the fake endpoint, served by this process: not spawnSync) and
  * saves it as a case under .oscova/tests/. */
@@ -610,6 +616,12 @@ async function main() {
     if (await tool.count() !== 1) throw new Error('the Run view shows no current_datetime tool call');
     const toolText = await tool.innerText();
     if (!/result/i.test(toolText) || !/\d{4}-\d{2}-\d{2}/.test(toolText)) throw new Error(`the tool call has no result: ${toolText}`);
+    // The refused notes: the Run view says what was left out and why, and shows none of their text.
+    const notices = await frame.locator('[data-testid=notice]').allInnerTexts();
+    if (notices.length !== 1 || !notices[0].startsWith('PrivateNotesContextProvider: The private notes were left out of the prompt: ')) {
+      throw new Error(`the Run view's notices: ${JSON.stringify(notices)}`);
+    }
+    if ((await frame.locator('body').innerText()).includes(OTHERS_NOTES.split(':')[0])) throw new Error('the Run view shows the refused notes');
     const runInput = await frame.locator('[data-testid=input]').innerText();
     if (runInput !== 'What time is it? Use the tool.') throw new Error(`the Run view shows the input "${runInput}"`);
     // Tokens and time per call (`modelCall` events): the fake endpoint reports usage on its answer only.

@@ -17,6 +17,11 @@ function asText(value: unknown): string {
   return display(value);
 }
 
+/** A value of the answer in a sentence: a string as it is, anything else as JSON. */
+function word(value: unknown): string {
+  return typeof value === 'string' ? value : display(value);
+}
+
 export function previewMarkdown(agentId: string, input: string | undefined, result: unknown): string {
   const r = (result && typeof result === 'object' ? result : {}) as Record<string, unknown>;
   const out: string[] = [`# Prompt preview: \`${agentId}\``, ''];
@@ -26,8 +31,8 @@ export function previewMarkdown(agentId: string, input: string | undefined, resu
       '> (importing them would run their code). Trust the workspace to preview them.', '');
     for (const n of notLoaded) {
       const item = (n && typeof n === 'object' ? n : {}) as Record<string, unknown>;
-      const source = item.source ? ` (\`${String(item.source)}\`)` : '';
-      out.push(`- ${String(item.kind ?? 'item')} \`${String(item.name ?? '?')}\`${source}: ${String(item.reason ?? 'not loaded')}`);
+      const source = item.source ? ` (\`${word(item.source)}\`)` : '';
+      out.push(`- ${word(item.kind ?? 'item')} \`${word(item.name ?? '?')}\`${source}: ${word(item.reason ?? 'not loaded')}`);
     }
     if (notLoaded.length) out.push('');
   }
@@ -53,7 +58,7 @@ export function previewMarkdown(agentId: string, input: string | undefined, resu
   for (const p of providers) {
     if (p && typeof p === 'object') {
       const prov = p as Record<string, unknown>;
-      const name = String(prov.type ?? prov.name ?? prov.stateKey ?? '?');
+      const name = word(prov.type ?? prov.name ?? prov.stateKey ?? '?');
       const rest = Object.entries(prov).filter(([k]) => !['type', 'name'].includes(k))
         .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('; ');
       out.push(`- \`${name}\`${rest ? ` — ${rest}` : ''}`);

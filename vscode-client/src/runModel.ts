@@ -36,6 +36,16 @@ export type RunItem = AnswerItem | MessageItem | ToolItem;
 
 export interface Usage { inputTokens: number; outputTokens: number; totalTokens: number }
 
+/** What a provider left out of the prompt on purpose, and why (`notice` event; docs/runtime.md). */
+export interface Notice {
+  /** The provider's short type name (`PrivateNotesContextProvider`). */
+  provider: string;
+  /** Its full type name. */
+  source?: string;
+  /** A sentence for the user; never the left-out text itself. */
+  message: string;
+}
+
 /** One model call (`modelCall` event): an agent used as a tool reports its own calls too. */
 export interface ModelCall {
   agentId?: string;
@@ -65,6 +75,8 @@ export interface RunState {
   modelCalls?: ModelCall[];
   /** The run's total (`completed`'s `usage`: every model call, nested agents' too). */
   usage?: Usage;
+  /** What providers left out of the prompt, each provider and message once, in the order they came. */
+  notices?: Notice[];
 }
 
 export const TERMINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
@@ -140,9 +152,12 @@ export function display(value: unknown): string {
     }
     return value;
   }
+  // A value JSON cannot write (a BigInt, a cycle; never in a notification) in its own words.
   try {
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
     return JSON.stringify(value, null, 2) ?? String(value);
   } catch {
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
     return String(value);
   }
 }
@@ -257,6 +272,16 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
           status: error !== undefined ? 'error' : 'done', result: error === undefined ? display(e.result) : undefined, error, ...timed });
       }
       return { ...run, items };
+    }
+    case 'notice': {
+      const message = str(e.message);
+      const provider = str(e.provider) ?? str(e.source);
+      if (!message || !provider) return run;
+      const notice: Notice = { provider, source: str(e.source), message };
+      if (notice.source === undefined) delete notice.source;
+      // The same notice again (the provider asked again within the run) is shown once.
+      if (run.notices?.some((n) => n.provider === provider && n.message === message)) return run;
+      return { ...run, notices: [...(run.notices ?? []), notice] };
     }
     case 'completed': {
       const finished = finish(run, 'completed', now);

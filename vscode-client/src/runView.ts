@@ -79,8 +79,8 @@ export class RunView implements vscode.Disposable {
 
   private html(webview: vscode.Webview): string {
     const nonce = crypto.randomBytes(16).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js'));
-    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'run.css'));
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js')).toString();
+    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'run.css')).toString();
     const csp = [
       "default-src 'none'",
       `style-src ${webview.cspSource}`,

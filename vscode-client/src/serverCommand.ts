@@ -28,7 +28,7 @@ export interface ResolveInput {
   workspaceFolders: string[];
   trusted: boolean;
   /** True when `file` exists and is executable. */
-  isExecutable(file: string): boolean;
+  isExecutable: (file: string) => boolean;
   /** The Python extension's interpreter for the workspace (argv, e.g. `['/venv/bin/python']`), if any. */
   pythonInterpreter?: () => Promise<string[] | undefined>;
   /** Whether that interpreter can import `oscova_lsp`. */

@@ -34,8 +34,10 @@ export type Outcome =
 /** The cases of a `oscova.listTests` answer that are well formed, by name (a bad answer lists nothing). */
 export function casesOf(answer: unknown): TestCaseInfo[] {
   if (!Array.isArray(answer)) return [];
-  const cases = answer.filter((c): c is TestCaseInfo =>
-    !!c && typeof c === 'object' && typeof c.name === 'string' && typeof c.uri === 'string' && typeof c.path === 'string');
+  const cases = (answer as unknown[]).filter((c): c is TestCaseInfo => {
+    const info = c as Partial<Record<keyof TestCaseInfo, unknown>> | null;
+    return !!info && typeof info === 'object' && typeof info.name === 'string' && typeof info.uri === 'string' && typeof info.path === 'string';
+  });
   return cases.sort((a, b) => a.name.localeCompare(b.name) || a.uri.localeCompare(b.uri));
 }
 

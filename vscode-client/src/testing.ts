@@ -6,7 +6,9 @@
  * (a replay builds the agent, which imports the workspace's providers).
  */
 import * as vscode from 'vscode';
+import { messageOf } from './errors';
 import { casesOf, describeCase, outcomeOf, type TestCaseInfo, type TestCaseResult } from './testCases';
+import { offerTrust } from './trust';
 
 export type ServerRequest = <T>(command: string, arg: unknown, token?: vscode.CancellationToken) => Promise<T>;
 
@@ -60,8 +62,7 @@ export class AgentTests implements vscode.Disposable {
     try {
       if (!vscode.workspace.isTrusted) {
         for (const item of queue) run.errored(item, new vscode.TestMessage(TRUST_MESSAGE));
-        void vscode.window.showWarningMessage(TRUST_MESSAGE, 'Manage Workspace Trust')
-          .then((c) => { if (c) void vscode.commands.executeCommand('workbench.trust.manage'); });
+        offerTrust(TRUST_MESSAGE, 'warning');
         return;
       }
       for (const item of queue) run.enqueued(item);
@@ -105,10 +106,4 @@ function* collect(items: vscode.TestItemCollection): Generator<vscode.TestItem> 
   const all: vscode.TestItem[] = [];
   items.forEach((item) => all.push(item));
   yield* all;
-}
-
-function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (error && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
-  return String(error);
 }

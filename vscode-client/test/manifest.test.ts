@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -44,7 +44,6 @@ test('the languages, grammar and schema the manifest names exist', () => {
 });
 
 test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) => {
-  // eslint-disable-next-line @typescript-eslint/no-var-requires
   const { findOscovaLsp, generate, schemaPath } = await import(join(root, 'scripts', 'generate-schema.mjs'));
   const exe = findOscovaLsp();
   if (!exe) {
@@ -54,4 +53,14 @@ test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) =
   }
   assert.equal(readFileSync(schemaPath, 'utf8'), generate(exe), 'stale schema: run `npm run schema`');
   assert.ok(execFileSync(exe, ['schema'], { encoding: 'utf8' }).includes('example_input'));
+});
+
+test('docs/architecture.md names every module of src/ in its vscode-client section, and only modules', () => {
+  const doc = readFileSync(join(root, '..', 'docs', 'architecture.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('### `vscode-client/`'), doc.indexOf('### `tests/`'));
+  const named = new Set([...section.matchAll(/`(?:src\/)?((?:webview\/)?[A-Za-z]+\.ts)`/g)].map((m) => m[1]));
+  const modules = [...readdirSync(join(root, 'src')), ...readdirSync(join(root, 'src', 'webview')).map((f) => `webview/${f}`)]
+    .filter((f) => f.endsWith('.ts'));
+  assert.deepEqual(modules.filter((m) => !named.has(m)), [], 'modules the code map does not name');
+  assert.deepEqual([...named].filter((n) => !modules.includes(n)), [], 'names in the code map that are no module');
 });

@@ -150,3 +150,24 @@ test('durations read naturally', () => {
   assert.equal(formatDuration(1530), '1.5 s');
   assert.equal(formatDuration(125_000), '2 min 5 s');
 });
+
+test('a notice says what a provider left out, beside the timeline, once per provider and message', () => {
+  const message = 'The private notes were left out of the prompt: it is a symlink that leads outside the user\'s own notes folder';
+  const source = 'oscova_runtime.providers.private_notes.PrivateNotesContextProvider';
+  const run = play([
+    ev(1, 'started'),
+    ev(2, 'notice', { source, provider: 'PrivateNotesContextProvider', message }),
+    ev(3, 'delta', { text: 'Hel' }),
+    ev(4, 'notice', { source, provider: 'PrivateNotesContextProvider', message }),
+    ev(5, 'notice', { source: 'x.Other', message: 'Other left out.' }),
+    ev(6, 'delta', { text: 'lo' }),
+    ev(7, 'completed'),
+  ]);
+  assert.deepEqual(run.notices, [
+    { provider: 'PrivateNotesContextProvider', source, message },
+    { provider: 'x.Other', source: 'x.Other', message: 'Other left out.' },
+  ]);
+  assert.deepEqual(run.items, [{ type: 'answer', text: 'Hello', streaming: false }]);
+  assert.equal(run.status, 'completed');
+  assert.equal(play([ev(1, 'started'), ev(2, 'notice', { provider: 'P' })]).notices, undefined, 'a notice without a message shows nothing');
+});

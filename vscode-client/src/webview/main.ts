@@ -2,7 +2,7 @@
  * The Run view's script (runs inside the webview). It renders the `RunState` the extension posts with
  * DOM APIs and `textContent` only: model output and tool results are never parsed as HTML.
  */
-import type { RunItem, RunState } from '../runModel';
+import type { Notice, RunItem, RunState } from '../runModel';
 import { callTotals, durationMs, formatDuration, formatTokens, isActive } from '../runModel';
 
 interface VsCodeApi {
@@ -26,7 +26,7 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
 }
 
 function details(id: string, summary: Node | string, body: Node, className: string, defaultOpen = false): HTMLDetailsElement {
-  const d = el('details', { class: className, 'data-id': id }, el('summary', {}, summary), body) as HTMLDetailsElement;
+  const d = el('details', { class: className, 'data-id': id }, el('summary', {}, summary), body);
   d.open = open.has(id) || (defaultOpen && !open.has(`closed:${id}`));
   d.addEventListener('toggle', () => {
     if (d.open) { open.add(id); open.delete(`closed:${id}`); } else { open.delete(id); open.add(`closed:${id}`); }
@@ -59,6 +59,15 @@ function renderItem(run: RunState, item: RunItem, index: number): HTMLElement {
       return details(`${run.key}:tool:${item.callId}:${index}`, summary, body, `tool ${item.status}`, true);
     }
   }
+}
+
+/** What providers left out of the prompt and why (`notice` events): beside the instructions they concern. */
+function renderNotices(notices: Notice[] | undefined): HTMLElement | undefined {
+  if (!notices?.length) return undefined;
+  return el('section', { class: 'notices', 'data-testid': 'notices' },
+    el('div', { class: 'label' }, 'Left out of the prompt'),
+    ...notices.map((n) => el('div', { class: 'notice', 'data-testid': 'notice', title: n.source ?? n.provider },
+      el('code', {}, n.provider), `: ${n.message}`)));
 }
 
 /** Every model call with its tokens and time, and the totals (tools included): what the run cost. */
@@ -116,6 +125,8 @@ function render() {
   root.append(el('section', { class: 'input' }, el('div', { class: 'label' }, 'Input'), el('div', { class: 'text', 'data-testid': 'input' }, run.input)));
   root.append(details(`${run.key}:instructions`, 'Instructions',
     el('pre', { class: 'instructions' }, run.instructions ?? (isActive(run) ? 'Assembling…' : 'Not available')), 'instructions'));
+  const notices = renderNotices(run.notices);
+  if (notices) root.append(notices);
   const timeline = el('section', { class: 'timeline', 'data-testid': 'timeline' });
   run.items.forEach((item, i) => timeline.append(renderItem(run, item, i)));
   if (!run.items.length && isActive(run)) timeline.append(el('div', { class: 'waiting' }, 'Waiting for the model…'));
