@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.host_files import UNREACHABLE, models_default
+
 from .support import make_workspace
 from .test_cli import oscova
 
-HOST = '[user]\nname = "Alice"\ntimezone = "Europe/Paris"\n\n[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+HOST = '[user]\nname = "Alice"\ntimezone = "Europe/Paris"\n\n' + models_default(base_url=UNREACHABLE)
 
 
 def workspace(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -29,6 +29,7 @@ from oscova_runtime.session import AgentSession
 from oscova_runtime.templates import TemplateRenderer
 
 from tests.analysis.support import make_workspace
+from tests.support.host_files import MODELS
 
 SECRET = "bobs-secret-4c1e"
 
@@ -141,7 +142,6 @@ async def test_the_host_supplies_the_personal_contexts_maximum_utf8_size(tmp_pat
     assert HostConfig().host.personal_context_max_bytes == 16 * 1024
 
 
-MODELS = '[models.default]\nmodel = "m"\n'
 
 
 def test_the_checker_knows_the_personal_context_size_setting(tmp_path: Path):

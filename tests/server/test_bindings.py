@@ -13,13 +13,14 @@ from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from tests.support.host_files import MODELS
+
 from .conftest import SERVER_COMMAND, Editor, vscode_capabilities
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 FILES = {
-    "oscova.toml": '[variables]\nteam = "Platform"\n\n[environment]\ntemplate = "env.j2"\n\n'
-                   '[models.default]\nmodel = "m"\n',
+    "oscova.toml": '[variables]\nteam = "Platform"\n\n[environment]\ntemplate = "env.j2"\n\n' + MODELS,
     "a.agent.yaml": "id: a\ninstructions_file: instructions.j2\n",
     "instructions.j2": '{% import "macros.j2" as m %}{{ m.greet() }} of {{ team }}\n',
     "macros.j2": "{% macro greet() %}Hello {{ user_name }} {{  }}{% endmacro %}\n",

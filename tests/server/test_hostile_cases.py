@@ -24,6 +24,7 @@ from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.host_files import MODELS
 from tests.support.run_workspace import host_toml, write_workspace
 from tests.support.special_files import READ_ONLY_WORDS, read_only
 
@@ -52,7 +53,7 @@ def hostile_workspace(base: Path) -> Path:
     transcript and a later one of the same agent that is a link to `/dev/zero`."""
     root = base / "ws"
     (root / "agents").mkdir(parents=True)
-    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (root / "oscova.toml").write_text(MODELS)
     (root / DEFINITION).write_text("id: echo\ninstructions: Repeat the query.\n")
     tests = root / ".oscova" / "tests"
     tests.mkdir(parents=True)

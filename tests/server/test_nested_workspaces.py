@@ -11,11 +11,12 @@ from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from tests.support.host_files import MODELS
+
 from .conftest import SERVER_COMMAND, Editor, codes
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-MODELS = '[models.default]\nmodel = "m"\n'
 FILES = {
     "README.md": "a monorepo\n",
     "team-a/oscova.toml": '[host]\nexclude = ["fixtures"]\n' + MODELS,

@@ -15,6 +15,8 @@ from oscova_runtime.paths import is_inside
 from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from tests.support.host_files import MODELS
+
 from .conftest import SERVER_COMMAND, Editor
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -31,8 +33,7 @@ def layout(base: Path) -> tuple[Path, Path]:
     (root / "templates").mkdir()
     (root / "templates/ok.j2").write_text("inside\n")
     os.symlink(outside / "secret.j2", root / "templates/link.j2")
-    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n\n[environment]\n'
-                                      'template = "../outside/secret.j2"\n')
+    (root / "oscova.toml").write_text(MODELS + '\n[environment]\ntemplate = "../outside/secret.j2"\n')
     files = {
         "up": "../../outside/secret.j2",
         "abs": str(outside / "secret.j2"),

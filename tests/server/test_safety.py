@@ -17,11 +17,13 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from tests.support.host_files import MODELS
+
 from .conftest import SERVER_COMMAND, Editor
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-HOST = '[models.default]\nmodel = "m"\n'
+HOST = MODELS
 SECRET = "outside-secret-7f3a"
 
 
