@@ -1,5 +1,6 @@
-"""What a new user hit in the first hour (issue 22), on the checker side: an include through a symlink leading
-out, suggestions only when close, and `check` of one definition with the templates it renders. The checker
+"""Suggestions and the files a check reaches (what a new user hit in issue 22's first hour): "did you mean" only
+when close, an include through a symlink leading out, and `check` of one definition with the templates it
+renders. The checker
 as a user runs it (the console script), and the engine's diagnostics with their quick fixes."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""What a new user hit in the first hour (issue 22), on the run side: agent tests that see a change inside an
-agent called as a tool, replay's defaults and words, denied and withheld tools named for what withheld
-them, the endpoint's own words for 401 and 429, saving cases, and the smaller ones. The command line as a
+"""Agent tests, replay and tools from the command line (what a new user hit in issue 22's first hour): agent
+tests that see a change inside an agent called as a tool, replay's defaults and words, denied and withheld
+tools named for what withheld them, the endpoint's own words for 401 and 429, saving cases, and smaller ones. The command line as a
 subprocess, the real `openai` client against the local server."""
 
 from __future__ import annotations

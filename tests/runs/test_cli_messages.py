@@ -1,5 +1,6 @@
-"""The first hour with the bundled examples (issue 11): runs and previews say where the workspace is, which
-`[models.NAME]` is missing and through which agents, why a run ended, and where its transcript went."""
+"""What `oscova-lsp run` and `preview` say, on copies of the bundled examples (found in issue 11's first hour):
+where the workspace is, which `[models.NAME]` is missing and through which agents, why a run ended, and
+where its transcript went."""
 
 from __future__ import annotations
 

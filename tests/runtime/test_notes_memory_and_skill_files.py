@@ -1,5 +1,6 @@
-"""Seed statements whose code differed (issue 21): private notes, the memory block, the personal context's
-size, skill descriptions as data, and cancellable provider file reads. Each test failed before its fix."""
+"""The files providers read, as the seed states (the code differed until issue 21): private notes, the memory
+block, the personal context's size, skill descriptions as data, and cancellable provider file reads. Each
+test failed before its fix."""
 
 from __future__ import annotations
 
