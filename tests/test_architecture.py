@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,7 +205,8 @@ def test_one_is_inside_helper() -> None:
     assert offenders == []
 
 
-CHECK_MODULES = ("checks.py", "bindings.py", "rules.py", "diagnostics.py")
+CHECK_MODULES = ("checks.py", "bindings.py", "lint.py", "graph.py", "diagnostics.py",
+                 *(f"rules/{p.name}" for p in sorted((PACKAGES["oscova_lsp"] / "analysis" / "rules").glob("*.py"))))
 """The modules that run the checks: they ask the disk only through `Workspace.inside` and `Workspace.is_file`,
 which record each question for the stored results (`analysis/cache.py`)."""
 DISK_CALLS = {("os", "path"): {"isfile", "isdir", "exists", "lexists", "islink", "realpath", "getmtime",
@@ -358,3 +361,142 @@ def test_the_gateway_check_finds_each_way_around_it() -> None:
                  "navigation.rename(a, b)", "Path(p).as_uri()",
                  "class Host:\n    def open(self): pass\n    change = open", "paths.read_text(p)", "text.replace('a', 'b')"]:
         assert not list(_gateway_bypasses(ast.parse(fine))), fine
+
+
+# ------------------------------------------------------------------------------------------- the code map
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+MAPPED_FOLDERS = ("server/oscova_lsp", "runtime/oscova_runtime", "benchmarks")
+"""Every module under these folders is named in the code map (a package's `__init__.py` by its heading)."""
+_HEADING = re.compile(r"^(#{3,4}) (.*)$")
+_FOLDER = re.compile(r"`([\w./-]+/)`")
+_MODULE = re.compile(r"`((?:[\w-]+/)*[\w-]+\.py)`")
+
+
+def code_map(text: str) -> dict[str, int]:
+    """The modules the code map names, as repository paths, with the line naming each first.
+
+    The code map is the `## Code map` section; each `###` or `####` heading whose first backticked name is a
+    folder (`server/oscova_lsp/runs/`) starts that folder's part, and a module named there as `name.py` or
+    `sub/name.py` is relative to it (before the first such heading, or under another heading, a relative name
+    names nothing). A name from the repository root (`server/…`, `runtime/…`, `tests/…`) stands for itself
+    anywhere."""
+    found: dict[str, int] = {}
+    folder: str | None = None
+    inside = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("## "):
+            inside = line.strip() == "## Code map"
+            continue
+        if not inside:
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            first = _FOLDER.search(heading.group(2))
+            folder = first.group(1) if first and heading.group(2).lstrip().startswith("`" + first.group(1)) else None
+        for name in _MODULE.findall(line):
+            if name.split("/")[0] in {"server", "runtime", "tests", "benchmarks", "vscode-client"}:
+                found.setdefault(name, number)
+            elif folder is not None:
+                found.setdefault(folder + name, number)
+    return found
+
+
+def _modules_under(folder: str) -> set[str]:
+    return {path.relative_to(REPO).as_posix() for path in (REPO / folder).rglob("*.py") if path.name != "__init__.py"}
+
+
+def test_every_module_is_named_in_the_code_map() -> None:
+    named = code_map(ARCHITECTURE.read_text(encoding="utf-8"))
+    missing = sorted(m for folder in MAPPED_FOLDERS for m in _modules_under(folder) if m not in named)
+    assert missing == [], f"docs/architecture.md's code map does not name {missing}"
+
+
+def test_every_module_the_code_map_names_exists() -> None:
+    named = code_map(ARCHITECTURE.read_text(encoding="utf-8"))
+    gone = sorted(f"{path} (line {line})" for path, line in named.items() if not (REPO / path).is_file())
+    assert gone == [], f"docs/architecture.md's code map names modules that do not exist: {gone}"
+
+
+def test_the_code_map_reader_resolves_names_by_their_heading() -> None:
+    sample = textwrap.dedent("""\
+        ## Code map
+        A module is named as `name.py`.
+        ### `server/oscova_lsp/runs/`
+        - `service.py`, `sub/deep.py`; see `runtime/oscova_runtime/host.py`.
+        #### `server/oscova_lsp/runs/inner/`
+        - `inner.py`
+        ### `server/oscova_lsp/cli.py`, `reporting.py`
+        ## Elsewhere
+        - `ignored.py`
+        """)
+    assert code_map(sample) == {"server/oscova_lsp/runs/service.py": 4, "server/oscova_lsp/runs/sub/deep.py": 4,
+                                "runtime/oscova_runtime/host.py": 4, "server/oscova_lsp/runs/inner/inner.py": 6,
+                                "server/oscova_lsp/cli.py": 7}
+
+
+# ------------------------------------------------------------------------------------------- seams
+
+def _own_private_names(tree: ast.AST) -> dict[int, set[str]]:
+    """For each class (by `id` of its node): the private names it sets on `self` or `cls`, or defines."""
+    out: dict[int, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            names = {item.name for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)}
+            names |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                      and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")}
+            out[id(node)] = {n for n in names if n.startswith("_")}
+    return out
+
+
+def private_reaches(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, expression) for each use of another object's private attribute: `x._name` where `x` is not `self`,
+    `cls` or `super()`, outside a class that has a `_name` of its own (a class may touch its own kind's)."""
+    own = _own_private_names(tree)
+
+    def visit(node: ast.AST, allowed: set[str]) -> Iterator[tuple[int, str]]:
+        if isinstance(node, ast.ClassDef):
+            allowed = allowed | own[id(node)]
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            receiver = node.value
+            mine = isinstance(receiver, ast.Name) and receiver.id in ("self", "cls") or \
+                isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super"
+            if not mine and node.attr not in allowed and not ast.unparse(receiver).startswith("os"):
+                yield node.lineno, ast.unparse(node)
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child, allowed)
+
+    yield from visit(tree, set())
+
+
+def test_no_module_reaches_into_another_objects_private_state() -> None:
+    # An object's private state is its own: the run service calls `ConfiguredHost.forget_tools()`, a replay
+    # `RunService.resume_session()`. pygls's private names are used in `lsp/protocol.py` only, each listed
+    # and checked against the installed pygls (tests/server/test_pygls_contract.py).
+    offenders = [
+        f"{relative}:{line} {what}"
+        for path in MODULES.values()
+        if (relative := path.relative_to(REPO).as_posix())
+        for line, what in private_reaches(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert offenders == []
+
+
+def test_the_private_state_check_finds_a_reach() -> None:
+    reaches = ["service._sessions[key] = session", "self._host._tools_synced = False",
+               "def f(host):\n    return host._roots"]
+    for sample in reaches:
+        assert list(private_reaches(ast.parse(sample))), sample
+    for fine in ["self._x = 1", "super()._send(x)", "cls._cache", "os._exit(0)", "sys.path",
+                 "class A:\n    def fork(self):\n        copy = A()\n        copy._memo = {}\n        self._memo = {}"]:
+        assert not list(private_reaches(ast.parse(fine))), fine
+
+
+def test_only_the_chat_client_imports_openai() -> None:
+    # The server warms the model client up off the event loop through `chat_client.load_library`.
+    offenders = [
+        f"{MODULES[name].relative_to(REPO)}:{line}"
+        for name in MODULES if name != "oscova_runtime.chat_client"
+        for target, line in _imports(name, MODULES[name]) if _within(target, "openai")
+    ]
+    assert offenders == []

@@ -35,6 +35,15 @@ from .tools import AIFunction
 NO_KEY_PLACEHOLDER = "not-needed"
 
 
+def load_library() -> None:
+    """Imports `openai` now (about half a second) rather than on the first model call: the language server
+    calls it off its event loop before its first run. Nothing happens when `openai` is not installed."""
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        pass
+
+
 class ChatClientError(Exception):
     """A model call failed; the message is written for the user and never holds the key."""
 

@@ -10,7 +10,7 @@ order and with its state keys. File locations, relative to the workspace root:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from .catalogue import PlannedProvider, plan_providers
@@ -71,6 +71,23 @@ class InactiveProvider(AIContextProvider):
         return AIContext()
 
 
+ProviderBuilder = Callable[["ConfiguredHost", AgentDefinition, BuildContext], AIContextProvider]
+PROVIDER_BUILDERS: dict[str, ProviderBuilder] = {}
+"""How the host builds each built-in provider type of the catalogue (`catalogue.PROVIDERS`), by type: one
+builder each (`builds` refuses a second; tests/test_facts.py checks every type has one)."""
+
+
+def builds(provider_type: str) -> Callable[[ProviderBuilder], ProviderBuilder]:
+    """Registers the builder of a catalogue provider type."""
+    def register(builder: ProviderBuilder) -> ProviderBuilder:
+        if provider_type in PROVIDER_BUILDERS:
+            raise RuntimeError(f"a second builder for the provider type {provider_type!r}")
+        PROVIDER_BUILDERS[provider_type] = builder
+        return builder
+
+    return register
+
+
 class ConfiguredHost:
     """Builds agents of one workspace. Chat clients are host-managed: one per `[models.NAME]`.
 
@@ -123,6 +140,10 @@ class ConfiguredHost:
         if not self._tools_synced or not self.orchestrator.tools:
             self.orchestrator.sync_tools(self.tool_catalogue())
             self._tools_synced = True
+
+    def forget_tools(self) -> None:
+        """The tool catalogue is read again (`[tools.*]` imported again) before the next build."""
+        self._tools_synced = False
 
     def workspace_directories(self, definition: AgentDefinition) -> list[str]:
         """The definition's `workspaces` and the host's grants, as real paths that exist; grants outside the
@@ -216,55 +237,21 @@ class ConfiguredHost:
         return path
 
     def _provider(self, planned: PlannedProvider, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
-        config = self.config
-        user_id = config.host.user_id
         if planned.inactive_reason is not None:
             return InactiveProvider(planned.type, planned.state_keys, planned.inactive_reason)
-        kind = planned.type
         provider: AIContextProvider
         if planned.custom is not None:
             if not self.trusted:
                 return InactiveProvider(planned.type, planned.state_keys, NOT_TRUSTED)
-            instance = load_custom_provider(kind, planned.custom)
+            instance = load_custom_provider(planned.type, planned.custom)
             if planned.custom.template:
                 return DeclaredTemplateProvider(instance, planned.custom.template, self.renderer, planned.state_keys)
             provider = instance
-        elif kind == "environment":
-            provider = EnvironmentContextProvider.from_workspace_resolver(
-                self.renderer, lambda: self.workspace_directories(definition),
-                template_path=config.environment.template)
-        elif kind == "tools":
-            provider = AgentToolProvider(lambda: definition.tools, lambda: self.orchestrator.tools,
-                                         policy=self.tool_policy)
-        elif kind == "tool_search":
-            provider = ToolSearchProvider(definition.tools, definition.pinned_tools, lambda: self.orchestrator.tools,
-                                          policy=self.tool_policy)
-        elif kind == "personal":
-            provider = AgentPersonalContextProvider(
-                self.instruction_template(definition), self.personal_model_factory(definition), self.renderer)
-        elif kind == "private_notes":
-            provider = PrivateNotesContextProvider(self.storage_folder(".oscova/notes", "notes"), user_id,
-                                                   definition.id, boundary=self.root)
-        elif kind == "agent_tools":
-            provider = AgentAsToolProvider(definition.agent_tools, ctx.dependencies)
-        elif kind == "skills":
-            provider = SkillsContextProvider(self.storage_folder("skills", "skills"), definition.skills,
-                                             boundary=self.root)
-        elif kind == "memory":
-            # the plan marks memory inactive without `[host] user_id` (catalogue._inactive_reason)
-            store = MemoryStore(self.storage_folder(config.memory.root, "memory"), cast(str, user_id), definition.id,
-                                boundary=self.root)
-            prompt = self.renderer.read_source(config.memory.system_prompt) if config.memory.system_prompt else None
-            provider = MemoryContextProvider(store, memory_tools(store), self.renderer, system_prompt=prompt,
-                                             token_budget=config.memory.token_budget)
-        elif kind == "library":
-            provider = LibraryContextProvider(self.storage_folder("library", "library"), boundary=self.root)
-        elif kind == "todo":
-            provider = TodoListContextProvider()
-        elif kind == "vision":
-            provider = VisionToolProvider(self.chat_client_for(definition, ctx.requested_definition), lambda: self.workspace_directories(definition))
-        else:  # pragma: no cover - the plan only holds known types
-            raise HostConfigurationError(f"Unknown provider type {kind!r}")
+        else:
+            build = PROVIDER_BUILDERS.get(planned.type)
+            if build is None:  # pragma: no cover - the plan only holds the catalogue's types (tests/test_facts.py)
+                raise HostConfigurationError(f"Unknown provider type {planned.type!r}")
+            provider = build(self, definition, ctx)
         if tuple(provider.state_keys) != tuple(planned.state_keys):
             provider.state_keys = planned.state_keys
         return provider
@@ -325,3 +312,72 @@ class ConfiguredHost:
     async def get_agent(self, definition: AgentDefinition | str, **overrides: Any):  # type: ignore[no-untyped-def]
         self.ensure_tools()
         return await self.orchestrator.get_or_create_agent(self.build_request(definition, **overrides))
+
+
+# -- the built-in providers, one builder per catalogue type -------------------------------------------
+
+
+@builds("environment")
+def _environment(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return EnvironmentContextProvider.from_workspace_resolver(
+        host.renderer, lambda: host.workspace_directories(definition), template_path=host.config.environment.template)
+
+
+@builds("tools")
+def _tools(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return AgentToolProvider(lambda: definition.tools, lambda: host.orchestrator.tools, policy=host.tool_policy)
+
+
+@builds("tool_search")
+def _tool_search(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return ToolSearchProvider(definition.tools, definition.pinned_tools, lambda: host.orchestrator.tools,
+                              policy=host.tool_policy)
+
+
+@builds("personal")
+def _personal(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return AgentPersonalContextProvider(host.instruction_template(definition), host.personal_model_factory(definition),
+                                        host.renderer)
+
+
+@builds("private_notes")
+def _private_notes(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return PrivateNotesContextProvider(host.storage_folder(".oscova/notes", "notes"), host.config.host.user_id,
+                                       definition.id, boundary=host.root)
+
+
+@builds("agent_tools")
+def _agent_tools(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return AgentAsToolProvider(definition.agent_tools, ctx.dependencies)
+
+
+@builds("skills")
+def _skills(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return SkillsContextProvider(host.storage_folder("skills", "skills"), definition.skills, boundary=host.root)
+
+
+@builds("memory")
+def _memory(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    config = host.config
+    # the plan marks memory inactive without `[host] user_id` (catalogue._inactive_reason)
+    store = MemoryStore(host.storage_folder(config.memory.root, "memory"), cast(str, config.host.user_id),
+                        definition.id, boundary=host.root)
+    prompt = host.renderer.read_source(config.memory.system_prompt) if config.memory.system_prompt else None
+    return MemoryContextProvider(store, memory_tools(store), host.renderer, system_prompt=prompt,
+                                 token_budget=config.memory.token_budget)
+
+
+@builds("library")
+def _library(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return LibraryContextProvider(host.storage_folder("library", "library"), boundary=host.root)
+
+
+@builds("todo")
+def _todo(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return TodoListContextProvider()
+
+
+@builds("vision")
+def _vision(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
+    return VisionToolProvider(host.chat_client_for(definition, ctx.requested_definition),
+                              lambda: host.workspace_directories(definition))

@@ -23,15 +23,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _codes(value: str) -> frozenset[str]:
     """`--select` / `--ignore`: comma-separated codes or prefixes, each naming a rule (a typo is an error)."""
-    from .analysis.rules import CODE_FORM, is_known_code, unknown_code
+    from .analysis.lint import code_list
 
-    codes = [c.strip() for c in value.split(",") if c.strip()]
-    if not codes:
-        raise argparse.ArgumentTypeError(f"no code given ({CODE_FORM})")
-    for code in codes:
-        if not is_known_code(code):
-            raise argparse.ArgumentTypeError(unknown_code(code))
-    return frozenset(c.upper() for c in codes)
+    try:
+        return code_list(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _port(value: str) -> int:
@@ -182,9 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check(args: argparse.Namespace) -> int:
     from oscova_runtime.paths import is_inside
 
-    from .analysis.checks import LintOptions
     from .analysis.diagnostics import Diagnostic, Severity
     from .analysis.host import AnalysisHost
+    from .analysis.lint import LintOptions
     from .analysis.workspace import workspace_roots
     from .reporting import (
         display_path,
@@ -557,13 +554,13 @@ def _tools() -> int:
 
 
 def _rule(code: str | None) -> int:
-    from .analysis.rules import RULES
+    from .analysis.lint import normal_code
+    from .analysis.rules.registry import RULES, listing
 
     if code is None:
-        for rule in RULES.values():
-            print(f"{rule.code}  {rule.severity.label:<11}  {rule.summary}")
+        print("\n".join(listing()))
         return EXIT_OK
-    found = RULES.get(code.upper())
+    found = RULES.get(normal_code(code))
     if found is None:
         print(f"oscova-lsp: unknown rule `{code}`; `oscova-lsp rule` lists them", file=sys.stderr)
         return EXIT_USAGE

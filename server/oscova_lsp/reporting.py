@@ -14,7 +14,7 @@ from oscova_runtime.paths import is_inside
 
 from . import __version__
 from .analysis.diagnostics import Diagnostic, Severity
-from .analysis.rules import RULES
+from .analysis.rules.registry import RULES
 
 FORMATS = ("text", "json", "sarif", "github")
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from oscova_lsp.analysis import cache
-from oscova_lsp.analysis.checks import LintOptions
 from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.files import DefinitionFile, parse_file
+from oscova_lsp.analysis.lint import LintOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from workspace_gen import generate  # noqa: E402

@@ -10,9 +10,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from oscova_lsp.analysis.checks import LintOptions
 from oscova_lsp.analysis.diagnostics import Severity
 from oscova_lsp.analysis.engine import Analysis
+from oscova_lsp.analysis.lint import LintOptions
 from oscova_lsp.lsp.settings import Settings
 
 from tests.support.host_files import UNREACHABLE, models_default

@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
-from oscova_lsp.analysis.rules import RULES
+from oscova_lsp.analysis.rules.registry import RULES
 
 from tests.support.host_files import MODELS
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import yaml
-from oscova_lsp.analysis.rules import RULES
+from oscova_lsp.analysis.rules.registry import RULES
 from oscova_runtime.definition import definition_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]

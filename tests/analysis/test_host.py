@@ -108,7 +108,7 @@ def test_a_root_not_read_yet_is_not_loaded_and_holds_its_open_documents(tmp_path
 
 
 def test_lint_settings_apply_to_new_snapshots_only(tmp_path: Path):
-    from oscova_lsp.analysis.checks import LintOptions
+    from oscova_lsp.analysis.lint import LintOptions
 
     host = make(tmp_path)
     (tmp_path / "agents/bad.agent.yaml").write_text("id: bad\nmemory: maybe\n")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oscova_lsp.analysis.checks import LintOptions
 from oscova_lsp.analysis.diagnostics import Severity
 from oscova_lsp.analysis.engine import Analysis
+from oscova_lsp.analysis.lint import LintOptions
 
 from .support import BASE_HOST, make_workspace
 

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis.checks import LintOptions
 from oscova_lsp.analysis.diagnostics import Severity
+from oscova_lsp.analysis.lint import LintOptions
 from oscova_lsp.lsp.settings import Settings
 
 from .support import make_workspace

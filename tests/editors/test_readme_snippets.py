@@ -4,8 +4,8 @@ and the agent run from the editor; Emacs 28 with eglot 1.9 and yaml-mode (Debian
 elpa-yaml-mode`) likewise. `oscova-lsp` is the console script of this environment, found on PATH as a user's
 would be; the model is the local OpenAI-compatible server.
 
-In CI (`CI` set) a missing editor is a failure; elsewhere the test is skipped. The `vim.lsp.config` snippet
-needs Neovim 0.11, newer than Debian's, and is not run."""
+In CI (`CI` set) a missing editor is a failure; elsewhere the test is skipped.
+The README prints no Neovim snippet that is not run here."""
 
 from __future__ import annotations
 

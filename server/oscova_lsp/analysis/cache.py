@@ -66,7 +66,7 @@ from oscova_runtime.paths import (
     write_file,
 )
 
-from .diagnostics import Diagnostic, Fix, Related, Severity, TextEdit
+from .diagnostics import Diagnostic, Fix, Problem, Related, Severity, TextEdit
 from .files import (
     DefinitionFile,
     FileKind,
@@ -79,9 +79,9 @@ from .files import (
 from .jinja_source import TemplateFacts, WireFacts, facts_from_wire, facts_to_wire
 from .text import LineIndex, Position, Range
 from .workspace import DISK_QUESTIONS, DiskAnswer, ask_disk
-from .yaml_source import Path, Span, YamlDocument, YamlProblem
+from .yaml_source import Path, Span, YamlDocument
 
-FACTS_FORMAT = 1
+FACTS_FORMAT = 2
 """Raised whenever the shape of the cached facts changes."""
 RESULTS_FORMAT = 2
 """Raised whenever the shape of the stored results changes."""
@@ -130,29 +130,37 @@ def engine_key() -> str:
     the parsers and Python, the formats, and a fingerprint of the modules that compute the facts and run the
     checks (so an edited source tree with an unchanged version number does not reuse what the old code made)."""
     import jinja2
-    import oscova_runtime
     import pydantic
     import yaml
 
     from .. import __version__
 
-    # The analysis package and the runtime's (the definition model, the catalogue the checks plan with).
-    modules = [os.path.dirname(__file__), os.path.dirname(oscova_runtime.__file__ or "")]
     stamps = []
-    for place in modules:
+    for source in engine_sources():
         try:
-            names = [e.name for e in scan_folder(place) if e.name.endswith(".py")]
-        except FileRefused:
-            names = []
-        for name in names:
-            try:
-                info = os.stat(os.path.join(place, name))
-            except OSError:
-                continue
-            stamps.append(f"{name}:{info.st_size}:{info.st_mtime_ns}")
+            info = os.stat(source)
+        except OSError:
+            continue
+        stamps.append(f"{source}:{info.st_size}:{info.st_mtime_ns}")
     fingerprint = hashlib.blake2b("\n".join(stamps).encode(), digest_size=8).hexdigest()
     return (f"{FACTS_FORMAT}.{RESULTS_FORMAT}/{__version__}/py{sys.version_info[0]}.{sys.version_info[1]}/jinja2-{jinja2.__version__}"
             f"/pyyaml-{yaml.__version__}/pydantic-{pydantic.VERSION}/{fingerprint}")
+
+
+def engine_sources() -> list[str]:
+    """The modules whose code the facts and the checks come from: the analysis package with its rule families,
+    and the runtime's (the definition model, the catalogue the checks plan with)."""
+    import oscova_runtime
+
+    here = os.path.dirname(__file__)
+    places = [here, os.path.join(here, "rules"), os.path.dirname(oscova_runtime.__file__ or "")]
+    sources = []
+    for place in places:
+        try:
+            sources += sorted(os.path.join(place, e.name) for e in scan_folder(place) if e.name.endswith(".py"))
+        except FileRefused:
+            continue
+    return sources
 
 
 def text_digest(text: str) -> str:
@@ -433,7 +441,8 @@ def _encode(parsed: ParsedFile) -> list[Any]:
         spans = json.dumps({repr(path): [list(path), _range_to_json(span.key), _range_to_json(span.value), span.style,
                                          span.start_offset, span.end_offset] for path, span in doc.spans.items()},
                            ensure_ascii=False, separators=(",", ":"))
-        problems = [[p.code, _range_to_json(p.range), p.message, _range_to_json(p.related)] for p in doc.problems]
+        problems = [[p.code, _range_to_json(p.range), p.message, [[_range_to_json(rng), words] for rng, words in p.related]]
+                    for p in doc.problems]
         inline = _template_to_json(facts_to_wire(parsed.inline.facts)) if parsed.inline is not None else None
         return ["d", value, marked, spans, problems, doc.ok, doc.recovered, inline]
     raise _Uncacheable
@@ -520,11 +529,13 @@ def _span(row: Any) -> Span:
     return Span(None if key is None else _range(key), _range(value), style, start, end)
 
 
-def _problem(row: Any) -> YamlProblem:
+def _problem(row: Any) -> Problem:
+    """A parser's finding (a parser's have no fix)."""
     code, rng, message, related = row
-    if not (type(code) is str and type(message) is str):
+    if not (type(code) is str and type(message) is str and type(related) is list
+            and all(type(pair) is list and len(pair) == 2 and type(pair[1]) is str for pair in related)):
         raise ValueError("problem")
-    return YamlProblem(code, _range(rng), message, None if related is None else _range(related))
+    return Problem(code, _range(rng), message, tuple((_range(place), words) for place, words in related))
 
 
 # A template's wire form (`facts_to_wire`) with frozensets as sorted lists; each column's types, checked exactly.

@@ -1,4 +1,5 @@
-"""Diagnostics as plain values: what the engine returns, and what the CLI and the server convert."""
+"""Findings as plain values: one file's, and the diagnostics the engine returns and the CLI and the server
+convert."""
 
 from __future__ import annotations
 
@@ -53,6 +54,19 @@ class Fix:
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "edits": [e.to_json() for e in self.edits]}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A finding of one file before any cross-file check (a parser's is kept with its document, in the facts
+    cache too); converted into a Diagnostic later."""
+
+    code: str
+    range: Range
+    message: str
+    related: tuple[tuple[Range, str], ...] = ()
+    fix: Fix | None = None
+    """Edits within the same file."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,12 @@ from typing import Any
 from oscova_runtime.paths import is_inside
 
 from .cache import CacheReport, FactsCache, StoredResults, Texts
-from .checks import Checker, LintOptions, apply_lint
+from .checks import Checker
 from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
-from .rules import RULES
-from .text import Range
+from .lint import LintOptions, apply_lint
+from .rules.syntax import could_not_check
 from .workspace import DiskAnswer, Workspace, find_root, read_text
 
 PARALLEL_THRESHOLD = 400
@@ -167,9 +167,7 @@ class Analysis:
         try:
             found = self.checker.check(path)
         except Exception as error:  # noqa: BLE001 - the last resort: a diagnostic on the file, never a traceback
-            why = "it nests too deeply" if isinstance(error, RecursionError) else f"{type(error).__name__}: {error}"
-            found = [Diagnostic(path, Range.of(0, 0, 0, 0), "OSC001", f"the file could not be checked ({why})",
-                                RULES["OSC001"].severity)]
+            found = [could_not_check(path, error)]
         return sorted(apply_lint(found, parsed, self.workspace.host, self.lint), key=Diagnostic.sort_key)
 
     def all_diagnostics(self, under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:

@@ -6,7 +6,6 @@ content, run in worker processes, and redone for one file when it changes.
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from collections.abc import Callable
@@ -17,13 +16,14 @@ from typing import Any
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.paths import MAX_TEXT_BYTES, FileRefused, decode_text, too_large
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from .jinja_source import SyntaxProblem, TemplateFacts, TemplateReference, VariableUse, analyze_template
-from .suggest import did_you_mean
+from .diagnostics import Problem
+from .jinja_source import TemplateFacts, TemplateReference, VariableUse, analyze_template
+from .rules import schema, syntax
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument, parse_toml
-from .yaml_source import Path, Span, YamlDocument, YamlProblem, parse_yaml, yaml_suppressions
+from .yaml_source import Path, Span, YamlDocument, parse_yaml, yaml_suppressions
 
 MAX_FILE_BYTES = MAX_TEXT_BYTES
 TOO_LARGE = "the file is larger than 1 MB"
@@ -49,18 +49,6 @@ def file_kind(path: str) -> FileKind | None:
     if name in HOST_FILENAMES:
         return FileKind.HOST
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """A finding of one file before any cross-file check; converted into a Diagnostic later."""
-
-    code: str
-    range: Range
-    message: str
-    related: tuple[tuple[Range, str], ...] = ()
-    fix: tuple[str, tuple[tuple[Range, str], ...]] | None = None
-    """(title, ((range, new text), ...)) within the same file."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -180,8 +168,7 @@ def parse_file(path: str, text: str | None, skipped: str | None = None) -> Parse
     try:
         return _parse_text(path, kind, text)
     except Exception as error:  # noqa: BLE001 - the last resort: one file's diagnostic, never a traceback
-        why = "it nests too deeply" if isinstance(error, RecursionError) else f"{type(error).__name__}: {error}"
-        return _unread(path, kind, f"the file could not be analysed ({why}) and was skipped")
+        return _unread(path, kind, syntax.analysis_failed(error))
 
 
 def _unread(path: str, kind: FileKind, skipped: str | None) -> ParsedFile:
@@ -189,7 +176,7 @@ def _unread(path: str, kind: FileKind, skipped: str | None) -> ParsedFile:
     parsed = cls(path, kind, "", LineIndex(""), skipped=skipped)
     if not (skipped or "").startswith(TOO_LARGE):
         # Too large is a notice, not a finding; unreadable text is OSC001.
-        parsed.problems.append(Problem("OSC001", Range.of(0, 0, 0, 0), skipped or "the file cannot be read"))
+        parsed.problems.append(syntax.unreadable(skipped))
     return parsed
 
 
@@ -215,7 +202,7 @@ def parse_definition(path: str, text: str, doc: YamlDocument | None = None,
     doc = doc if doc is not None else parse_yaml(text)
     parsed = DefinitionFile(path, FileKind.DEFINITION, text, doc.lines, doc=doc)
     parsed.suppressions = yaml_suppressions(text)
-    parsed.problems.extend(_yaml_problems(doc.problems))
+    parsed.problems.extend(doc.problems)
     if not doc.ok and not doc.recovered:
         return parsed
     data = doc.value
@@ -223,7 +210,7 @@ def parse_definition(path: str, text: str, doc: YamlDocument | None = None,
         data = {}
     if not isinstance(data, dict):
         if doc.ok:
-            parsed.problems.append(Problem("OSC002", doc.best_range(()), "an agent definition must be a YAML mapping"))
+            parsed.problems.append(schema.not_a_mapping(doc))
         return parsed
     data = dict(data)
     reported = len(parsed.problems)
@@ -235,18 +222,17 @@ def parse_definition(path: str, text: str, doc: YamlDocument | None = None,
     if isinstance(providers, list):
         kept = []
         for index, entry in enumerate(providers):
-            if entry is None:
+            if entry is None:  # reported by `rules/providers.py` (OSC010)
                 parsed.null_entries.append(index)
-                parsed.problems.append(_null_entry_problem(doc, index))
             else:
                 kept.append(entry)
         data["context_providers"] = kept
-    parsed.definition = _validate(AgentDefinition, data, doc, parsed.problems, _DEFINITION_KEYS,
-                                  index_map=_index_map(len(providers) if isinstance(providers, list) else 0,
-                                                        parsed.null_entries))
+    parsed.definition = schema.validate(path, AgentDefinition, data, doc, parsed.problems, _DEFINITION_KEYS,
+                                        index_map=_index_map(len(providers) if isinstance(providers, list) else 0,
+                                                              parsed.null_entries))
     if doc.recovered:
         parsed.problems[reported:] = [p for p in parsed.problems[reported:]
-                                      if not p.message.startswith("missing required key")]
+                                      if not p.message.startswith(schema.MISSING_KEY)]
     if parsed.definition is not None and parsed.definition.instructions:
         span = doc.span(("instructions",))
         if span is not None:
@@ -261,177 +247,6 @@ def _index_map(length: int, null_entries: list[int]) -> dict[int, int]:
     return dict(enumerate(i for i in range(length) if i not in nulls))
 
 
-NULL_ENTRY = "null entry in `context_providers`: the agent fails when it is built"
-
-
-def _null_entry_problem(doc: YamlDocument, index: int) -> Problem:
-    span = doc.span(("context_providers", index))
-    if span is None:  # the index comes from this document's own list; without its span, no fix
-        return Problem("OSC010", doc.best_range(("context_providers",)), NULL_ENTRY)
-    text = doc.text
-    dash = text.rfind("-", 0, span.start_offset + 1)
-    if span.start_offset == span.end_offset and dash != -1:
-        # A bare `-`: the item is the dash itself.
-        rng = doc.lines.range(dash, dash + 1)
-    else:
-        rng = span.value
-    line = rng.start.line
-    line_text = doc.lines.line_text(line)
-    stripped = line_text.strip()
-    alone_on_its_line = stripped.startswith("-") and stripped.lstrip("- ").split("#")[0].strip() in (
-        "", "null", "~", "Null", "NULL")
-    # A block item alone on its line goes with its line; a flow item (`[a, null]`) goes by itself.
-    delete = Range(Position(line, 0), Position(line + 1, 0)) if alone_on_its_line else rng
-    return Problem("OSC010", rng, NULL_ENTRY, fix=("Remove the null entry", ((delete, ""),)))
-
-
-def _yaml_problems(problems: list[YamlProblem]) -> list[Problem]:
-    out = []
-    for p in problems:
-        related = ((p.related, "first defined here"),) if p.related else ()
-        out.append(Problem(p.code, p.range, p.message, related))
-    return out
-
-
-def _validate(model: type[BaseModel], data: dict[str, Any], doc: YamlDocument | TomlDocument,
-              problems: list[Problem], known_keys: list[str], prefix: Path = (),
-              index_map: dict[int, int] | None = None) -> Any:
-    """Validates `data`; reports OSC002/OSC003; retries without the faulty keys so the rest is checked."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-    reported: set[Path] = set()
-    drop: list[tuple[Any, ...]] = []
-    for error in errors:
-        loc = tuple(error["loc"])
-        path = _document_path(loc, doc, prefix, index_map or {})
-        drop.append(loc)
-        if path in reported:
-            continue
-        reported.add(path)
-        if error["type"] == "extra_forbidden":
-            key = str(loc[-1])
-            siblings = _known_keys_at(model, loc[:-1]) or known_keys
-            close = did_you_mean(key, siblings)
-            rng = doc.key_range(path) or doc.best_range(path)
-            fix = (f"Rename to `{close.name}`", ((rng, close.name),)) if close else None
-            problems.append(Problem("OSC003", rng, f"unknown key `{key}`" + (close.words if close else ""), fix=fix))
-        else:
-            rng = _error_range(error, path, doc, prefix)
-            problems.append(Problem("OSC002", rng, _error_message(error, loc)))
-    if any(loc[:1] == ("id",) for loc in drop) and model is AgentDefinition:
-        return None
-    return _validate_without(model, data, drop)
-
-
-def _validate_without(model: type[BaseModel], data: dict[str, Any], drop: list[tuple[Any, ...]]) -> Any:
-    """Validates again with each faulty value removed, so one bad key does not hide the rest of the file."""
-    lenient: Any = copy.deepcopy(data)
-    for _ in range(8):
-        for loc in drop:
-            _remove_path(lenient, loc)
-        try:
-            return model.model_validate(lenient)
-        except ValidationError as exc:
-            drop = [tuple(e["loc"]) for e in exc.errors(include_url=False)]
-        except (TypeError, ValueError):
-            return None
-    return None
-
-
-def _remove_path(data: Any, loc: tuple[Any, ...]) -> None:
-    """Removes the value at a pydantic location (union tags skipped); a model-level error removes nothing."""
-    parent = data
-    keys = [part for part in loc if isinstance(part, int) or not _is_union_tag(part)]
-    if not keys:
-        # The one model-level rule: `instructions` with `instructions_file`; keep the inline text.
-        if isinstance(data, dict):
-            data.pop("instructions_file", None)
-        return
-    for part in keys[:-1]:
-        try:
-            parent = parent[part]
-        except (KeyError, IndexError, TypeError):
-            return
-    last = keys[-1]
-    if isinstance(parent, dict):
-        parent.pop(last, None)
-    elif isinstance(parent, list) and isinstance(last, int) and 0 <= last < len(parent):
-        parent.pop(last)
-
-
-def _is_union_tag(part: Any) -> bool:
-    return isinstance(part, str) and (part in ("str", "ProviderEntry", "bool", "CompactionSettings") or "[" in part)
-
-
-def _known_keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    current: Any = model
-    for part in loc:
-        if isinstance(current, type) and issubclass(current, BaseModel) and isinstance(part, str):
-            field_info = current.model_fields.get(part)
-            if field_info is None:
-                return []
-            annotation = field_info.annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                current = annotation
-                continue
-            args = getattr(annotation, "__args__", ())
-            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
-            current = models[-1] if models else None
-        elif isinstance(part, str) and current is not None and not isinstance(current, type):
-            return []
-    if isinstance(current, type) and issubclass(current, BaseModel):
-        return [f.alias or name for name, f in current.model_fields.items()]
-    return []
-
-
-def _document_path(loc: tuple[Any, ...], doc: YamlDocument | TomlDocument, prefix: Path,
-                   index_map: dict[int, int]) -> Path:
-    """Pydantic's error location as a document path: union tags dropped, list indices remapped."""
-    path: list[str | int] = list(prefix)
-    for i, part in enumerate(loc):
-        if isinstance(part, int):
-            if i == 1 and loc[0] == "context_providers":
-                part = index_map.get(part, part)
-            path.append(part)
-        elif (*path, part) in doc.spans:
-            path.append(part)
-        elif _is_union_tag(part):
-            continue
-        else:
-            path.append(part)
-    return tuple(path)
-
-
-def _error_range(error: Any, path: Path, doc: YamlDocument | TomlDocument, prefix: Path) -> Range:
-    if error["type"] == "missing":
-        parent = path[:-1]
-        if len(parent) > len(prefix):
-            return doc.key_range(parent) or doc.best_range(parent)
-        first = next((p for p in doc.spans if len(p) == len(prefix) + 1 and p[: len(prefix)] == prefix), None)
-        if first is not None:
-            return doc.key_range(first) or doc.best_range(first)
-        return doc.best_range(prefix)
-    if not error["loc"]:
-        # A model-level rule: point at `instructions_file`, which is what conflicts.
-        return doc.key_range((*prefix, "instructions_file")) or doc.best_range(prefix)
-    return doc.best_range(path)
-
-
-def _error_message(error: Any, loc: tuple[Any, ...]) -> str:
-    where = ".".join(str(p) for p in loc if not (isinstance(p, str) and (p in ("str", "ProviderEntry") or "[" in p)))
-    msg = str(error["msg"])
-    msg = msg.removeprefix("Value error, ")
-    if error["type"] == "missing":
-        return f"missing required key `{loc[-1]}`"
-    if "context_providers" in loc and error["type"] in ("string_type", "model_type", "model_attributes_type"):
-        return f"`{where}`: a provider entry is a type name or a mapping with `type`"
-    if where:
-        return f"`{where}`: {msg[0].lower() + msg[1:] if msg else msg}"
-    return msg
-
-
 # --------------------------------------------------------------------------------------------------
 # Templates
 
@@ -440,19 +255,8 @@ def parse_template(path: str, text: str, facts: TemplateFacts | None = None) -> 
     """`facts` may come precomputed (from a worker process)."""
     facts = facts if facts is not None else analyze_template(text)
     parsed = TemplateFile(path, FileKind.TEMPLATE, text, LineIndex(text), facts=facts)
-    parsed.suppressions = facts.suppressions
-    for error in facts.syntax_errors:
-        parsed.problems.append(Problem("OSC100", syntax_error_range(parsed.lines, error),
-                                       f"template syntax error: {error.message}"))
+    parsed.suppressions = facts.suppressions  # syntax errors: `rules/templates.py` (OSC100)
     return parsed
-
-
-def syntax_error_range(lines: LineIndex, error: SyntaxProblem) -> Range:
-    """The failing construct's range on its line (the whole line when Jinja gave no construct)."""
-    line = min(error.line, lines.line_count - 1)
-    if error.end_column is None or error.end_column <= error.column:
-        return lines.line_range(line)
-    return Range(lines.position_of_char(line, error.column), lines.position_of_char(line, error.end_column))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -467,7 +271,7 @@ def parse_host(path: str, text: str) -> HostFile:
     prefix: Path = ("tool", "oscova") if is_pyproject else ()
     parsed = HostFile(path, FileKind.HOST, text, doc.lines, doc=doc, prefix=prefix)
     parsed.suppressions = yaml_suppressions(text)
-    parsed.problems.extend(_yaml_problems(doc.problems))
+    parsed.problems.extend(doc.problems)
     if not doc.ok and not doc.recovered:
         parsed.present = not is_pyproject or "[tool.oscova" in text
         return parsed
@@ -480,7 +284,8 @@ def parse_host(path: str, text: str) -> HostFile:
     if doc.recovered:  # what the lines around the broken ones say; not findings while the file is broken
         parsed.config = _lenient_host(data)
         return parsed
-    parsed.config = _validate(HostConfig, data, doc, parsed.problems, _HOST_KEYS, prefix) or _lenient_host(data)
+    parsed.config = schema.validate(path, HostConfig, data, doc, parsed.problems, _HOST_KEYS, prefix) or \
+        _lenient_host(data)
     return parsed
 
 

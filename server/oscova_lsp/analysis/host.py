@@ -29,10 +29,10 @@ from typing import Any
 from oscova_runtime.paths import is_inside
 
 from .cache import StoredResults, Texts
-from .checks import LintOptions
 from .diagnostics import Diagnostic
 from .engine import Analysis
 from .files import TOO_LARGE, ParsedFile, file_kind
+from .lint import LintOptions
 from .workspace import NEVER_SCANNED, find_root, read_text, workspace_roots
 
 logger = logging.getLogger(__name__)
@@ -62,14 +62,16 @@ class _Roots:
         self._cache: dict[str, str | None] = {}
 
     def root_of(self, path: str) -> str:
-        directory = os.path.dirname(path)
-        if directory not in self._cache:
-            self._cache[directory] = find_root(directory)
-        found = self._cache[directory]
+        return self.root_of_folder(os.path.dirname(path))
+
+    def root_of_folder(self, folder: str) -> str:
+        if folder not in self._cache:
+            self._cache[folder] = find_root(folder)
+        found = self._cache[folder]
         if found is not None:
             return found
-        inside = [f for f in self.folders if is_inside(os.path.dirname(path), f)]
-        return max(inside, key=len) if inside else directory
+        inside = [f for f in self.folders if is_inside(folder, f)]
+        return max(inside, key=len) if inside else folder
 
 
 class Snapshot:
@@ -98,7 +100,12 @@ class Snapshot:
         return self._roots.folders
 
     def root_of(self, path: str) -> str:
+        """The workspace root holding the file `path`."""
         return self._roots.root_of(path)
+
+    def root_of_folder(self, folder: str) -> str:
+        """The workspace root holding the folder `folder` (the folder itself when it is one)."""
+        return self._roots.root_of_folder(folder)
 
     def is_loaded(self, path: str) -> bool:
         """Whether the root holding `path` was read completely."""
@@ -166,7 +173,12 @@ class AnalysisHost:
         return self._lint
 
     def root_of(self, path: str) -> str:
+        """The workspace root holding the file `path`."""
         return self._roots.root_of(path)
+
+    def root_of_folder(self, folder: str) -> str:
+        """The workspace root holding the folder `folder` (the folder itself when it is one)."""
+        return self._roots.root_of_folder(folder)
 
     def is_loaded(self, root: str) -> bool:
         return root in self._loaded
@@ -199,7 +211,7 @@ class AnalysisHost:
         if folder in self._roots.folders:
             return None
         self._roots = _Roots((*self._roots.folders, folder))
-        root = self._roots.root_of(os.path.join(folder, "_"))
+        root = self._roots.root_of_folder(folder)
         self._ensure(root)
         return root
 

@@ -12,8 +12,11 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from .diagnostics import Problem
+from .rules import syntax
+from .rules.syntax import MAX_DEPTH
 from .text import LineIndex, Range
-from .yaml_source import MAX_DEPTH, Path, Span, YamlProblem
+from .yaml_source import Path, Span
 
 _HEADER_RE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _KEY_RE = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'))*)\s*=""")
@@ -28,7 +31,7 @@ class TomlDocument:
     lines: LineIndex
     value: dict[str, Any] = field(default_factory=dict)
     spans: dict[Path, Span] = field(default_factory=dict)
-    problems: list[YamlProblem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     ok: bool = True
     recovered: bool = False
     """With a syntax error, `value` holds what the lines around the broken ones say."""
@@ -89,7 +92,7 @@ def parse_toml(text: str) -> TomlDocument:
             message = _ERROR_POS_RE.sub("", message).rstrip(" ()")
         else:
             rng = doc.lines.line_range(0)
-        doc.problems.append(YamlProblem("OSC001", rng, f"TOML syntax error: {message}"))
+        doc.problems.append(syntax.toml_syntax_error(rng, message))
         recovered = _recover(source, exc)
         if recovered is not None:
             doc.value, doc.recovered = recovered, True
@@ -116,8 +119,8 @@ def _recover(source: str, exc: tomllib.TOMLDecodeError) -> dict[str, Any] | None
     return None
 def _too_deep(doc: TomlDocument, rng: Range) -> TomlDocument:
     doc.ok = False
-    doc.problems.append(YamlProblem(
-        "OSC001", rng, f"the document nests deeper than {MAX_DEPTH} levels (arrays, inline tables or dotted keys)"))
+    doc.problems.append(syntax.CANNOT_READ.problem(
+        rng, syntax.nests_too_deep("arrays, inline tables or dotted keys")))
     return doc
 
 
@@ -208,8 +211,7 @@ def _scan(doc: TomlDocument) -> list[int]:
             else:
                 table = path
                 if path in seen:
-                    doc.problems.append(YamlProblem("OSC004", rng, f"duplicate table `[{'.'.join(path)}]`",
-                                                    related=seen[path]))
+                    doc.problems.append(syntax.duplicate_toml_table(rng, path, seen[path]))
                 seen[path] = rng
             doc.spans[table] = Span(rng, doc.lines.line_range(line_no))
             line_no += 1
@@ -231,9 +233,7 @@ def _scan(doc: TomlDocument) -> list[int]:
             value_range = Range(doc.lines.position_of_char(line_no, value_start),
                                 doc.lines.position_of_char(end_line, max(end_col, 0)))
             if path in seen:
-                doc.problems.append(YamlProblem(
-                    "OSC004", key_range, f"duplicate key `{'.'.join(parts)}`: TOML does not allow it",
-                    related=seen[path]))
+                doc.problems.append(syntax.duplicate_toml_key(key_range, parts, seen[path]))
                 duplicates.extend(range(line_no, end_line + 1))
             else:
                 seen[path] = key_range

@@ -15,15 +15,15 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
+from .diagnostics import Problem
+from .rules import syntax
+from .rules.syntax import MAX_DEPTH, MAX_EXPANDED_NODES
 from .text import LineIndex, Range
 
 try:  # libyaml is an order of magnitude faster; PyYAML's wheels ship it.
     _Loader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - pure-Python PyYAML build
     _Loader = yaml.SafeLoader
-
-MAX_DEPTH = 100
-MAX_EXPANDED_NODES = 10_000
 
 Path = tuple[str | int, ...]
 
@@ -43,21 +43,13 @@ class Span:
     end_offset: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class YamlProblem:
-    code: str
-    range: Range
-    message: str
-    related: Range | None = None
-
-
 @dataclass
 class YamlDocument:
     text: str
     lines: LineIndex
     value: Any = None
     spans: dict[Path, Span] = field(default_factory=dict)
-    problems: list[YamlProblem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     ok: bool = True
     """False when the document has a syntax error (OSC001)."""
     recovered: bool = False
@@ -114,8 +106,7 @@ def parse_yaml(text: str) -> YamlDocument:
     doc = YamlDocument(text=text, lines=LineIndex(text))
     if _flow_depth_exceeds(text, MAX_DEPTH) or _indent_depth_exceeds(text, MAX_DEPTH * 2):
         doc.ok = False
-        doc.problems.append(YamlProblem("OSC001", doc.lines.line_range(0),
-                                        f"the document nests deeper than {MAX_DEPTH} levels"))
+        doc.problems.append(syntax.CANNOT_READ.problem(doc.lines.line_range(0), syntax.nests_too_deep()))
         return doc
     try:
         node = yaml.compose(text, Loader=_Loader)
@@ -124,14 +115,14 @@ def parse_yaml(text: str) -> YamlDocument:
         where = _error_position(text, doc.lines, exc)
         rng = _mark_range(doc.lines, *where) if where else doc.lines.line_range(0)
         problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        doc.problems.append(YamlProblem("OSC001", rng, f"YAML syntax error: {problem}"))
+        doc.problems.append(syntax.yaml_syntax_error(rng, problem))
         node = _recover(text, doc.lines, exc)
         if node is None:
             return doc
         doc.recovered = True
     except (yaml.YAMLError, RecursionError, ValueError) as exc:
         doc.ok = False
-        doc.problems.append(YamlProblem("OSC001", doc.lines.line_range(0), f"YAML error: {exc}"))
+        doc.problems.append(syntax.yaml_error(doc.lines.line_range(0), exc))
         return doc
     if node is None:
         return doc
@@ -142,7 +133,7 @@ def parse_yaml(text: str) -> YamlDocument:
         doc.ok = False
         doc.value = None
         doc.spans.clear()
-        doc.problems.append(YamlProblem("OSC001", _node_range(doc.lines, exc.node), str(exc)))
+        doc.problems.append(syntax.CANNOT_READ.problem(_node_range(doc.lines, exc.node), str(exc)))
     return doc
 
 
@@ -214,9 +205,9 @@ class _Builder:
     def build(self, node: yaml.Node, path: Path, key: Range | None, depth: int) -> Any:
         self.expanded += 1
         if self.expanded > MAX_EXPANDED_NODES:
-            raise _Budget(f"YAML aliases expand past {MAX_EXPANDED_NODES:,} nodes (an alias bomb?)", node)
+            raise _Budget(syntax.aliases_expand_too_far(), node)
         if depth > MAX_DEPTH:
-            raise _Budget(f"the document nests deeper than {MAX_DEPTH} levels", node)
+            raise _Budget(syntax.nests_too_deep(), node)
         # A node reached a second time is an alias: record the first place only.
         first_visit = id(node) not in self.seen
         self.seen.add(id(node))
@@ -259,9 +250,8 @@ class _Builder:
                 key = str(key)
             key_range = _node_range(self.doc.lines, key_node)
             if key in first_key:
-                self.doc.problems.append(YamlProblem(
-                    "OSC004", key_range, f"duplicate key `{key}`: its first value is silently replaced",
-                    related=_node_range(self.doc.lines, first_key[key])))
+                self.doc.problems.append(syntax.duplicate_yaml_key(key_range, key, _node_range(self.doc.lines,
+                                                                                               first_key[key])))
             else:
                 first_key[key] = key_node
             child_path = (*path, key if isinstance(key, str | int) else str(key))

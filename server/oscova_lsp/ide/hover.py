@@ -10,7 +10,7 @@ from oscova_runtime.definition import AgentDefinition
 from ..analysis.bindings import binders, template_bindings
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.files import ParsedFile
-from ..analysis.rules import RULES
+from ..analysis.rules.registry import RULES
 from ..analysis.text import Position
 from ..analysis.workspace import LISTED_USES, TemplateUse, Workspace
 from .locate import Target, target_at

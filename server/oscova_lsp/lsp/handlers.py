@@ -1,4 +1,5 @@
-"""Every LSP handler, registered in one place (`create_server`), each a small function.
+"""Every LSP handler, registered in one place (`create_server`), each a small function; the `oscova.*`
+commands are `runs.py`'s (`command_handlers`), registered here too.
 
 A request about a document goes through `document`: the document's pending edit applied, then a snapshot of
 the host, the parsed file and its path. Requests about a root still being read wait for it first
@@ -10,7 +11,6 @@ ContentModified, or ServerCancelled with `retriggerRequest` for a diagnostics pu
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -70,8 +70,9 @@ def answer_when_ready(feature: Callable[[OscovaServer, Document, Any], Result]) 
         path = convert.path_of(params.text_document.uri)
         if path is None:
             return None
-        if not ls.is_ready(path) and not (yield ls.ready, (path,), None):
-            raise JsonRpcContentModified(ls.not_ready(path))  # the client asks again; never a partial answer
+        root = ls.host.root_of(path)
+        if not ls.is_ready(root) and not (yield ls.ready, (root,), None):
+            raise JsonRpcContentModified(ls.not_ready(root))  # the client asks again; never a partial answer
         found = document(ls, params.text_document.uri)
         return feature(ls, found, params) if found is not None else None
 
@@ -128,24 +129,24 @@ def shutdown(ls: OscovaServer, params: Any) -> None:
 
 
 def did_open(ls: OscovaServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    ls.documents.open(params.text_document)
     path = convert.path_of(params.text_document.uri)
     if path is None:
         return
     ls.publisher.opened(path, params.text_document.text, params.text_document.version)
-    ls.root_ready(path)
+    ls.root_ready(ls.host.root_of(path))
     ls.publisher.publish_pending(origin=path)
 
 
 def did_change(ls: OscovaServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    path = convert.path_of(params.text_document.uri)
+    uri, version = params.text_document.uri, params.text_document.version
+    ls.documents.change(params)
+    path = convert.path_of(uri)
     if path is None:
         return
-    large = ls.large.get(params.text_document.uri)
-    if large is None:
-        ls.publisher.schedule(path, ls.workspace.get_text_document(params.text_document.uri).source,
-                              params.text_document.version)
-    elif not ls.host.still_skipped(path, params.text_document.version):
-        ls.publisher.schedule(path, large.text(), params.text_document.version)  # it just grew past the limit
+    # A document over the limit that the analysis skipped as such stays skipped: only its version moves.
+    if not ls.documents.is_large(uri) or not ls.host.still_skipped(path, version):
+        ls.publisher.schedule(path, ls.documents.text(uri), version)
 
 
 def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
@@ -162,6 +163,7 @@ def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
 
 
 def did_close(ls: OscovaServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    ls.documents.close(params.text_document.uri)
     path = convert.path_of(params.text_document.uri)
     if path is not None:
         ls.publisher.closed(path)
@@ -192,7 +194,7 @@ def did_change_folders(ls: OscovaServer, params: lsp.DidChangeWorkspaceFoldersPa
         path = convert.path_of(folder.uri)
         root = ls.host.add_folder(path) if path else None
         if root is not None:
-            ls.root_ready(os.path.join(root, "_"))
+            ls.root_ready(root)
 
 
 # ----------------------------------------------------------------------------------------- diagnostics
@@ -202,8 +204,9 @@ async def document_diagnostic(ls: OscovaServer, params: lsp.DocumentDiagnosticPa
     path = convert.path_of(params.text_document.uri)
     if path is None or not ls.host.is_tracked(path):
         return lsp.RelatedFullDocumentDiagnosticReport(items=[])
-    if not await ls.ready(path):  # the client pulls again (LSP `ServerCancelled` with `retriggerRequest`)
-        raise JsonRpcException(ls.not_ready(path), code=SERVER_CANCELLED, data={"retriggerRequest": True})
+    root = ls.host.root_of(path)
+    if not await ls.ready(root):  # the client pulls again (LSP `ServerCancelled` with `retriggerRequest`)
+        raise JsonRpcException(ls.not_ready(root), code=SERVER_CANCELLED, data={"retriggerRequest": True})
     await ls.publisher.settled(path)
     found = ls.publisher.diagnostics(path)
     result_id = ls.publisher.result_id(path, found)

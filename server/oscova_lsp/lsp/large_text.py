@@ -1,4 +1,4 @@
-"""Open documents too large to analyse, kept apart from pygls's documents (see `server.OscovaProtocol`)."""
+"""Open documents too large to analyse, kept apart from pygls's documents (see `documents.OpenDocuments`)."""
 
 from __future__ import annotations
 

@@ -18,9 +18,9 @@ from lsprotocol import types as lsp
 
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.host import AnalysisHost, Snapshot
-from ..analysis.rules import RULES
-from ..analysis.text import Range
+from ..analysis.rules.syntax import could_not_check
 from . import convert
+from .settings import DEFAULT_DEBOUNCE_MS
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -40,7 +40,8 @@ class DiagnosticsPublisher:
         self._caps = caps
         self.pull = False
         """The client pulls diagnostics (`textDocument/diagnostic`) instead of receiving them."""
-        self.debounce = 0.3
+        self.debounce = DEFAULT_DEBOUNCE_MS / 1000
+        """Seconds an edit waits before it is checked (`oscova.debounce`, set from the settings at `initialize`)."""
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._pending: dict[str, tuple[str, int | None]] = {}
         self._to_publish: set[str] = set()
@@ -159,9 +160,7 @@ class DiagnosticsPublisher:
                 found = (snapshot or self.host.snapshot()).diagnostics(path)
             except Exception as error:  # a bug in the lint step: said on the file, not hidden as "no problems"
                 logger.exception("checking %s failed", path)
-                found = [Diagnostic(path, Range.of(0, 0, 0, 0), "OSC001",
-                                    f"the file could not be checked ({type(error).__name__}: {error})",
-                                    RULES["OSC001"].severity)]
+                found = [could_not_check(path, error)]
             self._cache[path] = found
         return found
 

@@ -27,6 +27,7 @@ from lsprotocol import types as lsp
 from oscova_runtime.paths import is_inside
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from ..analysis.agents import agent_list
 from ..analysis.files import DefinitionFile
 from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
@@ -79,10 +80,10 @@ class RunsServer(Protocol):
     @property
     def work_done_progress(self) -> Any: ...
 
-    def root_ready(self, path: str) -> asyncio.Event: ...
+    def root_ready(self, root: str) -> asyncio.Event: ...
     def apply_pending_edits(self) -> None: ...
-    async def ready(self, path: str) -> bool: ...
-    def not_ready(self, path: str) -> str: ...
+    async def ready(self, root: str) -> bool: ...
+    def not_ready(self, root: str) -> str: ...
     def caps(self, *path: str) -> Any: ...
     def spawn(self, coro: Any) -> asyncio.Task[Any]: ...
     def window_log_message(self, params: lsp.LogMessageParams) -> None: ...
@@ -151,19 +152,8 @@ def code_lenses(parsed: DefinitionFile, document_uri: str, *, trusted: bool = Tr
 
 
 def agents_of(workspace: Workspace) -> list[dict[str, Any]]:
-    """`[{id, name, uri, exposedAsTool, exampleInput}]` of the definitions that validate, by id."""
-    found: dict[str, DefinitionFile] = {}
-    for parsed in sorted(workspace.definitions(), key=lambda f: f.path):
-        if parsed.definition is not None and parsed.definition.id not in found:
-            found[parsed.definition.id] = parsed
-    out = []
-    for agent_id, parsed in sorted(found.items()):
-        definition = parsed.definition
-        if definition is None:  # (`found` holds validated definitions only)
-            continue
-        out.append({"id": agent_id, "name": definition.display_name, "uri": convert.uri(parsed.path),
-                    "exposedAsTool": definition.exposed_as_tool, "exampleInput": definition.example_input})
-    return out
+    """`[{id, name, uri, exposedAsTool, exampleInput}]`: the one listing (`analysis/agents.py`), in LSP URIs."""
+    return [agent.to_json(convert.uri(agent.path)) for agent in agent_list(workspace)]
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -211,16 +201,16 @@ class Runs:
         host = self.server.host
         if document_uri is not None:
             path = self.opened_path(document_uri, command)
-            return host.root_of(os.path.join(path, "_") if os.path.isdir(path) else path)
+            return host.root_of_folder(path) if os.path.isdir(path) else host.root_of(path)
         if not host.folders:
             raise JsonRpcInvalidParams(f"{command}: the editor opened no workspace folder; pass `uri`")
-        return host.root_of(os.path.join(host.folders[0], "_"))
+        return host.root_of_folder(host.folders[0])
 
     async def service(self, root: str) -> RunService:
         """The root's run service, over the server's analysis host once the root is read; it applies the
         editor's debounced edits before each read (a run compares what the editor shows with the saved files)."""
-        if not await self.server.ready(os.path.join(root, "_")):
-            raise JsonRpcRequestFailed(self.server.not_ready(os.path.join(root, "_")))
+        if not await self.server.ready(root):
+            raise JsonRpcRequestFailed(self.server.not_ready(root))
         while root in self._loading:
             await asyncio.shield(self._loading[root])
         found = self.services.get(root)
@@ -291,14 +281,14 @@ class Runs:
         try:
             service = await self.service(root)
             request.token = await self._progress_token(params.work_done_token)
+            view = service.view()  # what the run reads, and the progress's title names
             if request.token is not None:
                 self._tokens[request.token] = request
                 self._progress(request, lsp.WorkDoneProgressBegin(
-                    title=f"Running {self._agent_name(service, agent_id)}", cancellable=True,
-                    message="starting"))
+                    title=f"Running {view.agent_name(agent_id)}", cancellable=True, message="starting"))
             handle = service.start_run(agent_id, text, session_id=session_id,
                                        on_event=lambda event: self._on_event(request, event),
-                                       approve=self._approve)
+                                       approve=self._approve, view=view)
             request.handle = handle
             if request.cancelled or self._closing:
                 handle.cancel()
@@ -367,8 +357,8 @@ class Runs:
         server = self.server
         if document_uri is not None:
             root = self.root_for(document_uri, params.command)
-            if not await server.ready(os.path.join(root, "_")):
-                raise JsonRpcRequestFailed(server.not_ready(os.path.join(root, "_")))
+            if not await server.ready(root):
+                raise JsonRpcRequestFailed(server.not_ready(root))
             roots = [root]
         else:
             with contextlib.suppress(TimeoutError):
@@ -467,13 +457,6 @@ class Runs:
         except Exception:  # noqa: BLE001
             logger.debug("progress for %s dropped", request.token)
 
-    @staticmethod
-    def _agent_name(service: RunService, agent_id: str) -> str:
-        for agent in service.list_agents():
-            if agent["id"] == agent_id:
-                return str(agent["name"])
-        return agent_id
-
     def _notify(self, text: str) -> None:
         """What a user should know once (a collector named by the workspace gets no credentials): the
         editor's output channel."""
@@ -539,10 +522,11 @@ def workspace_trust(options: Any) -> tuple[bool, tuple[str, ...]]:
 
 
 def _prepare() -> None:
-    """Off the event loop: imports the model client (half a second of imports that would otherwise stall
-    diagnostics and completion on the first run). The workspace comes from the server's host."""
-    with contextlib.suppress(ImportError):
-        import openai  # noqa: F401
+    """Off the event loop: imports the model client's library (half a second of imports that would otherwise
+    stall diagnostics and completion on the first run). The workspace comes from the server's host."""
+    from ..runs import load_model_client
+
+    load_model_client()
 
 
 # ------------------------------------------------------------------------------- agent tests, compare

@@ -1,16 +1,16 @@
-"""The pygls server: the wire (stdio, TCP), the lifecycle rules, readiness, the initial scan and settings.
+"""The pygls server: the wire (stdio, TCP), readiness, the initial scan and settings.
 
 The workspace state lives in an `AnalysisHost`, changed on the event loop's thread only; the initial read of a
 workspace root runs in a worker thread on an `Analysis` of its own that the host installs when complete.
 Requests wait (bounded) for the root they ask about (`OscovaServer.ready`). The handlers are registered in
-`handlers.py`, diagnostics go out through `publisher.py`.
+`handlers.py`, diagnostics go out through `publisher.py`, the open documents' texts are kept by
+`documents.py`; the protocol's lifecycle rules and every other override of pygls are in `protocol.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import inspect
 import logging
 import os
 import time
@@ -18,24 +18,16 @@ import uuid
 from typing import Any, BinaryIO, cast
 
 from lsprotocol import types as lsp
-from pygls.exceptions import (
-    JsonRpcException,
-    JsonRpcInternalError,
-    JsonRpcInvalidParams,
-    JsonRpcInvalidRequest,
-    JsonRpcServerNotInitialized,
-)
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .. import __version__
 from ..analysis.cache import StoredResults
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.engine import Analysis
-from ..analysis.files import MAX_FILE_BYTES
 from ..analysis.host import AnalysisHost
-from .capabilities import COMMANDS, SERVER_NAME, WATCHED_GLOBS
-from .large_text import LargeText
+from .capabilities import SERVER_NAME, WATCHED_GLOBS
+from .documents import OpenDocuments
+from .protocol import OscovaProtocol
 from .publisher import DiagnosticsPublisher
 from .runs import Runs
 from .settings import Settings
@@ -55,191 +47,6 @@ def ready_timeout() -> float:
         return float(os.environ.get(READY_TIMEOUT_ENV) or READY_TIMEOUT)
     except ValueError:
         return READY_TIMEOUT
-
-
-class _BadRequest:
-    """A request whose params do not deserialize: answered with InvalidParams instead of never."""
-
-    def __init__(self, msg_id: Any, method: str, error: Exception) -> None:
-        self.id = msg_id
-        self.method = method
-        self.error = error
-
-
-class OscovaProtocol(LanguageServerProtocol):
-    suppressed_response: Any = None
-    """The id of an `initialize` that `launch` already answered: pygls's own answer is dropped."""
-    initialize_seen = False
-
-    def receive(self, item: Message | Dropped) -> None:
-        """One item off the wire (`transport.pump`): a dropped frame is logged (a body that is not JSON gets
-        JSON-RPC's parse error), anything but a JSON-RPC 2.0 object gets InvalidRequest."""
-        if isinstance(item, Dropped):
-            logger.warning("bad message from the client: %s", item.reason)
-            if item.not_json:
-                self._send_error(None, -32700, f"Parse error: {item.reason}")
-            return
-        value = item.value
-        if not isinstance(value, dict) or value.get("jsonrpc") != "2.0" or \
-                not isinstance(value.get("method", ""), str):
-            logger.warning("bad message from the client: not a JSON-RPC 2.0 message; dropped it")
-            msg_id = value.get("id") if isinstance(value, dict) else None
-            self._send_error(msg_id if isinstance(msg_id, (int, str)) else None, -32600,
-                             "Invalid Request: not a JSON-RPC 2.0 message")
-            return
-        try:
-            message = self.structure_message(value)
-        except Exception as error:  # a notification or response whose params do not deserialize
-            logger.warning("bad message from the client: %s; dropped it", error or type(error).__name__)
-            return
-        try:
-            self.handle_message(message)
-        except Exception:
-            logger.exception("handling %s failed", value.get("method") or "a response")
-
-    def _send_error(self, msg_id: int | str | None, code: int, text: str) -> None:
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text}})
-
-    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None,
-                         kwargs: Any = None) -> None:
-        # pygls 2.1.1 files the Future of every notification handler (and of every handler a generator
-        # handler delegates to) in `_request_futures` under a fresh uuid and never removes it: about 2 KB
-        # per notification. Each handler's entry goes when it is done (docs/upstream/pygls-request-futures.md).
-        def done(future: Any) -> None:
-            if self._request_futures.get(msg_id) is future:
-                del self._request_futures[msg_id]
-            callback(future)
-
-        super()._execute_handler(msg_id, handler, done, args, kwargs)
-
-    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
-        if self.suppressed_response is not None and msg_id == self.suppressed_response:
-            self.suppressed_response = None
-            return
-        super()._send_response(msg_id, result, error)
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if isinstance(data, dict) and "id" in data and "method" in data:
-                return _BadRequest(data["id"], str(data["method"]), exc)
-            raise
-
-    def handle_message(self, message: Any) -> None:
-        if isinstance(message, _BadRequest):
-            error = JsonRpcInvalidParams(f"invalid params for {message.method}")
-            self._send_response(message.id, error=error.to_response_error())
-            return
-        method = getattr(message, "method", None)
-        if method is not None and hasattr(message, "id"):  # a request: the lifecycle the spec sets
-            refusal: JsonRpcException | None = None
-            if self._shutdown and method != lsp.EXIT:
-                refusal = JsonRpcInvalidRequest(f"{method} after shutdown: the server only accepts exit now")
-            elif method == lsp.INITIALIZE and self.initialize_seen:
-                refusal = JsonRpcInvalidRequest("the server is already initialized (initialize is sent once)")
-            elif method != lsp.INITIALIZE and not self.initialize_seen:
-                refusal = JsonRpcServerNotInitialized(f"{method} before initialize")
-            if refusal is not None:
-                self._send_response(message.id, error=refusal.to_response_error())
-                return
-            self.initialize_seen = True
-        super().handle_message(message)
-
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        # pygls answers `$/cancelRequest` but leaves a command's coroutine running: a run is cancelled here,
-        # and its result (status `cancelled`) answers the request.
-        runs = getattr(self._server, "runs", None)
-        if isinstance(runs, Runs) and runs.cancel_request(msg_id):
-            return
-        super()._handle_cancel_notification(msg_id)
-
-    @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(self, params: lsp.ExecuteCommandParams) -> Any:  # type: ignore[override]
-        """Every command gets the whole `ExecuteCommandParams` (its argument object, its `workDoneToken`), and
-        runs as the request's own task, so the request's id is the task's."""
-        handler = self.fm.commands.get(params.command)
-        if handler is None:
-            raise JsonRpcInvalidParams(f"unknown command {params.command!r}; the server offers {', '.join(COMMANDS)}")
-        try:
-            result = handler(params)
-            if inspect.isawaitable(result):
-                result = await result
-        except JsonRpcException:
-            raise
-        except Exception as error:  # a bug: an error for this request, in a line, without pygls' traceback
-            logger.exception("%s failed", params.command)
-            raise JsonRpcInternalError(f"{params.command} failed: {type(error).__name__}: {error}") from None
-        return result
-
-    # Open documents too large to analyse live in `LargeText`, not in pygls's workspace, whose documents
-    # re-join and re-split the whole text on every incremental edit.
-
-    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> Any:  # type: ignore[override]
-        document = params.text_document
-        large = cast(OscovaServer, self._server).large
-        if len(document.text) > MAX_FILE_BYTES:
-            large[document.uri] = LargeText(document.text, document.language_id)
-            self.workspace.remove_text_document(document.uri)
-        else:
-            large.pop(document.uri, None)
-            self.workspace.put_text_document(document)
-        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_OPEN)) is not None:
-            yield user_handler, (params,), None
-
-    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams) -> Any:  # type: ignore[override]
-        uri = params.text_document.uri
-        large = cast(OscovaServer, self._server).large
-        text = large.get(uri)
-        if text is None:
-            for change in params.content_changes:
-                self.workspace.update_text_document(params.text_document, change)
-            document = self.workspace.get_text_document(uri)
-            if len(document.source) > MAX_FILE_BYTES:  # grew too large: its text moves (once)
-                large[uri] = LargeText(document.source, document.language_id or "")
-                self.workspace.remove_text_document(uri)
-        else:
-            for change in params.content_changes:
-                if isinstance(change, lsp.TextDocumentContentChangePartial):
-                    text.replace((change.range.start.line, change.range.start.character),
-                                 (change.range.end.line, change.range.end.character), change.text)
-                else:
-                    text.replace(None, None, change.text)
-            if len(text) <= MAX_FILE_BYTES:  # small enough again: back to pygls's document
-                del large[uri]
-                self.workspace.put_text_document(lsp.TextDocumentItem(
-                    uri=uri, language_id=text.language_id, version=params.text_document.version, text=text.text()))
-        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield user_handler, (params,), None
-
-    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams) -> Any:  # type: ignore[override]
-        cast(OscovaServer, self._server).large.pop(params.text_document.uri, None)
-        self.workspace.remove_text_document(params.text_document.uri)
-        if (user_handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)) is not None:
-            yield user_handler, (params,), None
-
-    @lsp_method(lsp.SHUTDOWN)
-    def lsp_shutdown(self, *args: Any) -> Any:  # type: ignore[override]
-        # pygls's own, over a copy: cancelling a handler now removes its entry (`_execute_handler`).
-        if (user_handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
-            yield user_handler, args, None
-        current = self.msg_id
-        for msg_id, future in list(self._request_futures.items()):
-            if msg_id != current and not future.done():
-                future.cancel()
-        self._shutdown = True
-        return None
-
-    @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(self, params: lsp.InitializeParams):  # type: ignore[override]
-        # The engine counts columns in UTF-16 code units; pin the encoding whatever the client offers.
-        general = params.capabilities.general
-        if general is not None and general.position_encodings:
-            general.position_encodings = [lsp.PositionEncodingKind.Utf16]
-        return (yield from super().lsp_initialize(params))
 
 
 class OscovaServer(LanguageServer):
@@ -265,8 +72,8 @@ class OscovaServer(LanguageServer):
         """Set once the initial scan of every root has ended."""
         self.check_seconds: float | None = None
         self.runs = Runs(self)
-        self.large: dict[str, LargeText] = {}
-        """Open documents over the analysis limit, by URI (see `OscovaProtocol`)."""
+        self.documents = OpenDocuments(lambda: self.workspace)
+        """The open documents' texts (`didOpen`, `didChange`, `didClose` applied)."""
 
     # ------------------------------------------------------------------------------------ the wire
 
@@ -374,9 +181,8 @@ class OscovaServer(LanguageServer):
 
     # ------------------------------------------------------------------------------------- readiness
 
-    def root_ready(self, path: str) -> asyncio.Event:
-        """Set once the root holding `path` is read; reading it starts here when nothing started it yet."""
-        root = self.host.root_of(path)
+    def root_ready(self, root: str) -> asyncio.Event:
+        """Set once the workspace root `root` is read; reading it starts here when nothing started it yet."""
         event = self._root_events.get(root)
         if event is None:
             event = self._root_events[root] = asyncio.Event()
@@ -391,13 +197,13 @@ class OscovaServer(LanguageServer):
         """Every debounced edit applied to the host now; their diagnostics follow on their timers."""
         self.publisher.flush_all()
 
-    def is_ready(self, path: str) -> bool:
-        return self.root_ready(path).is_set()
+    def is_ready(self, root: str) -> bool:
+        return self.root_ready(root).is_set()
 
-    async def ready(self, path: str) -> bool:
-        """Waits until the root holding `path` is read, at most `READY_TIMEOUT` seconds. False past the bound:
-        the caller refuses the request (`not_ready`) rather than answer from a partial index."""
-        event = self.root_ready(path)
+    async def ready(self, root: str) -> bool:
+        """Waits until the workspace root `root` is read, at most `READY_TIMEOUT` seconds. False past the
+        bound: the caller refuses the request (`not_ready`) rather than answer from a partial index."""
+        event = self.root_ready(root)
         if event.is_set():
             return True
         try:
@@ -407,10 +213,9 @@ class OscovaServer(LanguageServer):
             return False
         return True
 
-    def not_ready(self, path: str) -> str:
-        """Why a request about `path` is refused while its root is read."""
-        root = self.host.root_of(path)
-        logger.info("a request about %s came while %s was still being read; refused", path, root)
+    def not_ready(self, root: str) -> str:
+        """Why a request about a file of `root` is refused while the root is read."""
+        logger.info("a request came while %s was still being read; refused", root)
         return (f"The workspace {root} is still being read ({ready_timeout():.0f} s so far), so this answer would "
                 "be incomplete; ask again in a moment.")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.checks import LintOptions
-from ..analysis.rules import is_known_code, unknown_code
+from ..analysis.lint import LintOptions, is_known_code, normal_code, unknown_code
 
 DEFAULT_DEBOUNCE_MS = 150
 MAX_DEBOUNCE_MS = 10_000
@@ -77,7 +76,7 @@ def _codes_of(name: str, raw: list[Any], problems: list[str]) -> list[str]:
     known = []
     for entry in raw:
         if isinstance(entry, str) and is_known_code(entry):
-            known.append(entry.strip().upper())
+            known.append(normal_code(entry))
         else:
             shown = entry if isinstance(entry, str) else describe_value(entry)
             problems.append(f"the setting `{name}` has an {unknown_code(shown)}; it is left out")
@@ -108,7 +107,7 @@ def _severity(name: str, raw: Any, problems: list[str]) -> dict[str, str]:
         return {}
     severity: dict[str, str] = {}
     for code in _codes_of(name, list(raw), problems):
-        level = next(v for k, v in raw.items() if k.strip().upper() == code)
+        level = next(v for k, v in raw.items() if normal_code(k) == code)
         if isinstance(level, str) and level.lower() in _LEVELS:
             severity[code] = level.lower()
         else:

@@ -5,10 +5,18 @@ No pygls or lsprotocol here, and no `openai` at import: the model client loads o
 
 from .errors import RunError
 from .events import EVENT_KINDS, FINAL_KINDS, Redactor
-from .service import ApproveCallback, EventCallback, RunHandle, RunService, RunStatus
+from .service import (
+    ApproveCallback,
+    EventCallback,
+    RunHandle,
+    RunService,
+    RunStatus,
+    WorkspaceView,
+    load_model_client,
+)
 from .transcript import RUNS_DIRECTORY, read_transcript
 
 __all__ = [
     "EVENT_KINDS", "FINAL_KINDS", "RUNS_DIRECTORY", "ApproveCallback", "EventCallback", "Redactor", "RunError",
-    "RunHandle", "RunService", "RunStatus", "read_transcript",
+    "RunHandle", "RunService", "RunStatus", "WorkspaceView", "load_model_client", "read_transcript",
 ]

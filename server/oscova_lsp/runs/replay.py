@@ -248,7 +248,7 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
         session_id = recording.session_id or "replayed"
         session = AgentSession(session_id=session_id)
         session.state_bag[CHAT_HISTORY_STATE_KEY] = [message_from_record(m) for m in recording.history]
-        service._sessions[(agent, session_id)] = session
+        service.resume_session(agent, session)
     try:
         handle = service.start_run(agent, recording.input if input is None else input, session_id=session_id,
                                    on_event=listen, approve=(approve or refuse) if recording.approvals else None,

@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,10 +51,12 @@ from oscova_runtime.session import AgentSession
 from oscova_runtime.telemetry import observe_calls
 from oscova_runtime.tools import APPROVAL_DENIED, ApprovalRequest, approval_channel
 
+from ..analysis.agents import agent_file, agent_files, agent_list
 from ..analysis.diagnostics import Severity
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.host import AnalysisHost, Snapshot
+from ..analysis.rules.definition import UNKNOWN_MODEL
 from .errors import RunError, denial_reason, describe_failure, unanswered_calls_message
 from .events import (
     FINAL_KINDS,
@@ -86,7 +89,7 @@ DELTA_INTERVAL = 0.05
 streaming at full speed costs a handful of notifications a second, not one per token."""
 PACE_WINDOW = 0.02
 """Seconds over which `_Pacer` measures the CPU time streaming runs used."""
-NOT_BLOCKING = frozenset({"OSC041"})
+NOT_BLOCKING = frozenset({UNKNOWN_MODEL.code})
 """Errors a run reports better itself: an unconfigured model (and a preview needs no model at all)."""
 
 
@@ -263,16 +266,41 @@ class _Run:
         return [message_to_dict(m) for m in conversation]
 
 
+@dataclass(frozen=True, slots=True)
+class WorkspaceView:
+    """What one run start reads, from one snapshot: the root's analysis, its agents (`analysis/agents.py`) and
+    its host configuration. A run, a preview or an approval question takes one view: the editor's pending
+    edits are applied once, and the configured host, the definition and the agent's name agree."""
+
+    snapshot: Snapshot
+    analysis: Analysis
+    loaded: bool
+    """Whether the root was read (else the analysis holds its open documents only)."""
+    agents: dict[str, DefinitionFile]
+    """The file of each agent, by id (`analysis.agents.agent_files`)."""
+
+    @property
+    def config(self) -> HostConfig:
+        return self.analysis.workspace.host
+
+    def agent_name(self, agent_id: str) -> str:
+        """The agent's display name, or its id when no definition has it."""
+        parsed = self.agents.get(agent_id)
+        return parsed.definition.display_name if parsed is not None and parsed.definition is not None else agent_id
+
+
 class RunService:
     """Runs and previews the agents of one workspace root.
 
-    The workspace (definitions, host configuration) is read from snapshots of an `AnalysisHost`: pass the
-    language server's `host` to share its state (one parse per root; its owner keeps it current), or let the
-    service read the root from disk into a host of its own (`reload`, `file_saved`). A run reads saved files
-    (SPEC): it is refused when its definition, a template it renders or the host configuration is open in
-    the editor with unsaved changes. One `ConfiguredHost` and one `AgentOrchestrator` serve every run, so
-    built dependencies stay cached across runs; the requested agent of a run is built with the task-run
-    observer (`configure_builder`), which bypasses the cache as the seed says.
+    The workspace (definitions, host configuration) is read from snapshots of an `AnalysisHost` (the analysis
+    host): pass the language server's `host` to share its state (one parse per root; its owner keeps it
+    current), or let the service read the root from disk into an analysis host of its own (`reload`,
+    `file_saved`). Each run start reads one `WorkspaceView`. A run reads saved files (SPEC): it is refused
+    when its definition, a template it renders or the host configuration is open in the editor with unsaved
+    changes. One `ConfiguredHost` (the runtime's host: definitions + host configuration → agents) and one
+    `AgentOrchestrator` serve every run, so built dependencies stay cached across runs; the requested agent
+    of a run is built with the task-run observer (`configure_builder`), which bypasses the cache as the seed
+    says.
     """
 
     def __init__(
@@ -292,16 +320,18 @@ class RunService:
         """False: runs export no spans, whatever the environment or `[telemetry]` says (a replay is offline)."""
         self.notify = notify or _to_stderr
         """Hears what a user should know once (a collector named by the workspace gets no credentials)."""
-        self._files = host or AnalysisHost([self._source_root])
-        self._owns_files = host is None
+        self._analysis_host = host or AnalysisHost([self._source_root])
+        self._owns_analysis_host = host is None
         self.runs_dir = runs_dir or os.path.join(self.root, RUNS_DIRECTORY)
         self._runs_boundary = runs_dir or self.root
         """Transcripts stay inside it: a `.oscova` link leading out of the workspace gets none written."""
         self.orchestrator = AgentOrchestrator(function_invocation)
         self._pacer = _Pacer(stream_share) if stream_share is not None else None
-        self._host: ConfiguredHost | None = None
-        self._host_config: HostConfig | None = None
+        self._configured_host: ConfiguredHost | None = None
+        self._configured_from: HostConfig | None = None
+        """The host configuration `_configured_host` was built from (a changed one replaces it)."""
         self._retired_hosts: list[ConfiguredHost] = []
+        """Configured hosts replaced by a changed configuration: their chat clients are closed at `aclose`."""
         self._runs: dict[str, RunHandle] = {}
         self._sessions: dict[tuple[str, str], AgentSession] = {}
         self._session_locks: dict[tuple[str, str], asyncio.Lock] = {}
@@ -310,59 +340,52 @@ class RunService:
 
     @property
     def analysis(self) -> Analysis:
-        """The root's analysis in a fresh snapshot of the host (a host of its own reads the root first)."""
-        return self._analysis_in(self.snapshot())
+        """The root's analysis in a fresh snapshot (an analysis host of its own reads the root first)."""
+        return self._root_analysis(self.snapshot())
 
     def snapshot(self) -> Snapshot:
+        """The analysis host's state now, the editor's pending edits applied first (`settle`)."""
         if self._settle is not None:
             self._settle()
-        if self._owns_files and not self._files.is_loaded(self._files.root_of(os.path.join(self._source_root, "_"))):
-            root = self._files.root_of(os.path.join(self._source_root, "_"))
-            self._files.ensure_root(root)
-            self._files.install(root, self._files.load(root))
-        return self._files.snapshot()
+        host = self._analysis_host
+        root = host.root_of_folder(self._source_root)
+        if self._owns_analysis_host and not host.is_loaded(root):
+            host.ensure_root(root)
+            host.install(root, host.load(root))
+        return host.snapshot()
 
-    def _analysis_in(self, snapshot: Snapshot) -> Analysis:
-        return snapshot.analysis(os.path.join(self._source_root, "_")) or Analysis(self._source_root)
+    def view(self) -> WorkspaceView:
+        """One snapshot of the root: what a run start, a preview or an approval question reads."""
+        snapshot = self.snapshot()
+        analysis = self._root_analysis(snapshot)
+        loaded = snapshot.root_of_folder(self._source_root) in snapshot.loaded
+        return WorkspaceView(snapshot, analysis, loaded, agent_files(analysis.workspace))
+
+    def _root_analysis(self, snapshot: Snapshot) -> Analysis:
+        return snapshot.analyses.get(snapshot.root_of_folder(self._source_root)) or Analysis(self._source_root)
 
     def reload(self) -> None:
-        """Reads the workspace again from disk (a host of its own only) and drops every cached agent."""
-        if self._owns_files:
-            self._files = AnalysisHost([self._source_root])
+        """Reads the workspace again from disk (an analysis host of its own only) and drops every cached agent."""
+        if self._owns_analysis_host:
+            self._analysis_host = AnalysisHost([self._source_root])
         self.invalidate_all()
 
-    def _definition_files(self, analysis: Analysis | None = None) -> dict[str, DefinitionFile]:
-        found: dict[str, DefinitionFile] = {}
-        for parsed in sorted((analysis or self.analysis).workspace.definitions(), key=lambda f: f.path):
-            agent_id = parsed.definition.id if parsed.definition is not None else parsed.raw_id
-            if agent_id and agent_id not in found:
-                found[agent_id] = parsed
-        return found
-
     def list_agents(self) -> list[dict[str, Any]]:
-        """`[{id, name, uri, exposedAsTool, description}]` of every definition that validates, by id."""
-        agents = []
-        for agent_id, parsed in sorted(self._definition_files().items()):
-            definition = parsed.definition
-            if definition is None:
-                continue
-            agents.append({"id": agent_id, "name": definition.display_name, "uri": Path(parsed.path).as_uri(),
-                           "exposedAsTool": definition.exposed_as_tool, "description": definition.description})
-        return agents
+        """`[{id, name, uri, exposedAsTool, exampleInput}]` of the agents, by id: what `oscova.listAgents` lists."""
+        return [agent.to_json(Path(agent.path).as_uri()) for agent in agent_list(self.analysis.workspace)]
 
-    def _definition(self, agent_id: str) -> AgentDefinition:
-        snapshot = self.snapshot()
-        analysis = self._analysis_in(snapshot)
-        files = self._definition_files(analysis)
-        parsed = files.get(agent_id)
+    def _definition(self, view: WorkspaceView, agent_id: str) -> AgentDefinition:
+        """The definition a run of `agent_id` builds; RunError with words when it cannot run."""
+        analysis = view.analysis
+        parsed = agent_file(analysis.workspace, agent_id, view.agents)
         if parsed is None:
-            known = ", ".join(sorted(i for i, f in files.items() if f.definition is not None)) or "none"
+            known = ", ".join(view.agents) or "none"
             raise RunError(f"No agent definition has the id {agent_id!r} (known agents: {known})")
         checked = [parsed.path]
         host_file = analysis.workspace.host_file
         if host_file is not None:
             checked.append(host_file.path)
-        unsaved = snapshot.unsaved(self._sources_of(analysis, parsed))
+        unsaved = view.snapshot.unsaved(self._sources_of(analysis, parsed))
         if unsaved:
             names = ", ".join(os.path.relpath(p, self._source_root) for p in unsaved)
             raise RunError(f"{names} {'has' if len(unsaved) == 1 else 'have'} unsaved changes; save "
@@ -388,27 +411,27 @@ class RunService:
             out.add(workspace.host_file.path)
         return out
 
-    def _current_host(self) -> ConfiguredHost:
-        """The configured host over the current definitions; a changed host configuration replaces it and
+    def _configured_host_for(self, view: WorkspaceView) -> ConfiguredHost:
+        """The configured host over the view's definitions; a changed host configuration replaces it and
         drops every cached agent and chat client."""
-        analysis = self.analysis
-        config = analysis.workspace.host
-        files = self._definition_files(analysis)
-        definitions = [f.definition for f in files.values() if f.definition is not None]
-        paths = {agent_id: f.path for agent_id, f in files.items() if f.definition is not None}
-        if self._host is None or config != self._host_config or self._host.trusted != self.trusted:
-            if self._host is not None:
-                self._retired_hosts.append(self._host)
+        config = view.config
+        agents = view.agents
+        definitions = [f.definition for f in agents.values() if f.definition is not None]
+        paths = {agent_id: f.path for agent_id, f in agents.items()}
+        host = self._configured_host
+        if host is None or config != self._configured_from or host.trusted != self.trusted:
+            if host is not None:
+                self._retired_hosts.append(host)
                 self.orchestrator.invalidate_all()
-            self._host = ConfiguredHost(self.root, config, definitions, definition_paths=paths,
-                                        orchestrator=self.orchestrator, trusted=self.trusted)
-            self._host_config = config.model_copy(deep=True)
+            host = self._configured_host = ConfiguredHost(self.root, config, definitions, definition_paths=paths,
+                                                          orchestrator=self.orchestrator, trusted=self.trusted)
+            self._configured_from = config.model_copy(deep=True)
         else:
-            self._host.definitions = definitions
-            self._host.definition_paths = paths
+            host.definitions = definitions
+            host.definition_paths = paths
         if self.trusted:  # an untrusted root never goes on sys.path: every later import could come from it
             self._make_importable(config)
-        return self._host
+        return host
 
     def _make_importable(self, config: HostConfig) -> None:
         """Puts the root on `sys.path` for `[tools.*]` and `[providers.*]` code, and forgets a same-named
@@ -448,8 +471,8 @@ class RunService:
     def invalidate_all(self) -> None:
         """Drops every cached agent and the tool catalogue; workspace code is imported again next run."""
         self.orchestrator.invalidate_all()
-        if self._host is not None:
-            self._host._tools_synced = False
+        if self._configured_host is not None:
+            self._configured_host.forget_tools()
         self._forget_workspace_modules()
 
     def file_saved(self, path: str) -> list[str]:
@@ -462,15 +485,14 @@ class RunService:
             self.invalidate_all()
             return ["*"]
         kind = file_kind(path)
-        root = self._files.root_of(path)
-        if kind is None or not self._files.is_loaded(root):
+        if kind is None or not self._analysis_host.is_loaded(self._analysis_host.root_of(path)):
             return []
         affected: set[str] = set()
         before = self.analysis.workspace.files.get(path)
         if isinstance(before, DefinitionFile) and before.raw_id:
             affected.add(before.raw_id)
-        if self._owns_files:
-            self._files.disk_changed(path, deleted=not os.path.lexists(path))
+        if self._owns_analysis_host:
+            self._analysis_host.disk_changed(path, deleted=not os.path.lexists(path))
         workspace = self.analysis.workspace
         after = workspace.files.get(path)
         if kind is FileKind.HOST:
@@ -494,12 +516,13 @@ class RunService:
                     affected.add(parsed.raw_id)
         return sorted(a for a in affected if self.evict_agent(a))
 
-    def approval_tools(self, agent_id: str) -> list[str]:
+    def approval_tools(self, agent_id: str, *, view: WorkspaceView | None = None) -> list[str]:
         """The tools `agent_id` selects that need approval (and the host's policy allows): a run without an
         approval channel does not offer them. Empty when the agent cannot be read (its run says why)."""
         try:
-            host = self._current_host()
-            definition = self._definition(agent_id)
+            view = view or self.view()
+            host = self._configured_host_for(view)
+            definition = self._definition(view, agent_id)
             host.ensure_tools()
         except Exception:  # noqa: BLE001 - the run reports it in words
             return []
@@ -517,10 +540,11 @@ class RunService:
         Approval-required tools are listed as a run with an approval channel would offer them. Raises
         `RunError` with words for the user when the agent cannot be assembled.
         """
-        host = self._current_host()
+        view = self.view()
+        host = self._configured_host_for(view)
         redact = Redactor.for_config(host.config)
         try:
-            definition = self._definition(agent_id)
+            definition = self._definition(view, agent_id)
             request = host.build_request(definition, bypass_requested_agent_cache=True)
 
             placeholders: list[str] = []
@@ -560,31 +584,37 @@ class RunService:
 
     def start_run(
         self, agent_id: str, input: str, *, session_id: str | None = None, on_event: EventCallback | None = None,
-        approve: ApproveCallback | None = None, recorder: Recorder | None = None,
+        approve: ApproveCallback | None = None, recorder: Recorder | None = None, view: WorkspaceView | None = None,
     ) -> RunHandle:
         """Starts a run as a task of the running loop and returns at once; `await` the handle for the result.
 
         Without `approve`, approval-required tools are not offered to the model (runtime behaviour).
         `recorder`: what records the run into its transcript (a replay passes its own); default `Recorder`.
+        `view`: the workspace as the caller just read it (`view()`); default, read now.
         """
         run_id = uuid.uuid4().hex[:12]
         session_id = session_id or uuid.uuid4().hex[:12]
         path = transcript_path(self.runs_dir, agent_id, run_id)
         writer = TranscriptWriter(path, root=self._runs_boundary)
         handle = RunHandle(run_id, agent_id, session_id, writer.path)
-        config = self._loaded_config()
+        read: WorkspaceView | Exception
+        try:
+            read = view or self.view()
+        except Exception as error:  # noqa: BLE001 - the run ends `failed`, in words (`_execute`)
+            read = error
+        config = read.config if isinstance(read, WorkspaceView) and read.loaded else None
         run = _Run(handle, on_event, Redactor.for_config(config) if config else Redactor(), writer)
         run.recorder = recorder or run.recorder
         run.recorder.attach(run.record, lambda value: run.redact(value))
-        handle.task = asyncio.get_running_loop().create_task(self._execute(run, input, approve),
+        handle.task = asyncio.get_running_loop().create_task(self._execute(run, read, input, approve),
                                                              name=f"oscova-run-{run_id}")
         self._runs[run_id] = handle
         return handle
 
-    def _loaded_config(self) -> HostConfig | None:
-        """The host configuration when the root is read already (for redaction before the run reads it)."""
-        root = self._files.root_of(os.path.join(self._source_root, "_"))
-        return self._analysis_in(self._files.snapshot()).workspace.host if self._files.is_loaded(root) else None
+    def resume_session(self, agent_id: str, session: AgentSession) -> None:
+        """The next run of `agent_id` with `session.session_id` goes on from `session` (a replay continues the
+        recorded conversation)."""
+        self._sessions[(agent_id, session.session_id)] = session
 
     async def run(self, agent_id: str, input: str, **options: Any) -> dict[str, Any]:
         """Starts a run and waits for its result."""
@@ -608,12 +638,13 @@ class RunService:
     async def aclose(self) -> None:
         """Shuts down and closes the chat clients the service's hosts created."""
         await self.shutdown()
-        for host in [*self._retired_hosts, *([self._host] if self._host else [])]:
+        for host in [*self._retired_hosts, *([self._configured_host] if self._configured_host else [])]:
             with contextlib.suppress(Exception):
                 await host.aclose()
         self._retired_hosts.clear()
 
-    async def _execute(self, run: _Run, input: str, approve: ApproveCallback | None) -> dict[str, Any]:
+    async def _execute(self, run: _Run, view: WorkspaceView | Exception, input: str,
+                       approve: ApproveCallback | None) -> dict[str, Any]:
         handle = run.handle
         handle.started = True
         status: RunStatus = "failed"
@@ -624,10 +655,12 @@ class RunService:
             try:
                 if handle.cancel_requested:
                     raise asyncio.CancelledError
-                host = self._current_host()
+                if isinstance(view, Exception):
+                    raise view
+                host = self._configured_host_for(view)
                 run.redact = Redactor.for_config(host.config)
                 run.denial_reason = lambda name: denial_reason(name, host)
-                definition = self._definition(handle.agent_id)
+                definition = self._definition(view, handle.agent_id)
                 name = definition.display_name
             finally:
                 run.record(run.recorder.header(runId=handle.run_id, agentId=handle.agent_id, input=input,
@@ -708,6 +741,14 @@ class RunService:
                 return False
 
         return ask
+
+
+def load_model_client() -> None:
+    """Imports the model client's library ahead of the first run (the language server calls it off its event
+    loop: half a second that would otherwise stall diagnostics and completion)."""
+    from oscova_runtime.chat_client import load_library
+
+    load_library()
 
 
 def _to_stderr(text: str) -> None:

@@ -286,9 +286,10 @@ async def run_in_terminal(
     if view is not None:  # a notice goes between the lines of the live view, not into its spinner
         service.notify = view.note
     approve = terminal_approver(view) if view is not None and interactive else None
+    workspace = service.view()  # what the run reads, and what the notice of withheld tools is about
     if approve is None:
-        _say_what_is_withheld(service.approval_tools(agent_id), as_json, err)
-    handle = service.start_run(agent_id, text, on_event=listener, approve=approve)
+        _say_what_is_withheld(service.approval_tools(agent_id, view=workspace), as_json, err)
+    handle = service.start_run(agent_id, text, on_event=listener, approve=approve, view=workspace)
     loop = asyncio.get_running_loop()
     interrupts = 0
 

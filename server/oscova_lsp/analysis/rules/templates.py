@@ -1,0 +1,227 @@
+"""A template as its renderer sees it, in template files and inline `instructions` alike: it parses (OSC100),
+binds what it uses (OSC101), keeps the prompt prefix stable (OSC102), renders nothing empty (OSC103, OSC106),
+places memory (OSC104), fences untrusted data (OSC105), and is used at all (OSC107). Which names a renderer
+binds is `bindings.py`'s answer."""
+
+from __future__ import annotations
+
+from ..bindings import TemplateBindings, binders, template_bindings
+from ..diagnostics import Diagnostic, Fix, Related, TextEdit
+from ..files import DefinitionFile, TemplateFile, template_facts, variable_places
+from ..jinja_source import SyntaxProblem, TemplateFacts, VariableUse
+from ..suggest import did_you_mean
+from ..text import LineIndex, Position, Range
+from ..workspace import LISTED_USES, TemplateUse
+from ..yaml_source import YamlDocument
+from .common import Context, first_line, listed, value_place
+from .rule import INFO, E, H, Rule, W
+
+SYNTAX_ERROR = Rule(
+    "OSC100", E, "templates", "Jinja2 syntax error",
+    """The template does not parse; it fails when it is rendered. Each broken construct (the tag, the
+expression, the block left open) is reported where it is, and the rest of the template is still checked.""")
+
+UNBOUND = Rule(
+    "OSC101", E, "templates", "A variable the rendering provider does not bind",
+    """A template is rendered by one provider with its variables only: agent instructions by `personal`,
+the environment template by `environment`, the memory system prompt by `memory`, a custom provider's
+template by that provider with its declared `variables`. An unbound variable renders as an empty string
+without an error. The message names the renderer and, where another provider binds the name, which one.
+Names the template sets itself count as Jinja renders them: from their `set` on, a block's own only inside
+it, `loop` inside a `for`, `caller`, `varargs` and `kwargs` inside a macro.""",
+    "use the closest bound name, or declare the variable in `[variables]`")
+
+CURRENT_TIME = Rule(
+    "OSC102", W, "templates", "`current_time` in standing instructions",
+    """A value that changes every minute in the standing instructions changes the prompt prefix on every
+run and defeats prompt caching. Use `current_date`, and the `current_datetime` tool for the clock.""",
+    "use `current_date`")
+
+USER_CONTEXT_NOT_SHARED = Rule(
+    "OSC103", W, "templates", "`user_context` in the instructions of an agent that is not shared",
+    """`user_context` holds file-backed personal context only for a `shared: true` definition; elsewhere
+it renders empty.""")
+
+MEMORY_NOT_PLACED = Rule(
+    "OSC104", INFO, "templates", "A memory system prompt without `{{ agent_memory }}`",
+    """When the memory system prompt does not reference `{{ agent_memory }}`, the memory provider appends
+the generated `<agent_memory>` block after it. Reference it to choose where memory goes.""")
+
+UNDELIMITED = Rule(
+    "OSC105", W, "templates", "An untrusted value rendered outside a labelled delimiter",
+    """Provider output is trusted model input and is not sanitized. `user_context`, `agent_memory` and the
+variables of a custom provider with `trusted = false` are data: render them inside a labelled delimiter, an
+XML-like tag pair such as `<user_context>...</user_context>` or a fenced block, so the model can tell data
+from instructions. In the memory system prompt, `agent_memory` arrives in its own `<agent_memory>` tags and
+needs none.""",
+    "wrap it in a tag")
+
+WORKING_DIRECTORY = Rule(
+    "OSC106", W, "templates", "`working_directory` in the environment template",
+    """The default host does not derive a working directory: `working_directory` renders empty. Use
+`workspace_directories`.""")
+
+UNUSED = Rule(
+    "OSC107", H, "templates", "A template file that no agent or provider uses",
+    """No definition's `instructions_file`, no template path in `oscova.toml` and no include, import or
+extends reaches this file. It is checked as agent instructions.""")
+
+_VARIABLES_WITH_CHECKS = frozenset({"current_time", "user_context", "working_directory"})
+"""Names checked wherever they are bound (OSC102, OSC103, OSC106)."""
+
+
+def check_file(ctx: Context, parsed: TemplateFile) -> list[Diagnostic]:
+    """A template file: its syntax, whether anything uses it, and its checks for each of its uses."""
+    facts = parsed.facts
+    if facts is None:  # not read (too large, not text): OSC001 or a notice says so
+        return []
+    out = [SYNTAX_ERROR.diagnostic(parsed.path, _syntax_error_range(parsed.lines, error), _syntax_message(error))
+           for error in facts.syntax_errors]
+    bindings = template_bindings(ctx.ws, parsed)
+    if bindings.unused:
+        out.append(UNUSED.diagnostic(parsed.path, first_line(parsed.lines),
+                                     "no agent or provider uses this template; it is checked as agent instructions"))
+    return out + _template_checks(ctx, parsed, bindings)
+
+
+def check_inline(ctx: Context, parsed: DefinitionFile, doc: YamlDocument) -> list[Diagnostic]:
+    """A definition's inline `instructions`, positions mapped back through their YAML scalar."""
+    inline = parsed.inline
+    if inline is None:
+        return []
+    out: list[Diagnostic] = []
+    for error in inline.facts.syntax_errors:
+        start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)
+        rng = parsed.lines.line_range(start.line) if inline.map.kind == "block" else value_place(doc, ("instructions",))
+        out.append(SYNTAX_ERROR.diagnostic(parsed.path, rng, _syntax_message(error)))
+    return out + _template_checks(ctx, parsed, template_bindings(ctx.ws, parsed))
+
+
+def _syntax_message(error: SyntaxProblem) -> str:
+    return f"template syntax error: {error.message}"
+
+
+def _syntax_error_range(lines: LineIndex, error: SyntaxProblem) -> Range:
+    """The failing construct's range on its line (the whole line when Jinja gave no construct)."""
+    line = min(error.line, lines.line_count - 1)
+    if error.end_column is None or error.end_column <= error.column:
+        return lines.line_range(line)
+    return Range(lines.position_of_char(line, error.column), lines.position_of_char(line, error.end_column))
+
+
+def _template_checks(ctx: Context, parsed: TemplateFile | DefinitionFile, bindings: TemplateBindings) -> list[Diagnostic]:
+    """The checks of a template file or of a definition's inline instructions, for each of its uses."""
+    out: list[Diagnostic] = []
+    path, lines = parsed.path, parsed.lines
+    facts = template_facts(parsed)
+    if facts is None:  # callers pass a template with facts or a definition with inline instructions
+        return out
+    inline = parsed if isinstance(parsed, DefinitionFile) else None
+    uses = bindings.uses
+    personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
+    for var, where in variable_places(parsed):
+        unbound = bindings.unbound_uses(var.name)
+        untrusted = bindings.untrusted(var.name)
+        if not unbound and not untrusted and var.name not in _VARIABLES_WITH_CHECKS:
+            continue  # the common case: nothing to report, no range computed
+        rng = where()
+        if unbound:
+            out.append(_unbound(ctx, path, rng, var.name, unbound, bindings))
+        if var.name == "current_time" and personal_uses:
+            out.append(CURRENT_TIME.diagnostic(path, rng, "`current_time` changes every minute: in standing "
+                                               "instructions it breaks prompt-cache prefixes",
+                                               Fix("Use `current_date`", (TextEdit(path, rng, "current_date"),))))
+        if var.name == "user_context":
+            not_shared = [use for use in personal_uses if use.agent_path and not _is_shared(ctx, use.agent_path)]
+            if not_shared:
+                out.append(USER_CONTEXT_NOT_SHARED.diagnostic(
+                    path, rng, f"`user_context` renders empty: the agent is not `shared` "
+                               f"({listed([u.label for u in not_shared])})"))
+        if var.name == "working_directory" and any(u.renderer == "environment" and not u.no_context for u in uses):
+            out.append(WORKING_DIRECTORY.diagnostic(path, rng, "`working_directory` renders empty: the default host "
+                                                    "does not derive it; use `workspace_directories`"))
+        if untrusted and not facts.is_delimited(var.offset):
+            out.append(UNDELIMITED.diagnostic(
+                path, rng, f"`{var.name}` is untrusted data ({untrusted}) rendered outside a labelled delimiter",
+                Fix(f"Wrap it in <{var.name}> tags", _wrap_edits(path, facts, var, rng, lines, inline))))
+    if any(use.renderer == "memory" and not use.no_context for use in uses) and not any(
+            v.name == "agent_memory" for v in facts.free_uses):
+        rng = first_line(lines) if inline is None else Range.of(0, 0, 0, 0)
+        out.append(MEMORY_NOT_PLACED.diagnostic(path, rng, "the memory system prompt does not reference "
+                                                "`{{ agent_memory }}`: the `<agent_memory>` block is appended after it"))
+    return out
+
+
+def _wrap_edits(path: str, facts: TemplateFacts, var: VariableUse, rng: Range, lines: LineIndex,
+                inline: DefinitionFile | None) -> tuple[TextEdit, ...]:
+    """Wraps the whole `{{ ... }}` expression around the variable in a tag named after it."""
+    text = facts.text
+    open_at = text.rfind("{{", 0, var.offset)
+    close_at = text.find("}}", var.offset)
+    if open_at == -1 or close_at == -1:
+        return (TextEdit(path, rng, f"<{var.name}>{var.name}</{var.name}>"),)
+    if inline is None:
+        before, after = lines.position(open_at), lines.position(close_at + 2)
+        return (TextEdit(path, Range(after, after), f"</{var.name}>"),
+                TextEdit(path, Range(before, before), f"<{var.name}>"))
+    # Inline: the expression's columns relative to the variable, on the variable's file line.
+    delta_open = var.offset - open_at
+    delta_close = close_at + 2 - var.offset
+    start = Position(rng.start.line, max(rng.start.character - delta_open, 0))
+    end = Position(rng.start.line, rng.start.character + delta_close)
+    return (TextEdit(path, Range(end, end), f"</{var.name}>"), TextEdit(path, Range(start, start), f"<{var.name}>"))
+
+
+def _is_shared(ctx: Context, agent_path: str) -> bool:
+    parsed = ctx.ws.files.get(agent_path)
+    return isinstance(parsed, DefinitionFile) and parsed.definition is not None and parsed.definition.shared
+
+
+def _unbound(ctx: Context, path: str, rng: Range, name: str, unbound: list[TemplateUse],
+             bindings: TemplateBindings) -> Diagnostic:
+    renderers = sorted({u.renderer for u in unbound})
+    named = list(dict.fromkeys((u.label, u.via[-1] if u.via and u.via[-1] != path else None) for u in unbound))
+    labels = listed([label + (f" via {ctx.rel(via)}" if via else "") for label, via in named[:LISTED_USES]],
+                    len(named))
+    if all(u.no_context for u in unbound):
+        importers = listed(sorted({ctx.rel(u.via[-1]) for u in unbound if u.via}))
+        message = (f"`{name}` is not bound: {importers} imports this template without context, so it sees no "
+                   f"provider variable (for {labels}); add `with context` to the import: it renders empty")
+        return UNBOUND.diagnostic(path, rng, message)
+    found = [d for d in binders(ctx.ws, name) if d.binder.kind != "jinja"]
+    names = "`, `".join(renderers)
+    noun = "provider that renders" if len(renderers) == 1 else "providers that render"
+    message = f"`{name}` is not bound by the `{names}` {noun} this template"
+    if len(bindings.uses) > 1 or unbound[0].agent_path is not None or unbound[0].renderer != "personal":
+        message += f" (for {labels})"
+    if found:
+        message += f"; {found[0].binder.words} binds it"
+    message += ": it renders empty"
+    related = tuple(Related(d.path, d.range, f"`{name}` is bound here by {d.binder.renderer}") for d in found
+                    if d.path is not None and d.range is not None)
+    choice = did_you_mean(name, sorted(bindings.provider_names(unbound)))
+    use_fix = None
+    if choice:
+        message += choice.words  # the same suggestion as the quick fix, for the CLI
+        use_fix = Fix(f"Use `{choice.name}`", (TextEdit(path, rng, choice.name),))
+    declare = _declare_variable_edit(ctx, name) if all(u.renderer == "personal" for u in unbound) else None
+    declare_fix = Fix(f"Declare `{name}` in `[variables]`", (declare,)) if declare is not None else None
+    return UNBOUND.diagnostic(path, rng, message, use_fix, declare_fix, related=related)
+
+
+def _declare_variable_edit(ctx: Context, name: str) -> TextEdit | None:
+    """`name = ""` under `[variables]` of the host configuration (the table added at its end if missing)."""
+    host_file = ctx.ws.host_file
+    if host_file is None or host_file.doc is None:
+        return None
+    doc = host_file.doc
+    table = (*host_file.prefix, "variables")
+    header = doc.spans.get(table)
+    if header is not None and header.key is not None:
+        line = header.value.start.line + 1
+        return TextEdit(host_file.path, Range.of(line, 0, line, 0), f'{name} = ""\n')
+    end_line = host_file.lines.line_count - 1
+    end = Position(end_line, len(host_file.lines.line_text(end_line)))
+    section = "tool.oscova.variables" if host_file.prefix else "variables"
+    lead = "\n" if host_file.lines.line_text(end_line).strip() else ""
+    return TextEdit(host_file.path, Range(end, end), f'{lead}\n[{section}]\n{name} = ""\n')
