@@ -8,8 +8,8 @@ Scenarios (each on a fresh server):
   idle and while every run streams (budget p95 < 50 ms);
 - `render`: hovers while `oscova.previewPrompt` renders a template that never ends (it runs in a worker
   thread, so hovers answer meanwhile; budget: the slowest under 1 s);
-- `clique`: 30 templates that all include each other, one edited every 100 ms; hover and completion p95
-  (budget p95 < 50 ms);
+- `clique`: 30 templates that all include each other: a hover while they load (budget < 10 s), then one
+  edited every 100 ms; hover and completion p95 (budget p95 < 50 ms);
 - `hostile`: an untrusted workspace whose cases and transcripts are links to `/proc/self/fd/0`, `/dev/zero`,
   `/etc/shadow` and FIFOs; hovers sent while `oscova.listTests` runs (budget: 9 of 10 under 100 ms).
 
@@ -224,6 +224,7 @@ def clique_scenario(base: Path, samples: int, n: int = 30) -> dict[str, Any]:
         server.initialize({"textDocument": {"publishDiagnostics": {"versionSupport": True}},
                            "window": {"workDoneProgress": True}})
         uris = {node: server.open(f"templates/t{node:03d}.j2") for node in edited}
+        during_load, _ = server.call("textDocument/hover", at(uris[edited[0]], 0, 30))  # while the clique loads
         server.wait_notification(lambda m: m.get("method") == "$/progress" and m["params"]["value"]["kind"] == "end")
         typing = threading.Event()
         versions = dict.fromkeys(edited, 1)
@@ -254,7 +255,8 @@ def clique_scenario(base: Path, samples: int, n: int = 30) -> dict[str, Any]:
             editor.join()
     finally:
         server.close()
-    return {"templates": n, "hover": summary(hovers), "completion": summary(completions)}
+    return {"templates": n, "hover_during_load_s": round(during_load, 3), "hover": summary(hovers),
+            "completion": summary(completions)}
 
 
 def hostile_scenario(base: Path) -> dict[str, Any]:
@@ -275,7 +277,8 @@ def hostile_scenario(base: Path) -> dict[str, Any]:
 def met(name: str, result: dict[str, Any]) -> bool:
     """Whether `result` of scenario `name` is within the budget its test used to assert."""
     if name in ("runs", "clique"):
-        return result["hover"]["p95_ms"] < 50 and result["completion"]["p95_ms"] < 50
+        loaded = name == "runs" or result["hover_during_load_s"] < 10
+        return loaded and result["hover"]["p95_ms"] < 50 and result["completion"]["p95_ms"] < 50
     if name == "render":
         return result["hover_while_rendering"]["max_ms"] < 1000 and bool(result["refused"])
     return result["under_100_ms"] >= 9 and result["hover_while_listing"]["max_ms"] < 1000

@@ -110,7 +110,9 @@ async def state(editor: Editor) -> Clique:
 
 
 async def test_hover_answers_while_the_clique_loads_and_every_template_is_checked(state: Clique):
-    assert state.hover_during_load is not None  # answered within ANSWER_SECONDS while the clique loaded
+    # Answered within ANSWER_SECONDS while the clique loaded (main: 49 s); how soon (budget 10 s) is measured by
+    # benchmarks/responsiveness_bench.py `clique`.
+    assert state.hover_during_load is not None
     for node in range(N):  # the background check reaches every template: its unbound variable, the cycle
         found = await state.wait_published(node, lambda _v, d: any(x.code == "OSC101" for x in d))
         assert [x.message.split("`")[1] for x in found if x.code == "OSC101"] == [f"missing{node % 3}"]
