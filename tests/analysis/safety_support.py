@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from tests.support.host_files import MODELS
+
 MEMORY_LIMIT = 1_500_000_000
 """Address space of the checked process: reading `/dev/zero` whole fails fast instead of taking the machine."""
 TIME_LIMIT = 90.0
@@ -74,4 +76,4 @@ def assert_no_traceback(result: Result) -> None:
     assert "Traceback" not in result.output, result.output[-4000:]
 
 
-HOST = '[models.default]\nmodel = "m"\n'
+HOST = MODELS

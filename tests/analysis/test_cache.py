@@ -20,6 +20,8 @@ from oscova_lsp.analysis.lint import LintOptions
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from workspace_gen import generate  # noqa: E402
 
+from tests.support.host_files import MODELS
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
@@ -221,7 +223,7 @@ def test_a_file_appearing_where_a_definition_points_is_seen(tmp_path: Path) -> N
     exists is a question the checks ask the disk, asked again before stored results are reused."""
     root = tmp_path / "ws"
     root.mkdir()
-    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (root / "oscova.toml").write_text(MODELS)
     (root / "a.agent.yaml").write_text("id: a\ninstructions_file: prompts/a.md\n")
     found, _ = check_all(root)
     assert [d.code for d in found[str(root / "a.agent.yaml")]] == ["OSC040"]
@@ -239,7 +241,7 @@ def test_a_link_turned_to_lead_out_of_the_root_is_seen(tmp_path: Path) -> None:
     root, outside = tmp_path / "ws", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
-    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (root / "oscova.toml").write_text(MODELS)
     (root / "a.agent.yaml").write_text("id: a\ninstructions_file: prompts/a.md\n")
     (root / "kept").mkdir()
     (root / "kept" / "a.md").write_text("You help.\n")

@@ -19,13 +19,15 @@ from pathlib import Path
 import pytest
 from oscova_lsp.analysis.engine import Analysis
 
+from tests.support.host_files import MODELS
+
 from .test_cache import cache_home  # noqa: F401 - the autouse fixture: a cache folder of the test's own
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 GRANTS = {
-    "oscova.toml": '[models.default]\nmodel = "m"\n\n[environment]\nworkspace_directories = ["shared"]\n',
+    "oscova.toml": MODELS + '\n[environment]\nworkspace_directories = ["shared"]\n',
     "agents/reader.agent.yaml": "id: reader\ninstructions: Read.\ntools: [read_file]\nworkspaces: [data, shared/notes]\n",
     "agents/broken.agent.yaml": "id: broken\ninstructions: Hi {{ nobody }}.\nagent_tools: [missing]\n",
 }

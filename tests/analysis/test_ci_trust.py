@@ -15,9 +15,11 @@ from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.lint import LintOptions
 from oscova_lsp.lsp.settings import Settings
 
+from tests.support.host_files import UNREACHABLE, models_default
+
 from .support import make_workspace
 
-MODELS = '[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+MODELS = models_default(base_url=UNREACHABLE)
 
 
 def oscova(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -12,6 +12,8 @@ from pathlib import Path
 import jsonschema
 from oscova_lsp.analysis.rules.registry import RULES
 
+from tests.support.host_files import MODELS
+
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ROOT / "examples" / "broken"
 
@@ -47,7 +49,7 @@ def test_github_format_gives_workflow_commands() -> None:
 
 
 def test_exit_codes(tmp_path: Path) -> None:
-    (tmp_path / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (tmp_path / "oscova.toml").write_text(MODELS)
     (tmp_path / "warn.agent.yaml").write_text("id: w\ntools: [nope]\n")
     warnings_only = oscova("check", str(tmp_path))
     assert warnings_only.returncode == 0 and "OSC031" in warnings_only.stdout
@@ -69,7 +71,7 @@ def test_check_one_file_reports_that_file_only() -> None:
 
 
 def test_large_file_is_skipped_with_a_notice(tmp_path: Path) -> None:
-    (tmp_path / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (tmp_path / "oscova.toml").write_text(MODELS)
     (tmp_path / "big.j2").write_text("x" * 1_200_000)
     result = oscova("check", str(tmp_path))
     assert result.returncode == 0

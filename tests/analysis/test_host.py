@@ -6,8 +6,10 @@ from pathlib import Path
 
 from oscova_lsp.analysis.host import AnalysisHost
 
+from tests.support.host_files import MODELS
+
 FILES = {
-    "oscova.toml": '[host]\nuser_id = "alice"\n\n[variables]\nteam = "Platform"\n\n[models.default]\nmodel = "m"\n',
+    "oscova.toml": '[host]\nuser_id = "alice"\n\n[variables]\nteam = "Platform"\n\n' + MODELS,
     "agents/lead.agent.yaml": "id: lead\nagent_tools: [helper]\ninstructions_file: ../templates/lead.j2\n",
     "agents/helper.agent.yaml": "id: helper\nexposed_as_tool: true\ninstructions: Help.\n",
     "templates/lead.j2": "Lead {{ team }}.\n",

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.host_files import MODELS
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -39,10 +41,10 @@ def test_the_hook_checks_the_workspaces_of_the_files(tmp_path: Path) -> None:
     (repo / "team-a" / "agents").mkdir(parents=True)
     (repo / "team-b" / "agents").mkdir(parents=True)
     (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
-    (repo / "team-a" / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (repo / "team-a" / "oscova.toml").write_text(MODELS)
     (repo / "team-a" / "agents" / "caller.agent.yaml").write_text("id: caller\nagent_tools: [helper]\n")
     (repo / "team-a" / "agents" / "helper.agent.yaml").write_text("id: helper\nexposed_as_tool: true\n")
-    (repo / "team-b" / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (repo / "team-b" / "oscova.toml").write_text(MODELS)
     (repo / "team-b" / "agents" / "b.agent.yaml").write_text("id: b\n")
     (repo / "README.md").write_text("not checked\n")
     git("init", "-q", cwd=repo)
@@ -57,7 +59,7 @@ def test_the_hook_checks_the_workspaces_of_the_files(tmp_path: Path) -> None:
     # caller's new problem is found although the caller did not change.
     git("commit", "-q", "-m", "clean", cwd=repo)
     (repo / "team-a" / "agents" / "helper.agent.yaml").write_text("id: helper\n")
-    (repo / "team-a" / "oscova.toml").write_text('[models.default]\nmodel = "m"\n[lint.severity]\nOSC02 = "error"\n')
+    (repo / "team-a" / "oscova.toml").write_text(MODELS + '[lint.severity]\nOSC02 = "error"\n')
     git("add", "-A", cwd=repo)
     changed = pre_commit("run", cwd=repo, home=home)
     assert changed.returncode == 1, changed.stdout + changed.stderr
@@ -73,7 +75,7 @@ def test_the_published_hook_installs_and_runs(tmp_path: Path) -> None:
     own environment and runs the hook from `.pre-commit-hooks.yaml` (`try-repo` takes the working tree)."""
     repo = tmp_path / "repo"
     (repo / "agents").mkdir(parents=True)
-    (repo / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (repo / "oscova.toml").write_text(MODELS)
     (repo / "agents" / "a.agent.yaml").write_text("id: a\ncontext_providers: [null]\n")
     git("init", "-q", cwd=repo)
     git("add", "-A", cwd=repo)

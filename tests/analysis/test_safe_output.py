@@ -14,6 +14,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tests.support.host_files import MODELS
+
 ESCAPES = '"x\\e]0;pwned\\a\\e[2K\\e[1A\\x9b": 1\n'
 """A YAML key that holds ESC ] 0 ; … BEL (retitles a terminal), ESC[2K ESC[1A (erases a line) and a C1 CSI."""
 SHOWN = "x\\x1b]0;pwned\\x07\\x1b[2K\\x1b[1A\\x9b"
@@ -38,7 +40,7 @@ def strings(value: object) -> list[str]:
 
 @pytest.fixture
 def hostile(tmp_path: Path) -> Path:
-    (tmp_path / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (tmp_path / "oscova.toml").write_text(MODELS)
     (tmp_path / "keys.agent.yaml").write_text("id: keys\ninstructions: Hi.\n" + ESCAPES)
     (tmp_path / "agents").mkdir()
     with open(bytes(tmp_path / "agents") + b"/caf\xff.agent.yaml", "w") as handle:  # a name that is not UTF-8

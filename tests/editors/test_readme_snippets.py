@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.host_files import models_default
 
 from .test_real_editors import HERE, require
 
@@ -47,7 +48,7 @@ def workspace(tmp_path: Path, fake: FakeOpenAI) -> Path:
     `current_time` is a warning (OSC102), so the open buffer gets a diagnostic and the agent still runs."""
     root = tmp_path / "ws"
     (root / "agents").mkdir(parents=True)
-    (root / "oscova.toml").write_text(f'[models.default]\nmodel = "fake-model"\nbase_url = "{fake.base_url}"\n')
+    (root / "oscova.toml").write_text(models_default("fake-model", base_url=fake.base_url))
     (root / "agents" / "triage.agent.yaml").write_text(
         "id: triage\ninstructions: Triage the incident. It is {{ current_time }}.\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)

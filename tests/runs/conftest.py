@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from oscova_lsp.runs import RunService
 
+from tests.support import phoenix as collector
 from tests.support import run_workspace
 from tests.support.fake_openai import FakeOpenAI
 
@@ -40,6 +41,12 @@ async def service(workspace: Path) -> AsyncIterator[RunService]:
     svc = RunService(workspace)
     yield svc
     await svc.aclose()
+
+
+@pytest.fixture(scope="session")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[collector.Phoenix]:
+    """Arize Phoenix, a real OTLP collector; started once (it takes 20 s of CPU) and shared by the session."""
+    yield from collector.serve(tmp_path_factory.mktemp("phoenix"))
 
 
 class Recorder:

@@ -2,121 +2,21 @@
 free loopback port, its SQLite database in a temporary folder), and the spans are read back from
 Phoenix's REST API: names, parent links, `gen_ai.*` attributes, token usage, and never the API key.
 
-One Phoenix serves the whole module. It must start: in CI a Phoenix that does not come up fails the tests
-with its log (it is installed by the test extra); only outside CI, without Phoenix installed, they skip.
+One Phoenix serves the whole session (the `phoenix` fixture of tests/runs/conftest.py, from
+tests/support/phoenix.py). It must start: in CI a Phoenix that does not come up fails the tests with its log
+(it is installed by the test extra); only outside CI, without Phoenix installed, they skip.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from oscova_lsp.runs import RunService, tracing
 
 from . import delegation
 from .conftest import CANARY_KEY, host_toml, make_workspace
 from .test_cli import cli_env, oscova
-
-START_TIMEOUT = 180.0
-"""Seconds Phoenix may take to answer /healthz (it imports a lot; the machine may be loaded)."""
-SPANS_TIMEOUT = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _phoenix_command() -> list[str] | None:
-    script = Path(sys.executable).with_name("phoenix")
-    if script.exists():
-        return [str(script), "serve"]
-    found = shutil.which("phoenix")
-    return [found, "serve"] if found else None
-
-
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - loopback only
-        return json.loads(response.read())
-
-
-class Phoenix:
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.otlp = url  # Phoenix takes OTLP/HTTP at <url>/v1/traces
-
-    def spans(self) -> list[dict[str, Any]]:
-        return _get(f"{self.url}/v1/projects/default/spans?limit=1000")["data"]
-
-    def trace_of(self, conversation_id: str, count: int) -> list[dict[str, Any]]:
-        """The spans of the run whose root span names `conversation_id`, once `count` of them arrived."""
-        deadline = time.monotonic() + SPANS_TIMEOUT
-        found: list[dict[str, Any]] = []
-        while time.monotonic() < deadline:
-            spans = self.spans()
-            roots = [s for s in spans if s["attributes"].get("gen_ai.conversation.id") == conversation_id]
-            if roots:
-                trace_id = roots[0]["context"]["trace_id"]
-                found = [s for s in spans if s["context"]["trace_id"] == trace_id]
-                if len(found) >= count:
-                    return found
-            time.sleep(0.25)
-        raise AssertionError(f"Phoenix has {len(found)} of the {count} spans of the run after {SPANS_TIMEOUT:g} s")
-
-
-@pytest.fixture(scope="module")
-def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
-    command = _phoenix_command()
-    if command is None:
-        if os.environ.get("CI"):
-            pytest.fail("`phoenix` is not installed: the test extra installs arize-phoenix (pip install -e '.[test]')")
-        pytest.skip("arize-phoenix is not installed (pip install -e '.[test]')")
-    folder = tmp_path_factory.mktemp("phoenix")
-    port, grpc_port = _free_port(), _free_port()
-    env = {**os.environ, "PHOENIX_WORKING_DIR": str(folder), "PHOENIX_PORT": str(port),
-           "PHOENIX_GRPC_PORT": str(grpc_port), "PHOENIX_HOST": "127.0.0.1", "PHOENIX_TELEMETRY_ENABLED": "false"}
-    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
-    log = (folder / "phoenix.log").open("wb")
-    process = subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"Phoenix exited with {process.returncode} before it was ready:\n"
-                            + (folder / "phoenix.log").read_text(errors="replace")[-3000:])
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:  # noqa: S310
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"Phoenix did not answer on {url} within {START_TIMEOUT:g} s:\n"
-                            + (folder / "phoenix.log").read_text(errors="replace")[-3000:])
-            time.sleep(0.5)
-        yield Phoenix(url)
-    finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-        log.close()
 
 
 def _by_name(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

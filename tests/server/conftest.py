@@ -10,6 +10,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -153,23 +154,52 @@ def codes(diagnostics: list[lsp.Diagnostic]) -> list[str]:
 CLIENTS = ["vscode", "neovim"]
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module", loop_scope="module",
-                    params=CLIENTS)
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
-                 tmp_path_factory: pytest.TempPathFactory):
-    name = request.param
-    root = copy_workspace(tmp_path_factory, name)
-    if name == "vscode":
-        capabilities = vscode_capabilities(lsp_client.protocol._converter)
-        mode = "pull"
-    else:
-        capabilities = client_capabilities("neovim@v0.7.0")
-        mode = "push"
-    ed = Editor(lsp_client, root, mode)
+@dataclass(frozen=True)
+class SessionOptions:
+    """How a test's editor starts a session: which client it is and what it says in `initialize`."""
+
+    client: str = "vscode"
+    """`vscode`: the capabilities real VS Code 1.139 sent (pull diagnostics); or a pytest-lsp preset,
+    `neovim@v0.7.0` (push diagnostics), `visual-studio-code` (VS Code 1.65: push)."""
+    settings: dict[str, Any] | None = field(default_factory=lambda: {"debounce": 50})
+    """The `oscova` section the client answers `workspace/configuration` with (None: no answer set)."""
+    initialization_options: Any = None
+    client_name: str | None = None
+    dismiss_prompts: bool = False
+    """Whether `window/showMessageRequest` is answered (with null: dismissed) rather than unknown to the client."""
+    wait_checked: float | None = 30
+    """Seconds the start may wait for the background check to end (None: do not wait)."""
+
+
+RUN_CLIENT = SessionOptions(client="vscode", settings=None, client_name="test", wait_checked=None)
+"""The client of the run tests: VS Code 1.139, the server's default settings, not waiting for the check."""
+
+
+def with_trust(options: SessionOptions, trust: bool) -> SessionOptions:
+    """`options` saying in `initialize` whether the workspace is trusted."""
+    return replace(options, initialization_options={"workspaceTrusted": trust})
+
+
+def capabilities_of(client: LanguageClient, name: str) -> lsp.ClientCapabilities:
+    return vscode_capabilities(client.protocol._converter) if name == "vscode" else client_capabilities(name)
+
+
+async def start_session(lsp_client: LanguageClient, root: Path, options: SessionOptions = SessionOptions(),
+                        folders: list[Path] | None = None) -> Editor:
+    """Initializes `lsp_client`'s server on the workspace folder `root` (or `folders`) as `options` say; the
+    Editor, also set as `lsp_client.editor`, records the registrations and the published versions."""
+    capabilities = capabilities_of(lsp_client, options.client)
+    text_document = capabilities.text_document
+    ed = Editor(lsp_client, root, "pull" if text_document and text_document.diagnostic else "push")
 
     @lsp_client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
     def register(params: lsp.RegistrationParams) -> None:
         ed.registrations.extend(params.registrations)
+
+    if options.dismiss_prompts:
+        @lsp_client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
+        def ask(params: lsp.ShowMessageRequestParams) -> None:
+            return None
 
     lsp_client.protocol.fm._features.pop(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, None)  # record versions too
 
@@ -178,16 +208,64 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
         lsp_client.diagnostics[params.uri] = params.diagnostics
         ed.published_versions[params.uri] = params.version
 
-    lsp_client.set_configuration({"debounce": 50}, section="oscova")
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
+    if options.settings is not None:
+        lsp_client.set_configuration(options.settings, section="oscova")
+    given = [lsp.WorkspaceFolder(uri=from_fs_path(str(f)), name=f.name) for f in (folders or [root])]
     result = await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=capabilities, root_uri=folder.uri, workspace_folders=[folder],
-        client_info=lsp.ClientInfo(name=name)))
+        capabilities=capabilities, root_uri=given[0].uri if given else None, workspace_folders=given,
+        initialization_options=options.initialization_options,
+        client_info=lsp.ClientInfo(name=options.client_name) if options.client_name else None))
     ed.initialize_result = result  # type: ignore[attr-defined]
-    await ed.wait_checked()
+    if options.wait_checked is not None:
+        await ed.wait_checked(options.wait_checked)
     lsp_client.editor = ed  # type: ignore[attr-defined]
+    return ed
+
+
+async def end_session(lsp_client: LanguageClient, timeout: float = 30) -> None:
+    """`shutdown` and `exit`; a server stuck in a check is killed rather than left spinning."""
+    try:
+        await asyncio.wait_for(lsp_client.shutdown_session(), timeout)
+    except TimeoutError:
+        server = lsp_client._server  # type: ignore[attr-defined]
+        if server is not None and server.returncode is None:
+            server.kill()
+
+
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """`root` holding each of `files` (relative path: text)."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.fixture(scope="module", params=CLIENTS)
+def lsp_options(request: pytest.FixtureRequest) -> SessionOptions:
+    """The module's editor; by default both, VS Code and Neovim (a module overrides it to pick one)."""
+    return SessionOptions(client=request.param, client_name=request.param)
+
+
+@pytest.fixture(scope="module")
+def lsp_workspace(tmp_path_factory: pytest.TempPathFactory, lsp_options: SessionOptions) -> Path:
+    """The workspace the module's server opens; by default a copy of tests/server/workspace."""
+    return copy_workspace(tmp_path_factory, lsp_options.client.split("@")[0])
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module", loop_scope="module")
+async def lsp_session(lsp_client: LanguageClient, lsp_workspace: Path, lsp_options: SessionOptions):
+    """One server for the module's tests (a subprocess over stdio), its session started and its background
+    check ended; the client's `editor` is the Editor over it."""
+    await start_session(lsp_client, lsp_workspace, lsp_options)
     yield
-    await lsp_client.shutdown_session()
+    await end_session(lsp_client)
+
+
+@pytest.fixture(scope="module")
+def client(lsp_session: LanguageClient, lsp_options: SessionOptions) -> LanguageClient:
+    # `lsp_options` named here too: pytest-lsp asks for the session's fixtures at run time, and a parametrized
+    # fixture must be in the test's static closure.
+    return lsp_session
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ from oscova_lsp.analysis.files import DefinitionFile
 from oscova_lsp.analysis.text import LineIndex
 from oscova_lsp.ide import completion
 
+from tests.support.host_files import MODELS
+
 COUNT = 80  # more than `completion.LIMIT`, so narrowing and capping apply
 
 
@@ -47,7 +49,7 @@ def _expected(analysis: Analysis, own: str, typed: str) -> tuple[list[tuple[str,
 
 def test_agent_ids_follow_every_edit(tmp_path: Path) -> None:
     rng = random.Random(10)
-    (tmp_path / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (tmp_path / "oscova.toml").write_text(MODELS)
     for n in range(COUNT):
         (tmp_path / f"a{n}.agent.yaml").write_text(_definition(f"agent-{n}", n % 3 != 0))
     analysis = Analysis(str(tmp_path))

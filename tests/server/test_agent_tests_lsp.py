@@ -21,7 +21,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.support.run_workspace import host_toml, write_workspace
 
-from .conftest import SERVER_COMMAND, vscode_capabilities
+from .conftest import RUN_CLIENT, SERVER_COMMAND, start_session, with_trust
 from .test_runs import plain
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -30,25 +30,18 @@ KEY_VARIABLE = "OSCOVA_LSP_AGENT_TESTS_KEY"
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env={**os.environ, KEY_VARIABLE: "sk-agent-tests-0123"})
 
 
-async def start(client: LanguageClient, root: Path, trusted: bool) -> None:
-    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
-    def register(params: lsp.RegistrationParams) -> None:
-        return None
-
+async def start(client: LanguageClient, root: Path, trust: bool) -> None:
     @client.feature("oscova/runEvent")
     def on_run_event(params: Any) -> None:
         return None
 
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
-    await client.initialize_session(lsp.InitializeParams(
-        capabilities=vscode_capabilities(client.protocol._converter), root_uri=folder.uri, workspace_folders=[folder],
-        initialization_options={"workspaceTrusted": trusted}, client_info=lsp.ClientInfo(name="test")))
+    await start_session(client, root, with_trust(RUN_CLIENT, trust))
 
 
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def editor(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory):
     root = write_workspace(tmp_path_factory.mktemp("agent-tests") / "ws", host_toml(fake.base_url, KEY_VARIABLE))
-    await start(lsp_client, root, trusted=True)
+    await start(lsp_client, root, trust=True)
     lsp_client.root = root  # type: ignore[attr-defined]
     yield lsp_client
     await lsp_client.shutdown_session()
@@ -120,7 +113,7 @@ async def untrusted(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_facto
     case = root / ".oscova" / "tests" / "old.jsonl"
     case.parent.mkdir(parents=True)
     case.write_text('{"runId": "r1", "seq": 1, "kind": "started", "agentId": "echo", "input": "hi"}\n')
-    await start(lsp_client, root, trusted=False)
+    await start(lsp_client, root, trust=False)
     lsp_client.case = case  # type: ignore[attr-defined]
     yield lsp_client
     await lsp_client.shutdown_session()

@@ -8,18 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types as lsp
-from pygls.uris import from_fs_path
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from .conftest import SERVER_COMMAND, Editor, vscode_capabilities
+from tests.support.host_files import MODELS
+
+from .conftest import Editor, SessionOptions, write_files
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 FILES = {
-    "oscova.toml": '[variables]\nteam = "Platform"\n\n[environment]\ntemplate = "env.j2"\n\n'
-                   '[models.default]\nmodel = "m"\n',
+    "oscova.toml": '[variables]\nteam = "Platform"\n\n[environment]\ntemplate = "env.j2"\n\n' + MODELS,
     "a.agent.yaml": "id: a\ninstructions_file: instructions.j2\n",
     "instructions.j2": '{% import "macros.j2" as m %}{{ m.greet() }} of {{ team }}\n',
     "macros.j2": "{% macro greet() %}Hello {{ user_name }} {{  }}{% endmacro %}\n",
@@ -27,22 +26,14 @@ FILES = {
 }
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module", loop_scope="module")
-async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("bindings") / "ws"
-    for name, text in FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    ed = Editor(lsp_client, Path(root), "pull")
-    lsp_client.set_configuration({"debounce": 50}, section="oscova")
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=vscode_capabilities(lsp_client.protocol._converter), root_uri=folder.uri,
-        workspace_folders=[folder]))
-    await ed.wait_checked()
-    lsp_client.editor = ed  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
+@pytest.fixture(scope="module")
+def lsp_options() -> SessionOptions:
+    return SessionOptions(client="vscode")
+
+
+@pytest.fixture(scope="module")
+def lsp_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_files(tmp_path_factory.mktemp("bindings") / "ws", FILES)
 
 
 def _at(rel: str, needle: str, shift: int = 0) -> lsp.Position:

@@ -23,6 +23,7 @@ from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.host_files import MODELS
 from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.run_workspace import host_toml, write_workspace
 
@@ -139,7 +140,7 @@ async def test_a_warm_start_shows_a_grant_that_became_a_link_to_root(tmp_path: P
 async def test_a_setting_with_unknown_codes_warns_and_keeps_the_editor_showing(tmp_path: Path):
     root = tmp_path / "ws"
     root.mkdir()
-    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n')
+    (root / "oscova.toml").write_text(MODELS)
     (root / "a.agent.yaml").write_text("id: a\ninstructions: Hi {{ nobody }}\nmemory: maybe\n")  # OSC101, OSC002
     uri = from_fs_path(str(root / "a.agent.yaml"))
     for options, codes in (({"select": ["E501"]}, ["OSC002", "OSC101"]),

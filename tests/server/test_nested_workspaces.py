@@ -6,16 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import pytest_lsp
-from lsprotocol import types as lsp
-from pygls.uris import from_fs_path
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
-from .conftest import SERVER_COMMAND, Editor, codes
+from tests.support.host_files import MODELS
+
+from .conftest import Editor, SessionOptions, codes, write_files
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-MODELS = '[models.default]\nmodel = "m"\n'
 FILES = {
     "README.md": "a monorepo\n",
     "team-a/oscova.toml": '[host]\nexclude = ["fixtures"]\n' + MODELS,
@@ -29,21 +27,14 @@ FILES = {
 }
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module", loop_scope="module")
-async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("nested") / "monorepo"
-    for name, text in FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    ed = Editor(lsp_client, Path(root), "push")
-    lsp_client.set_configuration({"debounce": 50}, section="oscova")
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="monorepo")
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("neovim@v0.7.0"), root_uri=folder.uri, workspace_folders=[folder]))
-    await ed.wait_checked()
-    lsp_client.editor = ed  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
+@pytest.fixture(scope="module")
+def lsp_options() -> SessionOptions:
+    return SessionOptions(client="neovim@v0.7.0")
+
+
+@pytest.fixture(scope="module")
+def lsp_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_files(tmp_path_factory.mktemp("nested") / "monorepo", FILES)
 
 
 async def test_every_nested_workspace_is_checked_without_opening_a_file(client: LanguageClient):

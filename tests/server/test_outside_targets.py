@@ -9,13 +9,13 @@ import os
 from pathlib import Path
 
 import pytest
-import pytest_lsp
 from lsprotocol import types as lsp
 from oscova_runtime.paths import is_inside
-from pygls.uris import from_fs_path, to_fs_path
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pygls.uris import to_fs_path
 
-from .conftest import SERVER_COMMAND, Editor
+from tests.support.host_files import MODELS
+
+from .conftest import Editor, SessionOptions
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -31,8 +31,7 @@ def layout(base: Path) -> tuple[Path, Path]:
     (root / "templates").mkdir()
     (root / "templates/ok.j2").write_text("inside\n")
     os.symlink(outside / "secret.j2", root / "templates/link.j2")
-    (root / "oscova.toml").write_text('[models.default]\nmodel = "m"\n\n[environment]\n'
-                                      'template = "../outside/secret.j2"\n')
+    (root / "oscova.toml").write_text(MODELS + '\n[environment]\ntemplate = "../outside/secret.j2"\n')
     files = {
         "up": "../../outside/secret.j2",
         "abs": str(outside / "secret.j2"),
@@ -45,18 +44,14 @@ def layout(base: Path) -> tuple[Path, Path]:
     return root, outside
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module", loop_scope="module")
-async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    root, _ = layout(tmp_path_factory.mktemp("targets"))
-    ed = Editor(lsp_client, root, "push")
-    lsp_client.set_configuration({"debounce": 50}, section="oscova")
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri=folder.uri, workspace_folders=[folder]))
-    await ed.wait_checked(timeout=60)
-    lsp_client.editor = ed  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
+@pytest.fixture(scope="module")
+def lsp_options() -> SessionOptions:
+    return SessionOptions(client="visual-studio-code", wait_checked=60)
+
+
+@pytest.fixture(scope="module")
+def lsp_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return layout(tmp_path_factory.mktemp("targets"))[0]
 
 
 def inside(editor: Editor, uri: str) -> bool:

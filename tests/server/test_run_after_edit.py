@@ -18,8 +18,7 @@ from pytest_lsp import LanguageClient
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.run_workspace import write_workspace
 
-from .conftest import vscode_capabilities
-from .test_runs import CONFIG, KEY_VARIABLE, Session, host_toml, start_session
+from .test_runs import CONFIG, KEY_VARIABLE, Session, host_toml, start_run_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -33,8 +32,7 @@ async def client(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory:
     write_workspace(root, host_toml(fake.base_url, KEY_VARIABLE), {"writer": WRITER})
     (root / "templates").mkdir()
     (root / "templates" / "writer.j2").write_text(TEMPLATE)
-    lsp_client.session = await start_session(  # type: ignore[attr-defined]
-        lsp_client, root, fake, vscode_capabilities(lsp_client.protocol._converter))
+    lsp_client.session = await start_run_session(lsp_client, root, fake)  # type: ignore[attr-defined]
     yield
     await lsp_client.shutdown_session()
 

@@ -13,6 +13,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.support.run_workspace import host_toml, write_workspace
 
-from .conftest import SERVER_COMMAND, vscode_capabilities
+from .conftest import RUN_CLIENT, SERVER_COMMAND, SessionOptions, start_session, with_trust
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -127,8 +128,8 @@ class Session:
         return found
 
 
-async def start_session(lsp_client: LanguageClient, root: Path, fake: FakeOpenAI, capabilities: Any,
-                        options: Any = None) -> Session:
+async def start_run_session(lsp_client: LanguageClient, root: Path, fake: FakeOpenAI,
+                            options: SessionOptions = RUN_CLIENT) -> Session:
     session = Session(lsp_client, root, fake)
 
     @lsp_client.feature("oscova/runEvent")
@@ -140,22 +141,15 @@ async def start_session(lsp_client: LanguageClient, root: Path, fake: FakeOpenAI
         session.prompts.append(params)
         return lsp.MessageActionItem(title=session.answer) if session.answer else None
 
-    @lsp_client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
-    def register(params: lsp.RegistrationParams) -> None:
-        return None
-
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
-    session.initialize_result = await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=capabilities, root_uri=folder.uri, workspace_folders=[folder],
-        initialization_options=options, client_info=lsp.ClientInfo(name="test")))
+    editor = await start_session(lsp_client, root, options)
+    session.initialize_result = editor.initialize_result  # type: ignore[attr-defined]
     return session
 
 
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def client(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory):
     root = make_workspace(tmp_path_factory.mktemp("runs") / "ws", fake.base_url)
-    lsp_client.session = await start_session(  # type: ignore[attr-defined]
-        lsp_client, root, fake, vscode_capabilities(lsp_client.protocol._converter))
+    lsp_client.session = await start_run_session(lsp_client, root, fake)  # type: ignore[attr-defined]
     yield
     await lsp_client.shutdown_session()
 
@@ -351,15 +345,13 @@ async def test_a_slow_run_does_not_delay_completion_or_diagnostics(s: Session):
     uri = s.uri("agents/echo.agent.yaml")
     s.client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
         uri=uri, language_id="yaml", version=1, text="id: echo\ninstructions: Repeat {{ \n")))
-    began = time.monotonic()
+    # Answered while the run still streams, not after it (how soon: benchmarks/responsiveness_bench.py `runs`).
     completion = await s.client.text_document_completion_async(lsp.CompletionParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=1, character=24)))
-    elapsed = time.monotonic() - began
     report = await s.client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri)))
     assert not run.done(), "the run should still be streaming"
     assert completion is not None and any(i.label == "user_name" for i in completion.items)
-    assert elapsed < 0.5
     assert report.kind == "full"
     result = await run
     assert result["status"] == "completed"
@@ -531,8 +523,8 @@ async def test_the_key_never_reaches_the_editor(s: Session):
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def untrusted(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory):
     root = make_workspace(tmp_path_factory.mktemp("untrusted") / "ws", fake.base_url)
-    lsp_client.session = await start_session(  # type: ignore[attr-defined]
-        lsp_client, root, fake, vscode_capabilities(lsp_client.protocol._converter), {"workspaceTrusted": False})
+    lsp_client.session = await start_run_session(  # type: ignore[attr-defined]
+        lsp_client, root, fake, with_trust(RUN_CLIENT, False))
     yield
     await lsp_client.shutdown_session()
 
@@ -553,7 +545,8 @@ async def bare(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory: p
     root = make_workspace(tmp_path_factory.mktemp("bare") / "ws", fake.base_url)
     capabilities = client_capabilities("emacs")
     assert capabilities.window is None or capabilities.window.show_message is None
-    lsp_client.session = await start_session(lsp_client, root, fake, capabilities)  # type: ignore[attr-defined]
+    lsp_client.session = await start_run_session(  # type: ignore[attr-defined]
+        lsp_client, root, fake, replace(RUN_CLIENT, client="emacs"))
     yield
     await lsp_client.shutdown_session()
 
@@ -577,7 +570,7 @@ async def test_shutdown_cancels_every_run(fake: FakeOpenAI, tmp_path: Path):
     root = make_workspace(tmp_path / "ws", fake.base_url)
     client = await CONFIG.start()
     try:
-        session = await start_session(client, root, fake, vscode_capabilities(client.protocol._converter))
+        session = await start_run_session(client, root, fake)
         fake.enqueue(Reply(text="first words then silence", chunk_size=6, hang=True))
         run = asyncio.ensure_future(session.command("oscova.runAgent", {"agentId": "helper", "input": "x"}))
         await session.wait_event(lambda e: e["kind"] == "delta")

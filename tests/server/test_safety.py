@@ -14,14 +14,15 @@ import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
-from pygls.uris import from_fs_path
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-from .conftest import SERVER_COMMAND, Editor
+from tests.support.host_files import MODELS
+
+from .conftest import SERVER_COMMAND, Editor, SessionOptions, start_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-HOST = '[models.default]\nmodel = "m"\n'
+HOST = MODELS
 SECRET = "outside-secret-7f3a"
 
 
@@ -54,26 +55,23 @@ def other_workspace(base: Path) -> Path:
     return root
 
 
-async def start(lsp_client: LanguageClient, root: Path) -> Editor:
-    ed = Editor(lsp_client, root, "push")
-    lsp_client.set_configuration({"debounce": 50}, section="oscova")
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("neovim@v0.7.0"), root_uri=folder.uri, workspace_folders=[folder]))
-    await ed.wait_checked(timeout=60)  # a reader blocked on a FIFO or on stdin never ends the check
-    return ed
+NEOVIM = SessionOptions(client="neovim@v0.7.0", wait_checked=60)  # a reader blocked on a FIFO never ends the check
+
+
+@pytest.fixture(scope="module")
+def lsp_options() -> SessionOptions:
+    return NEOVIM
+
+
+@pytest.fixture(scope="module")
+def lsp_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return other_workspace(tmp_path_factory.mktemp("other"))
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module", loop_scope="module")
 async def special(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    lsp_client.editor = await start(lsp_client, special_workspace(tmp_path_factory.mktemp("special")))  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module", loop_scope="module")
-async def other(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    lsp_client.editor = await start(lsp_client, other_workspace(tmp_path_factory.mktemp("other")))  # type: ignore[attr-defined]
+    """A second server of the module's, on the workspace of special files."""
+    await start_session(lsp_client, special_workspace(tmp_path_factory.mktemp("special")), NEOVIM)
     yield
     await lsp_client.shutdown_session()
 
@@ -81,11 +79,6 @@ async def other(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFac
 @pytest.fixture(scope="module")
 def special_editor(special: LanguageClient) -> Editor:
     return special.editor  # type: ignore[attr-defined]
-
-
-@pytest.fixture(scope="module")
-def editor(other: LanguageClient) -> Editor:
-    return other.editor  # type: ignore[attr-defined]
 
 
 async def command(editor: Editor, name: str, argument: dict[str, Any]) -> Any:

@@ -22,6 +22,8 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
+from tests.support.host_files import MODELS
+
 from .conftest import SERVER_COMMAND
 
 HOST = """\
@@ -32,9 +34,7 @@ user_id = "alice"
 team = "Platform"
 region = "eu"
 
-[models.default]
-model = "m"
-"""
+""" + MODELS
 FRONTLINE = """\
 id: frontline
 instructions_file: ../templates/frontline.j2

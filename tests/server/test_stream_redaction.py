@@ -18,7 +18,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.run_workspace import host_toml, write_workspace
 
-from .conftest import SERVER_COMMAND, vscode_capabilities
+from .conftest import RUN_CLIENT, SERVER_COMMAND, start_session
 from .test_runs import plain
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -45,14 +45,7 @@ async def client(lsp_client: LanguageClient, endpoint: FakeOpenAI, tmp_path_fact
     def on_run_event(params: Any) -> None:
         events.append(plain(params))
 
-    @lsp_client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
-    def register(params: lsp.RegistrationParams) -> None:
-        return None
-
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=vscode_capabilities(lsp_client.protocol._converter), root_uri=folder.uri,
-        workspace_folders=[folder], client_info=lsp.ClientInfo(name="test")))
+    await start_session(lsp_client, root, RUN_CLIENT)
     lsp_client.events = events  # type: ignore[attr-defined]
     lsp_client.root = root  # type: ignore[attr-defined]
     yield

@@ -18,14 +18,15 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-from .conftest import SERVER_COMMAND
+from .conftest import SERVER_COMMAND, SessionOptions, start_session, with_trust
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env=dict(os.environ))
 NOT_TRUSTED = "not loaded: workspace not trusted"
+VSCODE_1_65 = SessionOptions(client="visual-studio-code", settings=None, wait_checked=None)
 
 HOST = """\
 [host]
@@ -98,15 +99,8 @@ def imported(markers: Path) -> list[str]:
     return sorted(p.name for p in markers.iterdir())
 
 
-async def start(client: LanguageClient, root: Path, trusted: bool) -> None:
-    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
-    def register(params: lsp.RegistrationParams) -> None:
-        return None
-
-    folder = lsp.WorkspaceFolder(uri=from_fs_path(str(root)), name="ws")
-    await client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri=folder.uri, workspace_folders=[folder],
-        initialization_options={"workspaceTrusted": trusted}))
+async def start(client: LanguageClient, root: Path, trust: bool) -> None:
+    await start_session(client, root, with_trust(VSCODE_1_65, trust))
 
 
 async def command(client: LanguageClient, name: str, argument: dict[str, Any]) -> Any:
@@ -119,7 +113,7 @@ async def command(client: LanguageClient, name: str, argument: dict[str, Any]) -
 async def untrusted(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
     root, markers = make_workspace(tmp_path_factory.mktemp("untrusted") / "ws")
     lsp_client.paths = (root, markers)  # type: ignore[attr-defined]
-    await start(lsp_client, root, trusted=False)
+    await start(lsp_client, root, trust=False)
     yield
     await lsp_client.shutdown_session()
 
@@ -160,7 +154,7 @@ async def test_a_trusted_preview_loads_the_workspace_code(tmp_path: Path):
     root, markers = make_workspace(tmp_path / "ws")
     client = await CONFIG.start()
     try:
-        await start(client, root, trusted=True)
+        await start(client, root, trust=True)
         preview = await command(client, "oscova.previewPrompt", {"agentId": "helper", "uri": from_fs_path(str(root))})
         assert "Stamped by the workspace's provider." in preview["instructions"]
         assert [t["name"] for t in preview["tools"]] == ["current_datetime", "stamp"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-HOST = '[host]\nuser_id = "alice"\n\n[models.default]\nmodel = "gpt-4.1-mini"\n'
+from tests.support.host_files import models_default
+
+HOST = '[host]\nuser_id = "alice"\n\n' + models_default("gpt-4.1-mini")
 
 
 def template_text(node: int, targets: list[int], extra: str = "") -> str:

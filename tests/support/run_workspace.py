@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from tests.support.host_files import models_default
+
 AGENTS = {
     "helper": """\
         id: helper
@@ -32,10 +34,9 @@ AGENTS = {
 
 def host_toml(base_url: str, key_variable: str | None, *, timeout: float = 10, extra: str = "") -> str:
     """An oscova.toml whose default model is the local server; the key comes from `key_variable`."""
-    key = f'api_key_env = "{key_variable}"\n' if key_variable else ""
-    return (f'[host]\nuser_id = "alice"\n\n[models.default]\nmodel = "fake-model"\n'
-            f'base_url = "{base_url}"\n{key}timeout = {timeout}\n\n'
-            f'[environment]\nworkspace_directories = ["data"]\n{extra}')
+    return ('[host]\nuser_id = "alice"\n\n'
+            + models_default("fake-model", base_url=base_url, api_key_env=key_variable or None, timeout=timeout)
+            + f'\n[environment]\nworkspace_directories = ["data"]\n{extra}')
 
 
 def write_workspace(root: Path, host: str, agents: dict[str, str] | None = None) -> Path:

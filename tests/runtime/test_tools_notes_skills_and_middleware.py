@@ -1,4 +1,4 @@
-"""More seed statements: tool resolution per invocation, vision wrappers, notes, skills, library,
+"""Seed statements on tools, notes, skills and middleware: tool resolution per invocation, vision wrappers, notes, skills, library,
 build cancellation, middleware composition and the summarizing reducer."""
 
 from __future__ import annotations

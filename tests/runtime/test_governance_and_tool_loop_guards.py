@@ -1,7 +1,6 @@
-"""Seed statements the runtime once broke (issue 14): each test failed before its fix.
-
-Governance at call time, the run scope around the run, the interfaces a host can swap, the order of the
-tool-loop guards and the public providers. Runs go through the real `openai` client and the local server.
+"""Governance at call time, the run scope around the run, the interfaces a host can swap, the order of the
+tool-loop guards and the public providers: seed statements the runtime once broke (issue 14); each test
+failed before its fix. Runs go through the real `openai` client and the local server.
 """
 
 from __future__ import annotations
@@ -259,6 +258,8 @@ async def test_a_host_takes_another_orchestrator(tmp_path, fake_openai):
 
 
 # -- the guards, in the seed's order ---------------------------------------------------------------
+# (That identical calls which succeed are still stopped by the repeated-call guard is
+# test_function_invocation.py's test_the_repeated_call_guard_stops_the_loop.)
 
 
 async def build(client, tools, workspaces=()):
@@ -302,22 +303,6 @@ async def test_identical_refused_workspace_calls_end_at_the_error_limit(openai_c
         await agent.run("read")
     assert len(fake_openai.requests) == 4
     assert tool_results(fake_openai.requests[3]) == ["Access denied: the path is outside the agent's workspaces."] * 3
-
-
-async def test_identical_successful_calls_are_still_stopped_by_the_guard(openai_client, fake_openai):
-    """The guard still stops a loop of identical calls that succeed: the third is not run."""
-    runs = []
-
-    def lookup(key: str) -> str:
-        """Looks up."""
-        runs.append(key)
-        return "v"
-
-    fake_openai.responder = lambda body: Reply(tool_calls=[ToolCall("lookup", {"key": "k"})])
-    agent = await build(openai_client, [function_from_callable(lookup)])
-    response = await agent.run("go")
-    assert runs == ["k", "k"] and len(fake_openai.requests) == 3
-    assert "same arguments" in response.messages[-1].function_results[0].result
 
 
 # -- the public surface ----------------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""Seed statements the runtime kept without a test (issue 14): each test here fails when its behaviour breaks.
+"""The providers at run time, as the seed states them (statements issue 14 found without a test): the
+conditions a provider needs, the post-run override, cancellation, ownership and eviction, what is read again
+on every run, the variables bound, builds and the observer. Each test fails when its behaviour breaks.
 
 Runs go through the real `openai` client and the local OpenAI-compatible server on 127.0.0.1.
 """

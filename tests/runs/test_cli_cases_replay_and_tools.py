@@ -1,6 +1,6 @@
-"""What a new user hit in the first hour (issue 22), on the run side: agent tests that see a change inside an
-agent called as a tool, replay's defaults and words, denied and withheld tools named for what withheld
-them, the endpoint's own words for 401 and 429, saving cases, and the smaller ones. The command line as a
+"""Agent tests, replay and tools from the command line (what a new user hit in issue 22's first hour): agent
+tests that see a change inside an agent called as a tool, replay's defaults and words, denied and withheld
+tools named for what withheld them, the endpoint's own words for 401 and 429, saving cases, and smaller ones. The command line as a
 subprocess, the real `openai` client against the local server."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from oscova_lsp.runs import RunService
 from oscova_lsp.runs.cases import find_cases, run_case, save_case
 
 from tests.support.fake_openai import Reply, ToolCall
+from tests.support.host_files import UNREACHABLE, models_default
 
 from .conftest import host_toml, make_workspace
 from .test_cli import oscova
@@ -248,7 +249,7 @@ def test_rule_lists_the_codes_in_order(tmp_path: Path) -> None:
 
 def test_the_environment_block_says_none_configured_on_the_line_it_belongs_to(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws", "http://127.0.0.1:9/v1", agents={"bare": "id: bare\ninstructions: Hi.\n"},
-                          host='[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n')
+                          host=models_default(base_url=UNREACHABLE))
     preview = oscova("preview", "bare", cwd=root)
     assert preview.returncode == 0, preview.stderr
     lines = preview.stdout.splitlines()
@@ -270,7 +271,7 @@ def test_a_missing_model_deep_in_the_chain_is_reported_from_the_agent_that_was_r
     agents = {name: textwrap.dedent(text) for name, text in DESK.items()}
     agents["order-lookup"] += "model: local\n"
     root = make_workspace(tmp_path / "ws", "http://127.0.0.1:9/v1", agents=agents,
-                          host='[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n')
+                          host=models_default(base_url=UNREACHABLE))
     result = oscova("run", "helpdesk", "--input", "hi", cwd=root)
     assert result.returncode == 1
     error = next(line for line in result.stderr.splitlines() if line.startswith("✗ "))
@@ -282,7 +283,7 @@ def test_the_readme_custom_provider_classes_work_as_printed(tmp_path: Path) -> N
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     code = readme.split("The class subclasses `oscova_runtime.AIContextProvider`", 1)[1]
     code = code.split("```python\n", 1)[1].split("```", 1)[0]
-    host = ('[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
+    host = (models_default(base_url=UNREACHABLE) + '\n'
             '[providers.tickets]\nclass = "providers.readme:TicketContextProvider"\ntemplate = "templates/tickets.j2"\n'
             'variables = ["open_tickets", "ticket_owner"]\ntrusted = true\n\n'
             '[providers.oncall]\nclass = "providers.readme:OnCallProvider"\n')

@@ -1,5 +1,6 @@
-"""The first hour with the bundled examples (issue 11): runs and previews say where the workspace is, which
-`[models.NAME]` is missing and through which agents, why a run ended, and where its transcript went."""
+"""What `oscova-lsp run` and `preview` say, on copies of the bundled examples (found in issue 11's first hour):
+where the workspace is, which `[models.NAME]` is missing and through which agents, why a run ended, and
+where its transcript went."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 from tests.support.fake_openai import Reply, ToolCall
+from tests.support.host_files import UNREACHABLE, models_default
 
 from .conftest import host_toml, make_workspace
 
@@ -66,7 +68,7 @@ def test_without_models_the_error_names_the_section_the_agent_needs(tmp_path: Pa
 
 
 def test_a_dependency_without_its_model_names_the_chain_of_agents(tmp_path: Path, fake_openai) -> None:
-    root = example_copy(tmp_path, f'[models.default]\nmodel = "fake-model"\nbase_url = "{fake_openai.base_url}"\n')
+    root = example_copy(tmp_path, models_default("fake-model", base_url=fake_openai.base_url))
     result = oscova("run", "concierge", "--input", "My deployment fails.", cwd=root)
     assert result.returncode == 1
     assert "concierge → researcher → summarizer" in result.stderr, result.stderr
@@ -77,7 +79,7 @@ def test_a_dependency_without_its_model_names_the_chain_of_agents(tmp_path: Path
 # -- item 8: the memory template does not nest the tags its value carries -------------------------------
 
 def test_preview_of_the_example_shows_one_agent_memory_block(tmp_path: Path) -> None:
-    root = example_copy(tmp_path, '[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n')
+    root = example_copy(tmp_path, models_default(base_url=UNREACHABLE))
     result = oscova("preview", "concierge", cwd=root)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("<agent_memory>") == 1 and result.stdout.count("</agent_memory>") == 1

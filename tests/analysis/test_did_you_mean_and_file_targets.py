@@ -1,5 +1,6 @@
-"""What a new user hit in the first hour (issue 22), on the checker side: an include through a symlink leading
-out, suggestions only when close, and `check` of one definition with the templates it renders. The checker
+"""Suggestions and the files a check reaches (what a new user hit in issue 22's first hour): "did you mean" only
+when close, an include through a symlink leading out, and `check` of one definition with the templates it
+renders. The checker
 as a user runs it (the console script), and the engine's diagnostics with their quick fixes."""
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.host_files import UNREACHABLE, models_default
+
 from .support import make_workspace
 from .test_cli import oscova
 
-HOST = '[user]\nname = "Alice"\ntimezone = "Europe/Paris"\n\n[models.default]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+HOST = '[user]\nname = "Alice"\ntimezone = "Europe/Paris"\n\n' + models_default(base_url=UNREACHABLE)
 
 
 def workspace(tmp_path: Path, files: dict[str, str]) -> Path:

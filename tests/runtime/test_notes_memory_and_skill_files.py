@@ -1,5 +1,6 @@
-"""Seed statements whose code differed (issue 21): private notes, the memory block, the personal context's
-size, skill descriptions as data, and cancellable provider file reads. Each test failed before its fix."""
+"""The files providers read, as the seed states (the code differed until issue 21): private notes, the memory
+block, the personal context's size, skill descriptions as data, and cancellable provider file reads. Each
+test failed before its fix."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from oscova_runtime.session import AgentSession
 from oscova_runtime.templates import TemplateRenderer
 
 from tests.analysis.support import make_workspace
+from tests.support.host_files import MODELS
 
 SECRET = "bobs-secret-4c1e"
 
@@ -141,7 +143,6 @@ async def test_the_host_supplies_the_personal_contexts_maximum_utf8_size(tmp_pat
     assert HostConfig().host.personal_context_max_bytes == 16 * 1024
 
 
-MODELS = '[models.default]\nmodel = "m"\n'
 
 
 def test_the_checker_knows_the_personal_context_size_setting(tmp_path: Path):
