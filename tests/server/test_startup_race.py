@@ -22,7 +22,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
-from .conftest import SERVER_COMMAND
+from .conftest import SERVER_COMMAND, stop_server
 
 HOST = """\
 [host]
@@ -137,7 +137,7 @@ async def stop(started: Started) -> None:
     try:
         await started.client.shutdown_session()
     finally:
-        await started.client.stop()
+        await stop_server(started.client)
 
 
 async def wait_checked(started: Started, timeout: float = 60) -> None:

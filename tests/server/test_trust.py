@@ -20,7 +20,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from .conftest import SERVER_COMMAND
+from .conftest import SERVER_COMMAND, stop_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -175,4 +175,4 @@ async def test_a_trusted_preview_loads_the_workspace_code(tmp_path: Path):
             "oscova.runAgent", "oscova.previewPrompt"]
         await client.shutdown_session()
     finally:
-        await client.stop()
+        await stop_server(client)
