@@ -277,7 +277,36 @@ def read_source(root: Path, rel: str) -> str:
     return (root / rel).read_text()
 
 
-__all__ = ["Editor", "codes", "copy_workspace", "vscode_capabilities", "SERVER_COMMAND", "WORKSPACE", "os"]
+ANSWER_TIMEOUT = 60.0
+"""Seconds a test waits for an answer of the server: generous for a loaded machine, but a bound, so a server
+that never answers fails the test instead of hanging the suite."""
+
+
+async def answered(awaitable: Any, what: str, timeout: float = ANSWER_TIMEOUT) -> Any:
+    """The server's answer to a request, or an AssertionError naming it when none came within `timeout`."""
+    try:
+        return await asyncio.wait_for(awaitable, timeout)
+    except TimeoutError:
+        raise AssertionError(f"the server did not answer {what} within {timeout:.0f} s") from None
+
+
+async def stop_server(client: LanguageClient, timeout: float = 30) -> None:
+    """Ends the client and its server whatever state a test left them in. pygls's `stop()` only waits for the
+    server process to exit: for ever when a test failed before sending `exit`. Closing the server's input ends
+    it (end of input: it exits); one that still runs after `timeout` is killed."""
+    server = client._server  # type: ignore[attr-defined]
+    if server is not None and server.returncode is None:
+        if server.stdin is not None and not server.stdin.is_closing():
+            server.stdin.close()
+        try:
+            await asyncio.wait_for(server.wait(), timeout)
+        except TimeoutError:
+            server.kill()
+            await server.wait()
+    await asyncio.wait_for(client.stop(), timeout)
+
+
+__all__ = ["ANSWER_TIMEOUT", "Editor", "answered", "codes", "copy_workspace", "vscode_capabilities", "SERVER_COMMAND", "WORKSPACE", "os", "stop_server"]
 
 
 @pytest.fixture(scope="module")

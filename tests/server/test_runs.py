@@ -8,6 +8,7 @@ cancel, approval through `window/showMessageRequest`, concurrency, transcripts, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -27,7 +28,16 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 from tests.support.run_workspace import host_toml, write_workspace
 
-from .conftest import RUN_CLIENT, SERVER_COMMAND, SessionOptions, start_session, with_trust
+from .conftest import (
+    ANSWER_TIMEOUT,
+    RUN_CLIENT,
+    SERVER_COMMAND,
+    SessionOptions,
+    answered,
+    start_session,
+    stop_server,
+    with_trust,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -565,20 +575,60 @@ async def test_a_client_that_does_not_declare_show_message_is_still_asked(bare: 
 
 
 async def test_shutdown_cancels_every_run(fake: FakeOpenAI, tmp_path: Path):
-    """A server of its own: `shutdown` while a run streams ends the run as cancelled and closes the stream."""
+    """A server of its own: `shutdown` while a run streams ends the run as cancelled and closes the stream.
+    Every wait is bounded (a fresh server's first run takes over 10 s on a loaded machine) and the server is
+    ended whatever happens (`stop_server`), so a failure fails the test instead of hanging the suite."""
     fake.reset()
     root = make_workspace(tmp_path / "ws", fake.base_url)
     client = await CONFIG.start()
     try:
-        session = await start_run_session(client, root, fake)
+        session = await answered(start_run_session(client, root, fake), "initialize")
         fake.enqueue(Reply(text="first words then silence", chunk_size=6, hang=True))
         run = asyncio.ensure_future(session.command("oscova.runAgent", {"agentId": "helper", "input": "x"}))
-        await session.wait_event(lambda e: e["kind"] == "delta")
-        await client.shutdown_async(None)
-        await session.wait_event(lambda e: e["kind"] == "cancelled", timeout=2)
-        assert await asyncio.to_thread(fake.requests[0].finished.wait, 2) and fake.requests[0].closed_early
+        await session.wait_event(lambda e: e["kind"] == "delta", timeout=ANSWER_TIMEOUT)
+        assert await answered(client.shutdown_async(None), "shutdown") is None
+        await session.wait_event(lambda e: e["kind"] == "cancelled", timeout=ANSWER_TIMEOUT)
+        assert await asyncio.to_thread(fake.requests[0].finished.wait, ANSWER_TIMEOUT) and fake.requests[0].closed_early
+        with contextlib.suppress(JsonRpcException):  # the run's request: cancelled by `shutdown`
+            await answered(run, "the run's request")
         client.exit(None)
-        await asyncio.wait([run], timeout=2)
+        assert await answered(client._server.wait(), "exit") == 0
     finally:
-        await client.stop()
+        await stop_server(client)
+
+
+async def test_shutdown_is_answered_while_requests_and_a_run_are_in_flight(fake: FakeOpenAI, tmp_path: Path):
+    """An editor closing sends `shutdown` and waits for its answer: it comes while a run streams and other
+    requests wait (a held workspace pull, commands, a symbol search, all sent in the same burst), each of
+    those gets an answer too (a result or an error, never none), and `exit` then ends the server with 0."""
+    fake.reset()
+    root = make_workspace(tmp_path / "ws", fake.base_url)
+    client = await CONFIG.start()
+    try:
+        session = await answered(start_run_session(client, root, fake), "initialize")
+        first = await answered(client.workspace_diagnostic_async(lsp.WorkspaceDiagnosticParams(previous_result_ids=[])),
+                               "workspace/diagnostic")
+        previous = [lsp.PreviousResultId(uri=item.uri, value=item.result_id) for item in first.items]
+        fake.enqueue(Reply(text="first words then silence", chunk_size=6, hang=True))
+        run = asyncio.ensure_future(session.command("oscova.runAgent", {"agentId": "helper", "input": "x"}))
+        await session.wait_event(lambda e: e["kind"] == "delta", timeout=ANSWER_TIMEOUT)
+        in_flight = {what: asyncio.ensure_future(request) for what, request in {
+            "a held workspace/diagnostic": client.workspace_diagnostic_async(
+                lsp.WorkspaceDiagnosticParams(previous_result_ids=previous)),
+            "oscova.previewPrompt": client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+                command="oscova.previewPrompt", arguments=[{"agentId": "helper"}])),
+            "oscova.listAgents": client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+                command="oscova.listAgents", arguments=[{}])),
+            "workspace/symbol": client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="")),
+        }.items()}
+        shutdown = asyncio.ensure_future(client.shutdown_async(None))  # sent right behind them, in the same burst
+        assert await answered(shutdown, "shutdown") is None
+        for what, request in [*in_flight.items(), ("the run's request", run)]:
+            with contextlib.suppress(JsonRpcException):  # an error is an answer (cancelled by `shutdown`)
+                await answered(request, what)
+        await session.wait_event(lambda e: e["kind"] == "cancelled", timeout=ANSWER_TIMEOUT)
+        client.exit(None)
+        assert await answered(client._server.wait(), "exit") == 0
+    finally:
+        await stop_server(client)
 

@@ -21,6 +21,8 @@ from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 from pytest_lsp import client_capabilities, make_test_lsp_client
 
+from .conftest import stop_server
+
 PYTHON = sys.executable
 CONSOLE_SCRIPT = str(Path(sys.executable).with_name("oscova-lsp"))
 ALWAYS = ("uuid", "yaml", "pydantic", "hashlib", "lsprotocol", "multiprocessing", "concurrent", "jinja2", "pygls")
@@ -118,5 +120,5 @@ async def test_a_server_started_in_a_workspace_folder_imports_nothing_from_it(
         assert any(d.code == "OSC002" for d in client.diagnostics.get(uri, [])), client.diagnostics.get(uri)
         await client.shutdown_session()
     finally:
-        await client.stop()
+        await stop_server(client)
     assert imported(markers) == []

@@ -24,7 +24,7 @@ from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
 from tests.support.host_files import MODELS
 
-from .conftest import SERVER_COMMAND
+from .conftest import SERVER_COMMAND, stop_server
 
 HOST = """\
 [host]
@@ -137,7 +137,7 @@ async def stop(started: Started) -> None:
     try:
         await started.client.shutdown_session()
     finally:
-        await started.client.stop()
+        await stop_server(started.client)
 
 
 async def wait_checked(started: Started, timeout: float = 60) -> None:

@@ -20,7 +20,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from .conftest import SERVER_COMMAND, SessionOptions, start_session, with_trust
+from .conftest import SERVER_COMMAND, SessionOptions, start_session, stop_server, with_trust
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -169,4 +169,4 @@ async def test_a_trusted_preview_loads_the_workspace_code(tmp_path: Path):
             "oscova.runAgent", "oscova.previewPrompt"]
         await client.shutdown_session()
     finally:
-        await client.stop()
+        await stop_server(client)

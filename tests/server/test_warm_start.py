@@ -25,7 +25,7 @@ from oscova_lsp.analysis.host import SCAN_GATE_ENV
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
-from .conftest import SERVER_COMMAND
+from .conftest import SERVER_COMMAND, stop_server
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BROKEN = "agents/duplicate-a.agent.yaml"
@@ -69,7 +69,7 @@ async def stop(client: LanguageClient) -> None:
     try:
         await client.shutdown_session()
     finally:
-        await client.stop()
+        await stop_server(client)
 
 
 async def scan_ended(client: LanguageClient, timeout: float = 60) -> None:
