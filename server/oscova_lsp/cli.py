@@ -98,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "current directory)")
 
     _test_arguments(sub.add_parser("test", help="replay the agent tests (recorded runs) under .oscova/tests/"))
+    sub.add_parser("debug", help="run a Debug Adapter Protocol server over stdio: launch an agent run (live, a "
+                   "replay, or a fork from model call N), stop at its steps, inspect and edit what it sends")
 
     sub.add_parser("schema", help="print the JSON Schema of agent definitions")
     sub.add_parser("providers", help="list the built-in context provider types (the default order)")
@@ -160,6 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _preview(args)
         if args.command == "test":
             return _test(args)
+        if args.command == "debug":
+            # the runtime loads here, never for `check` or `serve`
+            from .debug.server import main as debug_main
+
+            return debug_main()
         if args.command == "schema":
             return _schema()
         if args.command == "providers":
