@@ -26,7 +26,8 @@ AGENTS = {
           - personal
         """,
 }
-LISTED_TEMPLATE = "You are terse.\n{% if user_name %}Speak to {{ user_name }} by name.{% endif %}\n"
+LISTED_TEMPLATE = ('You are terse.\nAlways say {{ "please" }} at the end.\n{% if false %}Never rendered.{% endif %}\n'
+                   "{{ user_name }}\n")
 
 
 def make_workspace(root: Path, base_url: str, extra_host: str = "") -> Path:
