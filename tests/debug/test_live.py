@@ -135,3 +135,13 @@ def test_an_untrusted_workspace_is_refused_with_the_sentence_runs_use(dap: DapCl
     assert launched["message"] == ("The workspace is not trusted: oscova-lsp debug runs agents (and the workspace's "
                                    "tool and provider code) only in a trusted workspace")
     assert dap.events("stopped") == [] and fake_openai.requests == []
+
+
+def test_the_launch_configuration_can_name_function_breakpoints(dap: DapClient, fake_openai: FakeOpenAI):
+    """For clients without a function-breakpoint UI (nvim-dap, dape): kept when the client sets its own."""
+    fake_openai.enqueue(Reply(text="Hi."))
+    dap.start_session({**LAUNCH, "functionBreakpoints": ["model"]}, function_breakpoints=[])
+    stop = dap.stopped(1)
+    assert stop["event"]["reason"] == "function breakpoint" and stop["frames"][0] == "model call 1"
+    dap.request("continue", {"threadId": 1})
+    dap.wait_event("terminated")

@@ -62,6 +62,8 @@ def test_bad_launch_arguments_are_refused_in_words(dap: DapClient, workspace: Pa
         ({**LAUNCH, "root": "/nonexistent/place"}, "is not a directory"),
         ({"agent": "helper"}, "needs `input`"),
         ({**LAUNCH, "stopOnEntry": "yes"}, "`stopOnEntry` must be true or false"),
+        ({**LAUNCH, "functionBreakpoints": ["modle"]}, "`functionBreakpoints`: 'modle' is not a step"),
+        ({**LAUNCH, "functionBreakpoints": "model"}, "`functionBreakpoints` must be a list of names"),
     ]
     dap.request("initialize", {"adapterID": "oscova"})
     for arguments, words in refusals:

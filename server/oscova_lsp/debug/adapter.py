@@ -180,7 +180,8 @@ class DebugAdapter:
     async def _launch(self, arguments: dict[str, Any]) -> None:
         if self.launch is not None or self._pending.launch is not None:
             raise RequestFailed("This session has launched its run already; start another session for another run")
-        self._pending.launch = launch_arguments(arguments, os.getcwd())
+        self._pending.launch = launch = launch_arguments(arguments, os.getcwd())
+        self.breakpoints.set_functions(list(launch.function_breakpoints), launch=True)
         self._start_when_ready()
 
     def _start_when_ready(self) -> None:

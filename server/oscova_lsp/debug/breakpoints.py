@@ -107,6 +107,9 @@ def line_fragments(text: str) -> tuple[str, ...]:
 @dataclass(slots=True)
 class Breakpoints:
     functions: list[FunctionBreakpoint] = field(default_factory=list)
+    launched: list[FunctionBreakpoint] = field(default_factory=list)
+    """Function breakpoints the launch configuration names (`functionBreakpoints`), for clients without a UI
+    for them (nvim-dap, dape); `setFunctionBreakpoints` leaves them."""
     sources: dict[str, list[SourceBreakpoint]] = field(default_factory=dict)
     exceptions: set[str] = field(default_factory=set)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -114,10 +117,16 @@ class Breakpoints:
     def _next_id(self) -> int:
         return next(self._ids)
 
-    def set_functions(self, names: list[Any]) -> list[dict[str, Any]]:
-        """Replaces the function breakpoints; the DAP `breakpoints` answer, one per name, in order."""
+    def set_functions(self, names: list[Any], *, launch: bool = False) -> list[dict[str, Any]]:
+        """Replaces the function breakpoints (`launch`: those of the launch configuration, kept apart); the DAP
+        `breakpoints` answer, one per name, in order."""
+        if launch:
+            self.functions, kept = [], self.functions
+            answers = self.set_functions(names)
+            self.launched, self.functions = self.functions, kept
+            return answers
         self.functions = []
-        answers: list[dict[str, Any]] = []
+        answers = []
         for name in names:
             parsed = parse_function(name) if isinstance(name, str) else "a function breakpoint's name is text"
             if isinstance(parsed, str):
@@ -152,11 +161,11 @@ class Breakpoints:
         return answers
 
     def hits(self, step: Step) -> list[int]:
-        found = [b.id for b in self.functions if b.matches(step)]
+        found = [b.id for b in (*self.functions, *self.launched) if b.matches(step)]
         return found + [b.id for group in self.sources.values() for b in group if b.matches(step)]
 
     def is_source(self, ids: list[int]) -> bool:
-        function_ids = {b.id for b in self.functions}
+        function_ids = {b.id for b in (*self.functions, *self.launched)}
         return all(i not in function_ids for i in ids)
 
     def catches(self, name: str) -> bool:

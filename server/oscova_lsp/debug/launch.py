@@ -1,9 +1,10 @@
 """A debug session's launch: its arguments checked, the run service, and the run started under the stepper.
 
 `{type: "oscova", request: "launch", agent, input, root?, replay?: RUN_ID, liveFrom?: N, stopOnEntry?,
-workspaceTrusted?}`: a live run of `agent` on `input`; with `replay`, the recorded run (a run id under
-`.oscova/runs/` or a transcript's path) replayed offline, its agent and input by default; with `liveFrom`, a
-replay that goes live from model call N (a fork). The run is the run service's like any other: its transcript,
+workspaceTrusted?, functionBreakpoints?}`: a live run of `agent` on `input`; with `replay`, the recorded run (a
+run id under `.oscova/runs/` or a transcript's path) replayed offline, its agent and input by default; with
+`liveFrom`, a replay that goes live from model call N (a fork). `workspaceTrusted: false` (the editor's
+Restricted Mode) is refused; `functionBreakpoints` names stops for clients without a function-breakpoint UI. The run is the run service's like any other: its transcript,
 redaction and events; a debug run has no approval channel, so approval-required tools are not offered.
 """
 
@@ -50,6 +51,8 @@ class Launch:
     live_from: int | None = None
     stop_on_entry: bool = False
     trusted: bool = True
+    function_breakpoints: tuple[str, ...] = ()
+    """`functionBreakpoints` of the launch configuration: the same names as `setFunctionBreakpoints`."""
 
 
 def _text(arguments: dict[str, Any], key: str) -> str | None:
@@ -93,6 +96,13 @@ def launch_arguments(arguments: dict[str, Any], cwd: str) -> Launch:
     stop_on_entry, trusted = _flag(arguments, "stopOnEntry", False), _flag(arguments, "workspaceTrusted", True)
     if not trusted:  # the editor's Restricted Mode: no workspace code runs, as for any run
         raise LaunchRefused(untrusted_refusal("oscova-lsp debug"))
+    stops = arguments.get("functionBreakpoints", [])
+    if not isinstance(stops, list) or not all(isinstance(name, str) for name in stops):
+        raise LaunchRefused("`functionBreakpoints` must be a list of names: model, tool, tool:<name>, "
+                            "provider:<type>, agent:<id>")
+    unknown = [answer["message"] for answer in Breakpoints().set_functions(stops) if not answer["verified"]]
+    if unknown:
+        raise LaunchRefused(f"`functionBreakpoints`: {unknown[0]}")
     root = _root(_text(arguments, "root"), cwd)
     recording = None
     if replay is not None:
@@ -110,7 +120,7 @@ def launch_arguments(arguments: dict[str, Any], cwd: str) -> Launch:
     if agent not in view.agents:
         known = ", ".join(view.agents) or "none"
         raise LaunchRefused(f"No agent definition has the id {agent!r} (known agents: {known})")
-    return Launch(agent, text, root, service, view, recording, live_from, stop_on_entry, trusted)
+    return Launch(agent, text, root, service, view, recording, live_from, stop_on_entry, trusted, tuple(stops))
 
 
 class ViewLocator:
