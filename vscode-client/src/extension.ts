@@ -20,6 +20,8 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { distinctEnvs, modelKeys, secretKey, type ModelKey } from './apiKeyEnv';
+import { registerDebugger } from './debug';
+import { withDebugLenses } from './debugConfig';
 import { rewriteLensCommand, visibleLenses } from './lens';
 import { previewMarkdown } from './preview';
 import { applyError, applyResult, isActive, RunStore, type RunEvent, type RunResult } from './runModel';
@@ -68,6 +70,7 @@ export class OscovaExtension {
   private readonly previews = new Map<string, string>();
   private readonly previewChanged = new vscode.EventEmitter<vscode.Uri>();
   private starting: Promise<void> | undefined;
+  private server: { command: string; args: string[] } | undefined;
   readonly tests: AgentTests;
   private readonly comparisons = new RunComparisons();
 
@@ -93,6 +96,10 @@ export class OscovaExtension {
     command('oscova.client.restartServer', () => this.restart());
     command('oscova.client.showOutput', () => this.output.show(true));
     command('oscova.client.statusMenu', () => this.statusMenu());
+    registerDebugger(context, async () => {
+      await this.starting?.catch(() => undefined);
+      return this.server && { ...this.server, env: await this.serverEnvironment() };
+    });
     context.subscriptions.push(
       this.output, this.status, this.runView, this.previewChanged,
       vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, {
@@ -133,6 +140,7 @@ export class OscovaExtension {
       return;
     }
     const { command, args, source } = resolution.server;
+    this.server = { command, args };
     this.output.appendLine(`[client] starting ${[command, ...args].join(' ')} (${source})`);
     const env = await this.serverEnvironment();
     const executable = { command, args, transport: TransportKind.stdio, options: { env, cwd: folders[0] } };
@@ -247,7 +255,8 @@ export class OscovaExtension {
       // In Restricted Mode a run is refused: no Run lens (the server offers none either).
       provideCodeLenses: async (document, token, next) => {
         const lenses = await next(document, token);
-        return lenses && visibleLenses(lenses, vscode.workspace.isTrusted).map(rewrite);
+        return lenses && withDebugLenses(visibleLenses(lenses, vscode.workspace.isTrusted).map(rewrite),
+          (from, command) => new vscode.CodeLens(from.range, command));
       },
       resolveCodeLens: async (lens, token, next) => {
         const resolved = await next(lens, token);
