@@ -145,3 +145,16 @@ def test_the_launch_configuration_can_name_function_breakpoints(dap: DapClient, 
     assert stop["event"]["reason"] == "function breakpoint" and stop["frames"][0] == "model call 1"
     dap.request("continue", {"threadId": 1})
     dap.wait_event("terminated")
+
+
+def test_pause_stops_the_running_run_at_its_next_step(dap: DapClient, fake_openai: FakeOpenAI):
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("current_datetime", {}, "t1")], delay=1.5), Reply(text="Now."))
+    dap.start_session(LAUNCH)
+    fake_openai.wait_for_requests(1, timeout=30)  # the model is answering, slowly
+    dap.request("pause", {"threadId": 1})
+    stop = dap.stopped(1)
+    assert stop["event"]["reason"] == "pause"
+    assert stop["frames"][0] == "tool call current_datetime (t1)"
+    dap.request("continue", {"threadId": 1})
+    dap.wait_event("terminated")
+    assert dap.events("exited")[0]["body"] == {"exitCode": 0}
