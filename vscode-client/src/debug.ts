@@ -4,7 +4,7 @@
  * command) starts a session for one agent and input. The adapter does the rest (docs: README, Debugging a run).
  */
 import * as vscode from 'vscode';
-import { DEBUG_AGENT_COMMAND, DEBUG_TYPE, debugAdapterArgs, debugConfiguration, resolvedConfiguration, type DebugArgs,
+import { DEBUG_TYPE, debugAdapterArgs, debugConfiguration, resolvedConfiguration, type DebugArgs,
   type LaunchConfiguration } from './debugConfig';
 
 export interface AdapterServer { command: string; args: string[]; env: NodeJS.ProcessEnv }
@@ -25,7 +25,7 @@ export function registerDebugger(context: vscode.ExtensionContext, server: () =>
         return resolvedConfiguration(config as LaunchConfiguration, folder?.uri.fsPath, vscode.workspace.isTrusted);
       },
     }),
-    vscode.commands.registerCommand(DEBUG_AGENT_COMMAND, (args?: DebugArgs) => debugAgent(args ?? {})),
+    vscode.commands.registerCommand('oscova.client.debugAgent', (args?: DebugArgs) => debugAgent(args ?? {})), // DEBUG_AGENT_COMMAND
   );
 }
 
