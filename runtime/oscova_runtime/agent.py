@@ -22,6 +22,7 @@ from .messages import (
     UsageDetails,
 )
 from .session import AgentSession, InMemoryChatHistoryProvider
+from .stepping import current_stepper
 from .tools import AIFunction
 
 
@@ -154,8 +155,11 @@ class ChatClientAgent:
             return [], request_options
         history = await self.chat_history_provider.invoking(session, reduce=compact)
         context = AIContext(request_options.instructions, [*history, *inputs], list(request_options.tools or ()))
-        for provider in self.context_providers:
+        stepper = current_stepper()
+        for index, provider in enumerate(self.context_providers):
             context = await provider.invoking(InvokingContext(self, session, context))
+            if stepper is not None:  # a debugged run stops after the provider's contribution
+                await stepper.provider_contributed(self, index, provider, context, session)
         request_options.instructions = context.instructions
         request_options.tools = context.tools
         return list(context.messages or ()), request_options

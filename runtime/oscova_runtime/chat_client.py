@@ -30,6 +30,7 @@ from .messages import (
     UsageDetails,
 )
 from .recording import current_tap
+from .stepping import current_stepper
 from .tools import AIFunction
 
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -364,29 +365,41 @@ class OpenAIChatClient:
                             model if isinstance(model, str) else None)
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
-        tap = current_tap()  # a recorded or replayed run: the tap sees (or answers) the call
-        if tap is not None:
-            return await tap.complete(self._arguments(messages, options, False),
-                                      lambda: self._get_response(messages, options))
-        return await self._get_response(messages, options)
+        request = self._arguments(messages, options, False)
+        stepper = current_stepper()  # a debugged run: the debugger sees (and may edit) the request first
+        if stepper is not None:
+            return await stepper.model_complete(request, self._send)
+        return await self._send(request)
 
     def get_streaming_response(
         self, messages: Sequence[ChatMessage], options: ChatOptions
     ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        request = self._arguments(messages, options, True)
+        stepper = current_stepper()
+        if stepper is not None:
+            return stepper.model_stream(request, self._send_streaming)
+        return self._send_streaming(request)
+
+    async def _send(self, request: dict[str, Any]) -> ChatResponse:
+        tap = current_tap()  # a recorded or replayed run: the tap sees (or answers) the call
+        if tap is not None:
+            return await tap.complete(request, lambda: self._get_response(request))
+        return await self._get_response(request)
+
+    def _send_streaming(self, request: dict[str, Any]) -> AsyncGenerator[ChatResponseUpdate, None]:
         tap = current_tap()
         if tap is not None:
-            return tap.stream(self._arguments(messages, options, True),
-                              lambda: self._get_streaming_response(messages, options))
-        return self._get_streaming_response(messages, options)
+            return tap.stream(request, lambda: self._get_streaming_response(request))
+        return self._get_streaming_response(request)
 
-    async def _get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+    async def _get_response(self, request: dict[str, Any]) -> ChatResponse:
         import openai
 
         httpx = _http()
 
         client = self._ensure_client()
         try:
-            raw = await client.chat.completions.with_raw_response.create(**self._arguments(messages, options, False))
+            raw = await client.chat.completions.with_raw_response.create(**request)
             self._check_media_type(raw.headers, ("application/json",))
             body = await raw.http_response.aread()
         except openai.OpenAIError as error:
@@ -398,9 +411,7 @@ class OpenAIChatClient:
         except _Malformed as malformed:
             raise self._failure(malformed) from None
 
-    async def _get_streaming_response(
-        self, messages: Sequence[ChatMessage], options: ChatOptions
-    ) -> AsyncGenerator[ChatResponseUpdate, None]:
+    async def _get_streaming_response(self, request: dict[str, Any]) -> AsyncGenerator[ChatResponseUpdate, None]:
         import openai
 
         httpx = _http()
@@ -413,8 +424,7 @@ class OpenAIChatClient:
         done = False
         what = "a stream chunk"
         try:
-            async with client.chat.completions.with_streaming_response.create(
-                    **self._arguments(messages, options, True)) as response:
+            async with client.chat.completions.with_streaming_response.create(**request) as response:
                 media = self._check_media_type(response.headers, ("text/event-stream", "application/json"))
                 if media == "application/json":  # the endpoint ignored `stream`: one whole completion
                     whole = self._completion(_loads(await response.http_response.aread(), "sent an answer"))

@@ -47,6 +47,7 @@ from .messages import (
     UpdateAccumulator,
     UsageDetails,
 )
+from .stepping import current_stepper
 from .telemetry import observed_tool
 from .tools import AIFunction
 from .workspace import PATH_ARGUMENT_NAMES, WorkspaceViolation, resolve_inside, workspaces_in_effect
@@ -246,6 +247,9 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             function = tools.get(call.name)
             refusal = self.policy.refusal(call.name, function)
             if refusal is not None:  # not run; it ends the loop as a terminating call does
+                stepper = current_stepper()
+                if stepper is not None:
+                    await stepper.refused(call, refusal)
                 results.append(FunctionResultContent(call.call_id, refusal, ToolDeniedError(refusal)))
                 outcome.terminate = True
                 break
@@ -289,9 +293,13 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 return await ctx.function.invoke(ctx.arguments)
             return await chain[index](ctx, lambda c: call(index + 1, c))
 
+        def run() -> Awaitable[Any]:
+            return observed_tool(context.call, context.function.description, lambda: call(0, context))
+
         token = _current_context.set(context)
         try:
-            return await observed_tool(context.call, context.function.description, lambda: call(0, context))
+            stepper = current_stepper()  # a debugged run stops before the call (and may edit its arguments)
+            return await (stepper.tool(context, run) if stepper is not None else run())
         finally:
             _current_context.reset(token)
 

@@ -98,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "current directory)")
 
     _test_arguments(sub.add_parser("test", help="replay the agent tests (recorded runs) under .oscova/tests/"))
+    sub.add_parser("debug", help="run a Debug Adapter Protocol server over stdio: launch an agent run (live, a "
+                   "replay, or a fork from model call N), stop at its steps, inspect and edit what it sends")
 
     review = sub.add_parser("review", help="show what every agent a change reaches will be sent, before and after "
                             "the change, offline (the base read from git objects)")
@@ -171,6 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _test(args)
         if args.command == "review":
             return _review(args)
+        if args.command == "debug":
+            # the runtime loads here, never for `check` or `serve`
+            from .debug.server import main as debug_main
+
+            return debug_main()
         if args.command == "schema":
             return _schema()
         if args.command == "providers":

@@ -11,6 +11,9 @@
 //    from the Run view (which also opens "Compare with previous run"); the Test Explorer lists them, runs
 //    all (all pass), and after an edit of the clock agent's instructions runs one case alone, which fails
 //    with the diff of the recorded and the current instructions in Test Results.
+// 3b. The debugger (also alone: OSCOVA_E2E_ONLY=debug): a breakpoint on clock.agent.yaml's instructions
+//    line, the "Debug agent" lens, the stop before model call 1, the instructions read and edited in the
+//    Variables view, the endpoint receiving the edit, the run completing (e2e/debugSession.mjs).
 // 4. Restricted Mode: a workspace whose `yaml.py`, `uuid.py`, `pydantic.py`, … and custom tool and
 //    provider modules write marker files when imported, opened untrusted, with the server started
 //    through each start path: the console script, `python -m oscova_lsp` and `python -P -m oscova_lsp`
@@ -24,6 +27,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { debugSession } from './debugSession.mjs';
 import { startFakeOpenAI } from './fake-openai.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -523,6 +527,29 @@ async function main() {
       return true;
     }
 
+    async function setApiKey() {
+      log('Oscova: Set API Key');
+      await runCommand(page, 'Oscova: Set API Key');
+      const keyInput = await quickInputVisible(page);
+      await waitFor(async () => (await keyInput.getAttribute('type')) === 'password', 'the password input box', 15_000);
+      await keyInput.fill(API_KEY);
+      await keyInput.press('Enter');
+      await page.locator('.notifications-toasts').filter({ hasText: 'the key is set' }).waitFor({ timeout: 30_000 });
+    }
+    const debugging = { fake, shot, log, waitFor, explorerOpen, runCommand, quickInputVisible };
+
+    if (process.env.OSCOVA_E2E_ONLY === 'debug') { // while developing the debugger part: that part alone
+      await openWorkbench(page, baseUrl, runWs);
+      await explorerOpen(page, 'agents', 'clock.agent.yaml');
+      await page.locator('.monaco-editor .view-lines').first().waitFor();
+      // A loaded machine can time out the `workspaceContains` activation: a command activates as well.
+      await runCommand(page, 'Oscova: Show Server Output');
+      await waitFor(() => oscovaLog(userData).includes('[client] starting'), 'the server starting', 90_000);
+      await setApiKey();
+      await debugSession(page, debugging);
+      return 'debugger only';
+    }
+
     if (process.env.OSCOVA_E2E_ONLY === 'tests') { // while developing the agent-test part: that part alone
       await openWorkbench(page, baseUrl, runWs);
       const tested = await agentTests();
@@ -590,13 +617,7 @@ async function main() {
     await explorerOpen(page, 'agents', 'clock.agent.yaml');
     await page.locator('.monaco-editor .view-lines').first().waitFor();
 
-    log('Oscova: Set API Key');
-    await runCommand(page, 'Oscova: Set API Key');
-    const keyInput = await quickInputVisible(page);
-    await waitFor(async () => (await keyInput.getAttribute('type')) === 'password', 'the password input box', 15_000);
-    await keyInput.fill(API_KEY);
-    await keyInput.press('Enter');
-    await page.locator('.notifications-toasts').filter({ hasText: 'the key is set' }).waitFor({ timeout: 30_000 });
+    await setApiKey();
 
     log('Oscova: Run Agent (streamed answer and a tool call)');
     await runCommand(page, 'Oscova: Run Agent');
@@ -686,9 +707,10 @@ async function main() {
     log('run cancelled: the Run view says Cancelled and the HTTP stream was closed');
     await shot('05-run-cancelled');
 
+    await debugSession(page, debugging); // before the agent tests edit clock.agent.yaml
     const tested = await agentTests();
     await restrictedMode();
-    return `diagnostics, runs, ${tested ? 'agent tests' : 'AGENT TESTS NOT TESTED'} and restricted mode`;
+    return `diagnostics, runs, ${tested ? 'agent tests' : 'AGENT TESTS NOT TESTED'}, the debugger and restricted mode`;
   } catch (error) {
     for (const [i, p] of page.context().pages().entries()) {
       await p.screenshot({ path: join(screenshots, `failure-${i}.png`) }).catch(() => undefined);

@@ -5,6 +5,7 @@
  * `onRunEvent`, `onDidStart` and `onWillStop` instead of being called from here.
  */
 import * as vscode from 'vscode';
+import type { AdapterServer } from './debug';
 import {
   ExecuteCommandRequest,
   LanguageClient,
@@ -29,6 +30,8 @@ export class Ctx implements vscode.Disposable {
   readonly status = new StatusBar(STATUS_MENU_COMMAND);
   private client: LanguageClient | undefined;
   private starting: Promise<void> | undefined;
+  /** The command the server was started with: the debugger runs the same one with `debug`. */
+  private launched: { command: string; args: string[] } | undefined;
   private readonly runEvents = new vscode.EventEmitter<RunEvent>();
   private readonly started = new vscode.EventEmitter<void>();
   private readonly stopping = new vscode.EventEmitter<void>();
@@ -63,6 +66,12 @@ export class Ctx implements vscode.Disposable {
     await this.starting?.catch(() => undefined);
     await this.stop();
     await this.start();
+  }
+
+  /** The debug adapter's command and environment: the server's, once its start has been tried. */
+  async adapterServer(): Promise<AdapterServer | undefined> {
+    await this.starting?.catch(() => undefined);
+    return this.launched && { ...this.launched, env: { ...process.env, ...await storedKeys(this.extension) } };
   }
 
   /** Executes one of the server's commands (`workspace/executeCommand`), once it has started. */
@@ -102,6 +111,7 @@ export class Ctx implements vscode.Disposable {
       return;
     }
     const { command, args, source } = resolution.server;
+    this.launched = { command, args };
     this.output.appendLine(`[client] starting ${[command, ...args].join(' ')} (${source})`);
     // The server's environment: this process's, plus the API keys stored with Set API Key.
     const env: NodeJS.ProcessEnv = { ...process.env, ...await storedKeys(this.extension) };

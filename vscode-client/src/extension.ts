@@ -3,7 +3,7 @@
  * the status bar and the language server's lifecycle) and the features, and registers every client command
  * in one table below. Each concern has its module: `runs.ts` (Run Agent, the Run view, cancel, compare, save
  * as test case), `testing.ts` (the Test Explorer), `previews.ts` (Preview Prompt), `review.ts` (Review
- * Changes), `transcripts.ts`, `apiKeys.ts`, `middleware.ts` (lenses, trust), `trust.ts`.
+ * Changes), `debug.ts` (the debugger), `transcripts.ts`, `apiKeys.ts`, `middleware.ts` (lenses, trust), `trust.ts`.
  *
  * The server's own commands (`oscova.runAgent`, `oscova.previewPrompt`, …) are registered by the language
  * client from `executeCommandProvider`; the extension only calls them (`Ctx.request`), under its own
@@ -14,6 +14,8 @@ import * as vscode from 'vscode';
 import { setApiKey } from './apiKeys';
 import type { RunArgs } from './agents';
 import { Ctx, STATUS_MENU_COMMAND } from './ctx';
+import { debugAgent, registerDebugger } from './debug';
+import type { DebugArgs } from './debugConfig';
 import { previewPrompt, PreviewDocuments } from './previews';
 import { reviewChanges } from './review';
 import { Runs } from './runs';
@@ -43,6 +45,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration('oscova.server.command')) restart(); }),
   );
   registerCommands(context, features);
+  registerDebugger(context, () => server.adapterServer());
   await server.start();
 }
 
@@ -56,6 +59,7 @@ function registerCommands(context: vscode.ExtensionContext, { ctx, runs, preview
   const command = (id: string, fn: (...args: never[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, fn));
   command('oscova.client.runAgent', (arg?: RunArgs | vscode.Uri) => runs.run(arg));
+  command('oscova.client.debugAgent', (args?: DebugArgs) => debugAgent(args ?? {}));
   command('oscova.client.previewPrompt', (arg?: RunArgs | vscode.Uri) => previewPrompt(ctx, previews, arg));
   command('oscova.client.cancelRun', (arg?: string | { runId?: string }) => runs.cancel(typeof arg === 'string' ? arg : arg?.runId));
   command('oscova.client.showRunTranscript', () => showRunTranscript(ctx, runs.store));

@@ -4,6 +4,7 @@
  */
 import * as vscode from 'vscode';
 import type { Middleware } from 'vscode-languageclient/node';
+import { withDebugLenses } from './debugConfig';
 import { rewriteLensCommand, visibleLenses } from './lens';
 import { SERVER_COMMANDS } from './serverCommands';
 import { refuseUntrustedRun } from './trust';
@@ -19,7 +20,8 @@ export function middleware(): Middleware {
     // In Restricted Mode a run is refused: no Run lens (the server offers none either).
     provideCodeLenses: async (document, token, next) => {
       const lenses = await next(document, token);
-      return lenses && visibleLenses(lenses, vscode.workspace.isTrusted).map(rewrite);
+      return lenses && withDebugLenses(visibleLenses(lenses, vscode.workspace.isTrusted).map(rewrite),
+        (from, command) => new vscode.CodeLens(from.range, command));
     },
     resolveCodeLens: async (lens, token, next) => {
       const resolved = await next(lens, token);

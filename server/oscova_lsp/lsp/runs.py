@@ -267,8 +267,9 @@ class Runs:
         text = _required(args, "input", command)
         session_id = _string(args, "sessionId", command)
         if not self.trusted:
-            raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runAgent runs agents (and the "
-                                       "workspace's tool and provider code) only in a trusted workspace")
+            from ..runs.errors import untrusted_refusal
+
+            raise JsonRpcRequestFailed(untrusted_refusal("oscova.runAgent"))
         if self._closing:
             raise JsonRpcRequestFailed("The server is shutting down")
         root = self.root_for(_string(args, "uri", command), command)

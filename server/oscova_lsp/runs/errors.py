@@ -19,6 +19,12 @@ class RunError(Exception):
     """A run cannot start (unknown agent, a definition with errors); the message is for the user."""
 
 
+def untrusted_refusal(what: str) -> str:
+    """Why `what` (a command that runs agents) is refused in an untrusted workspace: one sentence for them all."""
+    return (f"The workspace is not trusted: {what} runs agents (and the workspace's tool and provider code) only "
+            "in a trusted workspace")
+
+
 _WORDED = (RunError, HostConfigurationError, ChatClientError, ProviderLoadError, ToolLoadError, TemplateError)
 
 

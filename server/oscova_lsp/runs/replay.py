@@ -45,8 +45,8 @@ from .events import jsonable
 from .recorder import Recorder, message_from_record
 from .transcript import NESTED_TOOLS_VERSION, Recording, RecordingError, load_recording, relocate
 
-__all__ = ["DRIFTED", "Recording", "RecordingError", "ReplayDrift", "ReplayResult", "Replayer", "load_recording",
-           "refuse", "replay_run"]
+__all__ = ["DRIFTED", "Forker", "Recording", "RecordingError", "ReplayDrift", "ReplayResult", "Replayer",
+           "continue_recorded_session", "load_recording", "refuse", "replay_run"]
 
 DRIFTED = "drifted"
 
@@ -97,6 +97,8 @@ class Replayer(Recorder):
         self._tools = {(t.get("within"), t.get("callId")): t for t in recording.tools}
         self.drift: str | None = None
         self.root = root
+        self._model_calls = 0
+        self._edits = recording.edits
         if recording.clock is not None:  # the templates show the recorded run's time
             with contextlib.suppress(ValueError):
                 self.clock = _dt.datetime.fromisoformat(recording.clock)
@@ -170,15 +172,45 @@ class Replayer(Recorder):
 
     def stream(self, request: dict[str, Any], real: Callable[[], AsyncGenerator[ChatResponseUpdate, None]],
                ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        self._edit_request(request)
         return super().stream(request, lambda: self._answer_stream(request))  # `real` is never called
 
     async def complete(self, request: dict[str, Any], real: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        self._edit_request(request)
         return await super().complete(request, lambda: self._answer(request))
+
+    def _edit_request(self, request: dict[str, Any]) -> None:
+        """Makes the recorded run's edits of this model request again (a debugger's, `oscova-lsp debug`)."""
+        self._model_calls += 1
+        for edit in self._edits:
+            if edit.get("step") == "model" and edit.get("call") == self._model_calls:
+                self._make(edit, request)
+
+    def _edit_arguments(self, context: FunctionInvocationContext) -> None:
+        for edit in self._edits:
+            if edit.get("step") == "tool" and edit.get("callId") == context.call.call_id and \
+                    edit.get("within") == TOOL_SCOPE.get():
+                self._make(edit, context.arguments)
+
+    def _make(self, edit: dict[str, Any], target: Any) -> None:
+        """Sets the edit's value at its path (one that no longer exists is left: the comparison says so)."""
+        path: list[Any] = edit.get("path") or []
+        for step in path[:-1]:
+            target = _child(target, step)
+        last = path[-1] if path else None
+        if isinstance(target, dict) and isinstance(last, str):
+            target[last] = edit.get("value")
+        elif isinstance(target, list) and isinstance(last, int) and 0 <= last < len(target):
+            target[last] = edit.get("value")
+        else:
+            return
+        self.write(dict(edit))
 
     # -- tools ---------------------------------------------------------------------------------------------
 
     async def tool(self, context: FunctionInvocationContext,
                    call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]) -> Any:
+        self._edit_arguments(context)
         if self.live_tools or context.function.agent_id is not None:  # an agent's model calls meet the recording
             return await super().tool(context, call_next)
         call = context.call
@@ -205,6 +237,60 @@ class Replayer(Recorder):
                     "the requested agent's tool results, not those of agents it calls as tools; record the run "
                     "again")
         return "the recording has no result for it"
+
+
+def _child(container: Any, key: Any) -> Any:
+    if isinstance(container, dict):
+        return container.get(key)
+    if isinstance(container, list) and isinstance(key, int) and 0 <= key < len(container):
+        return container[key]
+    return None
+
+
+class Forker(Replayer):
+    """A replay that goes live at model call `live_from` (a fork): the calls before it are answered from the
+    recording, and so are their tool calls; that call and every later one reach the endpoint, and from then on
+    tools run. The recording's edits apply to the replayed part only."""
+
+    def __init__(self, recording: Recording, live_from: int, *, root: str | None = None) -> None:
+        super().__init__(recording, root=root)
+        self.live_from = live_from
+        self.live = False
+
+    def _goes_live(self) -> bool:
+        self.live = self.live or self._model_calls + 1 >= self.live_from
+        return self.live
+
+    def stream(self, request: dict[str, Any], real: Callable[[], AsyncGenerator[ChatResponseUpdate, None]],
+               ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        if not self._goes_live():
+            return super().stream(request, real)
+        self._model_calls += 1
+        return Recorder.stream(self, request, real)
+
+    async def complete(self, request: dict[str, Any], real: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        if not self._goes_live():
+            return await super().complete(request, real)
+        self._model_calls += 1
+        return await Recorder.complete(self, request, real)
+
+    async def tool(self, context: FunctionInvocationContext,
+                   call_next: Callable[[FunctionInvocationContext], Awaitable[Any]]) -> Any:
+        if self.live:
+            return await Recorder.tool(self, context, call_next)
+        return await super().tool(context, call_next)
+
+
+def continue_recorded_session(service: Any, recording: Recording, agent: str) -> str | None:
+    """The session a replay of `recording` runs in: when the recorded run continued a conversation, the same
+    conversation (resumed in `service`); else None (a new one)."""
+    if not recording.history:
+        return None
+    session_id = recording.session_id or "replayed"
+    session = AgentSession(session_id=session_id)
+    session.state_bag[CHAT_HISTORY_STATE_KEY] = [message_from_record(m) for m in recording.history]
+    service.resume_session(agent, session)
+    return session_id
 
 
 async def refuse(request: dict[str, Any]) -> bool:
@@ -247,12 +333,7 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
         return on_event(event) if on_event is not None else None
 
     agent = agent_id or recording.agent_id
-    session_id = None
-    if recording.history:  # the run continued a conversation: the replay continues the same one
-        session_id = recording.session_id or "replayed"
-        session = AgentSession(session_id=session_id)
-        session.state_bag[CHAT_HISTORY_STATE_KEY] = [message_from_record(m) for m in recording.history]
-        service.resume_session(agent, session)
+    session_id = continue_recorded_session(service, recording, agent)
     try:
         handle = service.start_run(agent, recording.input if input is None else input, session_id=session_id,
                                    on_event=listen, approve=(approve or refuse) if recording.approvals else None,

@@ -4,7 +4,9 @@ A line with `kind` is a run event (`events.EVENT_KINDS`). Since version 2 a tran
 run, in lines with `record` instead of `kind`: first a header (`record: "header"`, `version`, the run's
 agent, input and session), then one `record: "model"` line per model call (the request as sent, the
 response or the error) and one `record: "tool"` line per tool call of any agent of the run (its result or
-error). That is everything a replay needs (`replay.py`). Keys never appear: every line is redacted.
+error), and one `record: "edit"` line per edit a debugger made to a request or a tool call's arguments before
+it was sent (`oscova-lsp debug`). That is everything a replay needs (`replay.py`). Keys never appear: every
+line is redacted.
 
 Transcripts are read and written through the file gateway (`oscova_runtime.paths`): a transcript is a regular
 file inside the workspace holding its `.oscova` folder (or, named outside one, inside its own folder), at most
@@ -210,6 +212,9 @@ class Recording:
     history: list[dict[str, Any]] = field(default_factory=list)
     """The conversation the run continued (its session's stored messages), `recorder.message_record` form."""
     session_id: str | None = None
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    """`{step: "model", call, scope, path, was, value}` or `{step: "tool", callId, within, …}` per edit a
+    debugger made before a model request or a tool call (`oscova-lsp debug`); a replay makes them again."""
 
     @property
     def status(self) -> str | None:
@@ -256,6 +261,8 @@ def _damage(line: dict[str, Any]) -> str | None:
         return "a model record without a request object (or with a response or error that is not one)"
     if record == "tool" and not (isinstance(line.get("callId"), str) and isinstance(line.get("error", {}), dict)):
         return "a tool record without a call id (or with an error that is not an object)"
+    if record == "edit" and not (line.get("step") in ("model", "tool") and isinstance(line.get("path"), list)):
+        return "an edit record without its step (model or tool) or its path"
     return None
 
 
@@ -331,6 +338,8 @@ def load_recording(path: str, root: str | None = None) -> Recording:
             recording.exchanges.append(line)
         elif record == "tool":
             recording.tools.append(line)
+        elif record == "edit":
+            recording.edits.append(line)
         elif record == "session" and isinstance(line.get("history"), list):
             recording.history = [m for m in line["history"] if isinstance(m, dict)]
         elif "kind" in line:

@@ -1,0 +1,70 @@
+"""`oscova-lsp debug` over stdio: DAP messages in on stdin, out on stdout (nothing else is written there)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from typing import Any
+
+from .adapter import DebugAdapter
+from .wire import MAX_HEADER_BYTES, FramingError, encode, read_message
+
+
+class _ProtocolOutput:
+    """stdout for DAP alone: the process's own file descriptor 1 goes to stderr, so a tool that prints (a
+    workspace's own code) cannot corrupt the protocol stream. Written with `os.write` (no buffering)."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        self.fd = os.dup(sys.stdout.fileno())
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+
+async def serve(stdin: Any, out: _ProtocolOutput) -> int:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=max(MAX_HEADER_BYTES * 2, 1 << 16))
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+
+    def send(message: dict[str, Any]) -> None:
+        try:
+            out.write(encode(message))
+        except OSError:  # the client is gone: the end of its input ends the session
+            pass
+
+    adapter = DebugAdapter(send)
+    ended = asyncio.ensure_future(adapter.ended.wait())
+    try:
+        while not adapter.ended.is_set():
+            reading = asyncio.ensure_future(read_message(reader))
+            await asyncio.wait({reading, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if not reading.done():
+                reading.cancel()
+                break
+            try:
+                message = reading.result()
+            except FramingError as error:
+                adapter.malformed(str(error))
+                continue
+            except ValueError:  # a header line past the reader's limit
+                adapter.malformed("A header line was too long; the rest of the input cannot be read as DAP")
+                break
+            if message is None:
+                break
+            await adapter.handle(message)
+    finally:
+        ended.cancel()
+        await adapter.close()
+    return 0
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="oscova-lsp debug: %(message)s")
+    out = _ProtocolOutput()
+    return asyncio.run(serve(sys.stdin.buffer, out))
