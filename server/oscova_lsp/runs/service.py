@@ -535,7 +535,8 @@ class RunService:
 
     async def preview(self, agent_id: str, input: str | None = None, *, session_id: str | None = None,
                       ) -> dict[str, Any]:
-        """`{agentId, instructions, messages, tools, providers}`: the provider pipeline without a model.
+        """`{agentId, instructions, messages, tools, providers, tokens}`: the provider pipeline without a model, and what
+        its request costs in the model's tokens.
 
         Approval-required tools are listed as a run with an approval channel would offer them. Raises
         `RunError` with words for the user when the agent cannot be assembled.
@@ -570,8 +571,9 @@ class RunService:
             async def never_asked(request: ApprovalRequest) -> bool:
                 return False
 
+            tokenizer = await asyncio.to_thread(host.tokenizer_for, definition)  # an encoding loads in ~0.5 s once
             with approval_channel(never_asked):
-                result = await assemble_preview(agent, plan, input, session or AgentSession())
+                result = await assemble_preview(agent, plan, input, session or AgentSession(), tokenizer)
             result["trusted"] = self.trusted
             result["notLoaded"] = [] if self.trusted else not_loaded(definition, host.config, plan)
         except RunError:
