@@ -373,7 +373,7 @@ def _memory(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext
                         definition.id, boundary=host.root)
     prompt = host.renderer.read_source(config.memory.system_prompt) if config.memory.system_prompt else None
     return MemoryContextProvider(store, memory_tools(store), host.renderer, system_prompt=prompt,
-                                 token_budget=config.memory.token_budget)
+                                 token_budget=config.memory.token_budget, tokenizer=host.tokenizer_for(definition))
 
 
 @builds("library")

@@ -179,3 +179,43 @@ def test_the_configured_host_reads_the_models_tokenizer(tmp_path):
     assert host.tokenizer_for(AgentDefinition(id="b", model="named")).name == "o200k_base"
     assert not host.tokenizer_for(AgentDefinition(id="c", model="local")).exact
     assert not host.tokenizer_for(AgentDefinition(id="d", model="missing")).exact
+
+
+LONG_MEMORY = "\n".join(
+    f"- {n}: the customer in region eu-{n % 7} asked about invoice #{1000 + n} and the déjà-vu outage; résumé sent."
+    for n in range(400))
+
+
+async def test_the_memory_budget_is_spent_in_the_models_tokens_cut_at_the_exact_token(tmp_path):
+    """"Its default combined token budget is 2,000": tokens of the agent's model (gpt-4o-mini: o200k_base)."""
+    from oscova_runtime.context import InvokingContext
+    from oscova_runtime.definition import AgentDefinition
+    from oscova_runtime.host import ConfiguredHost
+    from oscova_runtime.host_config import HostConfig
+    from oscova_runtime.providers import MemoryContextProvider
+    from oscova_runtime.session import AgentSession
+
+    folder = tmp_path / ".oscova" / "memory" / "alice" / "helper"
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_text(LONG_MEMORY)
+    config = HostConfig.model_validate({"host": {"user_id": "alice"}, "memory": {"system_prompt": None},
+                                        "models": {"default": {"model": "gpt-4o-mini", "base_url": "http://127.0.0.1:9"}}})
+    host = ConfiguredHost(tmp_path, config, [AgentDefinition(id="helper", memory=True)])
+    agent = await host.get_agent("helper")
+    memory = next(p for p in agent.context_providers if isinstance(p, MemoryContextProvider))
+    text = (await memory.provide_ai_context(InvokingContext(None, AgentSession(), None))).instructions or ""
+    kept = text[text.index("### Long-term\n") + len("### Long-term\n"):text.index("\n</agent_memory>")]
+
+    tokenizer = tokens.tokenizer_for("gpt-4o-mini")
+    marker = tokenizer.count("[…]")  # the cut keeps the text's first tokens and as many as fit beside the marker
+    ids = tokenizer._encode(LONG_MEMORY)  # type: ignore[misc]  # the tokenizer's own token sequence
+    assert tokenizer.count(LONG_MEMORY) > 4 * 2000 // 3  # long enough that the budget cuts it
+    assert kept.endswith("[…]") and tokenizer.count(kept) <= 2000
+    def cut_at(n: int) -> str:  # the text's first n tokens and the marker
+        return tokenizer._decode(ids[:n]).decode() + "[…]"  # type: ignore[misc]
+
+    cut = next(n for n in range(2000 - marker - 8, 2000 + 8) if cut_at(n) == kept)
+    assert cut >= 2000 - marker - 1
+    assert all(tokenizer.count(cut_at(n)) > 2000 for n in range(cut + 1, cut + 5))  # one token more would not fit
+    assert len(kept) != 2000 * 4  # not the 4-characters-a-token estimate's cut (8,000 characters with the marker)
+    await host.aclose()
