@@ -24,12 +24,14 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
 from . import paths
+from .chat import ChatClient, DelegatingChatClient
+from .messages import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 
 OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
 ESTIMATE = "estimate"
@@ -312,3 +314,64 @@ def count_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping
 def figure(count: int, exact: bool) -> str:
     """`1,240`, or `≈ 1,240` for an estimate."""
     return f"{count:,}" if exact else f"≈ {count:,}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Budgets
+
+
+@dataclass(frozen=True, slots=True)
+class PromptLimit:
+    """A ceiling on a request's prompt tokens and the setting that sets it, in words (`the context window of
+    [models.default]`)."""
+
+    tokens: int
+    setting: str
+
+
+class PromptTooLongError(Exception):
+    """A request over a `PromptLimit`, refused before it was sent; the message gives the figures."""
+
+
+def over_limit(counted: RequestTokens, limits: Sequence[PromptLimit]) -> str | None:
+    """The sentence for the first limit `counted` exceeds, or None."""
+    for limit in limits:
+        if counted.total > limit.tokens:
+            exact = counted.exact
+            return (f"The request would be {figure(counted.total, exact)} prompt tokens (instructions "
+                    f"{figure(counted.instructions, exact)}, messages {figure(counted.messages, exact)}, tools "
+                    f"{figure(counted.tools, exact)}{'' if exact else '; estimated, no tokenizer is known for the model'}"
+                    f"), over the {limit.tokens:,} of {limit.setting}")
+    return None
+
+
+class PromptBudgetClient(DelegatingChatClient):
+    """Chat-client middleware: counts each request as the endpoint will and refuses one over a limit before
+    anything is sent (rather than after the endpoint's 400)."""
+
+    def __init__(self, inner: ChatClient, tokenizer: Tokenizer, limits: Sequence[PromptLimit]) -> None:
+        super().__init__(inner)
+        self.tokenizer = tokenizer
+        self.limits = tuple(limits)
+
+    def _check(self, messages: Sequence[ChatMessage], options: ChatOptions) -> None:
+        from .chat_client import to_openai_messages  # imports no `openai` until a call
+        from .tools import AIFunction
+
+        wire_tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]
+        counted = count_request(to_openai_messages(messages, options.instructions), wire_tools, self.tokenizer)
+        refusal = over_limit(counted, self.limits)
+        if refusal is not None:
+            raise PromptTooLongError(f"{refusal}; nothing was sent. Shorten the input, the instructions or the "
+                                     "history, or raise the limit")
+
+    async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        self._check(messages, options)
+        return await self.inner.get_response(messages, options)
+
+    async def get_streaming_response(  # type: ignore[override]  # an async generator, as the protocol's callers use it
+        self, messages: Sequence[ChatMessage], options: ChatOptions,
+    ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        self._check(messages, options)
+        async for update in self.inner.get_streaming_response(messages, options):
+            yield update

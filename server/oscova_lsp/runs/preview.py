@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,15 @@ from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, ChatOptions
 from oscova_runtime.notices import listening
 from oscova_runtime.session import AgentSession
-from oscova_runtime.tokens import RequestTokens, Tokenizer, count_request, message_tokens, tool_tokens
+from oscova_runtime.tokens import (
+    PromptLimit,
+    RequestTokens,
+    Tokenizer,
+    count_request,
+    message_tokens,
+    over_limit,
+    tool_tokens,
+)
 from oscova_runtime.tools import AIFunction
 
 from .events import message_to_dict
@@ -99,7 +108,7 @@ def _contribution(step: _Step, tokenizer: Tokenizer | None = None) -> dict[str, 
 
 async def assemble_preview(
     agent: ChatClientAgent, plan: tuple[PlannedProvider, ...], input_text: str | None, session: AgentSession,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer | None = None, limits: Sequence[PromptLimit] = (),
 ) -> dict[str, Any]:
     """Runs the agent's providers (through `assemble`) on a fresh, owned agent and reports each step.
 
@@ -148,6 +157,9 @@ async def assemble_preview(
         result["tokens"] = tokens_to_dict(counted, [{"type": p["type"], **p["tokens"]} for p in providers])
         if tokenizer.note:
             result["tokens"]["note"] = tokenizer.note
+        refusal = over_limit(counted, limits)
+        if refusal is not None:
+            result["tokens"]["warnings"] = [f"{refusal}: a run would refuse to send it"]
     return result
 
 

@@ -573,7 +573,8 @@ class RunService:
 
             tokenizer = await asyncio.to_thread(host.tokenizer_for, definition)  # an encoding loads in ~0.5 s once
             with approval_channel(never_asked):
-                result = await assemble_preview(agent, plan, input, session or AgentSession(), tokenizer)
+                result = await assemble_preview(agent, plan, input, session or AgentSession(), tokenizer,
+                                                host.prompt_limits(definition))
             result["trusted"] = self.trusted
             result["notLoaded"] = [] if self.trusted else not_loaded(definition, host.config, plan)
         except RunError:
