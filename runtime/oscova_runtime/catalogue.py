@@ -94,6 +94,10 @@ MEMORY_VARIABLES = (
 UNTRUSTED_BUILTIN_VARIABLES = frozenset({"user_context", "agent_memory"})
 VARIABLE_CHANGES = {v.name: v.changes for v in (*PERSONAL_VARIABLES, *MEMORY_VARIABLES) if v.changes}
 """Each built-in variable whose value changes, and how often."""
+PROVIDER_CHANGES = {"private_notes": "per user", "skills": "per user", "memory": "per run", "library": "per user",
+                    "todo": "per run"}
+"""How often what a built-in provider contributes changes (the others' is fixed for the deployment; a custom
+provider's is taken to change per run)."""
 
 PROVIDERS: tuple[ProviderSpec, ...] = (
     ProviderSpec(

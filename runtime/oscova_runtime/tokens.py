@@ -108,6 +108,15 @@ class Tokenizer:
                 self._counts[text] = found
         return found
 
+    def shared(self, first: str, second: str) -> int:
+        """How many leading tokens the two texts' token sequences have in common."""
+        if self._encode is None:
+            same = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
+                        min(len(first), len(second)))
+            return same // CHARS_PER_TOKEN
+        ids_a, ids_b = self._encode(first), self._encode(second)
+        return next((i for i, (a, b) in enumerate(zip(ids_a, ids_b, strict=False)) if a != b), min(len(ids_a), len(ids_b)))
+
     def head(self, text: str, tokens: int) -> str:
         """The longest start of `text` of at most `tokens` tokens, cut at a token boundary."""
         if tokens <= 0:
@@ -309,6 +318,79 @@ def count_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping
     return RequestTokens(total=instructions + rest + tool_total + reply, instructions=instructions,
                          messages=rest, tools=tool_total, per_message=per_message, per_tool=per_tool,
                          exact=tokenizer.exact, tokenizer=tokenizer.name)
+
+
+# --------------------------------------------------------------------------------------------------
+# The cacheable prefix
+
+
+@dataclass(frozen=True, slots=True)
+class Changing:
+    """A part of the instructions that changes: its rendered `text`, where it comes from and how often it
+    changes (`personal: `current_date``, `changes daily`)."""
+
+    text: str
+    where: str
+    why: str
+    start: int = 0
+    """Where in the instructions to look for `text` (its provider's contribution begins there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """The leading tokens of a request an endpoint can reuse from its cache, and what ends them."""
+
+    tokens: int
+    ends: str
+
+
+def _leading(tools: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, Any]], tokenizer: Tokenizer,
+             cut: int | None, ends: str, content_tokens: int | None = None) -> Prefix:
+    """The tools, then the system message up to character `cut` of its content (None: all of it), or its first
+    `content_tokens`."""
+    rule = tokenizer.rule
+    total = sum(tool_tokens(t, tokenizer) for t in tools) + (rule.tools_end if tools else 0)
+    if not messages or messages[0].get("role") != "system":
+        return Prefix(total, ends)
+    if cut is None:
+        return Prefix(total + message_tokens(messages[0], tokenizer), ends)
+    content = str(messages[0].get("content") or "")
+    # The tokens of the whole content that lie before the cut (a space before a value is its token's start).
+    kept = content_tokens if content_tokens is not None else tokenizer.shared(content, content[:cut])
+    return Prefix(total + rule.per_message - 1 + tokenizer.count("system") + kept, ends)
+
+
+def stable_prefix(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], tokenizer: Tokenizer,
+                  changing: Sequence[Changing]) -> Prefix:
+    """The prefix predicted from the request alone: in the order the endpoint reads it (tools, instructions,
+    history, input), everything before the first part that changes. The tools are fixed for the deployment;
+    in the instructions, the first `changing` text ends it; the messages after them change per run."""
+    content = str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
+    found = [(at, c) for c in changing if c.text and (at := content.find(c.text, c.start)) != -1]
+    if not found:
+        return _leading(tools, messages, tokenizer, None, "the messages after the instructions change per run")
+    at, first = min(found, key=lambda pair: pair[0])
+    return _leading(tools, messages, tokenizer, at, f"{first.where} {first.why}")
+
+
+def shared_prefix(first: Mapping[str, Any], second: Mapping[str, Any], tokenizer: Tokenizer) -> Prefix:
+    """The leading tokens two wire requests (`{"messages", "tools"}`) share, measured on their texts in the same
+    order, and where they first differ."""
+    tools_a, tools_b = list(first.get("tools") or ()), list(second.get("tools") or ())
+    messages_a, messages_b = list(first.get("messages") or ()), list(second.get("messages") or ())
+    if tools_a != tools_b:
+        same = next((i for i, (a, b) in enumerate(zip(tools_a, tools_b, strict=False)) if a != b),
+                    min(len(tools_a), len(tools_b)))
+        return Prefix(sum(tool_tokens(t, tokenizer) for t in tools_a[:same]), f"the tools differ at tool {same + 1}")
+    if not all(m and m[0].get("role") == "system" for m in (messages_a, messages_b)):
+        return _leading(tools_a, [], tokenizer, None, "the first message differs")
+    text_a, text_b = str(messages_a[0].get("content") or ""), str(messages_b[0].get("content") or "")
+    if text_a == text_b:
+        return _leading(tools_a, messages_a, tokenizer, None, "the messages after the instructions differ")
+    at = next((i for i, (a, b) in enumerate(zip(text_a, text_b, strict=False)) if a != b), min(len(text_a), len(text_b)))
+    line = text_a.count("\n", 0, at) + 1
+    return _leading(tools_a, messages_a, tokenizer, at, f"the instructions differ on their line {line}",
+                    tokenizer.shared(text_a, text_b))
 
 
 def figure(count: int, exact: bool) -> str:

@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from oscova_runtime.agent import ChatClientAgent
-from oscova_runtime.catalogue import PlannedProvider
+from oscova_runtime.catalogue import PROVIDER_CHANGES, VARIABLE_CHANGES, PlannedProvider
 from oscova_runtime.context import AIContext, AIContextProvider, InvokingContext
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host import NOT_TRUSTED, InactiveProvider
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, ChatOptions
 from oscova_runtime.notices import listening
+from oscova_runtime.providers import AgentPersonalContextProvider
 from oscova_runtime.session import AgentSession
 from oscova_runtime.tokens import (
+    Changing,
     PromptLimit,
     RequestTokens,
     Tokenizer,
     count_request,
     message_tokens,
     over_limit,
+    stable_prefix,
     tool_tokens,
 )
 from oscova_runtime.tools import AIFunction
@@ -36,6 +40,8 @@ class _Step:
     after: AIContext | None = None
     notices: list[str] = field(default_factory=list)
     """What the provider left out and why (`oscova_runtime.notices`)."""
+    values: Mapping[str, Any] = field(default_factory=dict)
+    """The personal provider's variables as it rendered them (what in its text changes, and how often)."""
 
 
 @dataclass(slots=True)
@@ -52,6 +58,10 @@ class _Recorder:
         self.step.before = context.ai_context
         with listening(lambda heard: self.step.notices.append(heard.message)):
             self.step.after = await self.step.provider.invoking(context)
+        provider = self.step.provider
+        if isinstance(provider, AgentPersonalContextProvider) and provider.instruction_template:
+            values = provider.model_factory(context)  # the run clock is frozen: the values it rendered with
+            self.step.values = await values if inspect.isawaitable(values) else values
         return self.step.after
 
 
@@ -79,6 +89,28 @@ def _provider_tokens(contribution: dict[str, Any], messages: list[ChatMessage], 
     return {"instructions": tokenizer.count(contribution["instructions"] or ""),
             "messages": sum(message_tokens(m, tokenizer) for m in to_openai_messages(messages, None)),
             "tools": sum(tool_tokens(t.schema(), tokenizer) for t in tools if isinstance(t, AIFunction))}
+
+
+def changing_parts(instructions: str, steps: list[_Step], providers: list[dict[str, Any]],
+                   custom: frozenset[str]) -> list[Changing]:
+    """What in the instructions changes, provider by provider: the personal provider's changing values, and the
+    whole contribution of a provider whose output changes per user or run (a custom one's included)."""
+    found: list[Changing] = []
+    at = 0
+    for step, entry in zip(steps, providers, strict=False):
+        text = entry.get("instructions") or ""
+        start = instructions.find(text, at) if text else -1
+        if start == -1:
+            continue
+        at = start
+        how = PROVIDER_CHANGES.get(entry["type"]) or ("per run" if entry["type"] in custom else None)
+        if how is not None:
+            found.append(Changing(text, f"`{entry['type']}`", f"changes {how}", start))
+        for name, every in VARIABLE_CHANGES.items():
+            value = step.values.get(name)
+            if isinstance(value, str) and value.strip():
+                found.append(Changing(value, f"`{name}` ({entry['type']})", f"changes {every}", start))
+    return found
 
 
 def tokens_to_dict(counted: RequestTokens, by_provider: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,6 +187,10 @@ async def assemble_preview(
         for tool, cost in zip((t for t in result["tools"] if "parameters" in t), counted.per_tool, strict=False):
             tool["tokens"] = cost
         result["tokens"] = tokens_to_dict(counted, [{"type": p["type"], **p["tokens"]} for p in providers])
+        prefix = stable_prefix(wire_messages, wire_tools, tokenizer,
+                               changing_parts(result["instructions"], steps, providers,
+                                              frozenset(p.type for p in plan if p.custom is not None)))
+        result["tokens"]["cacheable"] = {"tokens": prefix.tokens, "endsAt": prefix.ends}
         if tokenizer.note:
             result["tokens"]["note"] = tokenizer.note
         refusal = over_limit(counted, limits)

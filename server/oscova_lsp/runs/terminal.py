@@ -397,6 +397,9 @@ def token_lines(counted: dict[str, Any], tools: list[dict[str, Any]]) -> list[st
     total = int(counted["total"])
     lines = [f"{figure(total, exact)} tokens: instructions {figure(counted['instructions'], exact)} · messages "
              f"{figure(counted['messages'], exact)} · tools {figure(counted['tools'], exact)}"]
+    if counted.get("cacheable"):
+        lines.append(f"{figure(counted['cacheable']['tokens'], exact)} cacheable: the prefix ends where "
+                     f"{printable_line(str(counted['cacheable']['endsAt']))}")
     for warning in ([counted["note"]] if counted.get("note") else []) + list(counted.get("warnings") or ()):
         lines.append(f"! {printable_line(str(warning))}")
     for provider in counted.get("byProvider") or []:
