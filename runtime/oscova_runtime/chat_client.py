@@ -158,9 +158,12 @@ def _usage(raw: Any, what: str) -> UsageDetails | None:
         return None
     if not isinstance(raw, dict):
         raise _Malformed(f"sent {what} that is not a chat completion: `usage` is {_describe(raw)}, not an object")
-    counts = [_field(raw, key, int, "usage.", what) or 0
-              for key in ("prompt_tokens", "completion_tokens", "total_tokens")]
-    return UsageDetails(*counts)
+    prompt, completion, total = (_field(raw, key, int, "usage.", what) or 0
+                                 for key in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    details = raw.get("prompt_tokens_details")
+    cached = _field(details, "cached_tokens", int, "usage.prompt_tokens_details.", what) \
+        if isinstance(details, dict) else None
+    return UsageDetails(prompt, completion, total, cached_input_tokens=cached)
 
 
 def _first_choice(payload: Any, what: str) -> dict[str, Any] | None:

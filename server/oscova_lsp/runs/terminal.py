@@ -79,6 +79,9 @@ def call_summary(calls: list[dict[str, Any]]) -> list[str]:
         if event["kind"] == "modelCall":
             usage = event.get("usage") or {}
             tokens = f"{usage.get('inputTokens', 0)} in · {usage.get('outputTokens', 0)} out" if usage else "no usage"
+            if "cachedInputTokens" in usage:
+                tokens = f"{usage.get('inputTokens', 0)} in ({usage['cachedInputTokens']} cached) · " \
+                         f"{usage.get('outputTokens', 0)} out"
             model = event.get("responseModel") or event.get("model") or ""
             rows.append(("model", f"{event.get('agentId') or ''} → {model}", tokens, duration))
         else:
