@@ -393,6 +393,15 @@ def shared_prefix(first: Mapping[str, Any], second: Mapping[str, Any], tokenizer
                     tokenizer.shared(text_a, text_b))
 
 
+def request_cost(request: Mapping[str, Any], tokenizer: Tokenizer | None = None,
+                 changing: Sequence[Changing] = ()) -> tuple[RequestTokens, Prefix]:
+    """What one wire request (`{"model", "messages", "tools"}`: a transcript's recorded request, or what a run
+    would send) costs and its predicted cacheable prefix; without a `tokenizer`, the one its `model` implies."""
+    tokenizer = tokenizer if tokenizer is not None else tokenizer_for(str(request.get("model") or ""))
+    messages, tools = list(request.get("messages") or ()), list(request.get("tools") or ())
+    return count_request(messages, tools, tokenizer), stable_prefix(messages, tools, tokenizer, changing)
+
+
 def figure(count: int, exact: bool) -> str:
     """`1,240`, or `≈ 1,240` for an estimate."""
     return f"{count:,}" if exact else f"≈ {count:,}"

@@ -219,3 +219,12 @@ async def test_the_memory_budget_is_spent_in_the_models_tokens_cut_at_the_exact_
     assert all(tokenizer.count(cut_at(n)) > 2000 for n in range(cut + 1, cut + 5))  # one token more would not fit
     assert len(kept) != 2000 * 4  # not the 4-characters-a-token estimate's cut (8,000 characters with the marker)
     await host.aclose()
+
+
+def test_request_cost_counts_a_recorded_request_and_predicts_its_prefix():
+    request = {"model": "gpt-4o", "messages": COOKBOOK_TOOL_MESSAGES, "tools": COOKBOOK_TOOLS}
+    counted, prefix = tokens.request_cost(request)
+    assert counted.total == 101  # the cookbook's figure, with the tokenizer the model implies
+    whole = tokens.request_cost(request, changing=[tokens.Changing("questions", "`x`", "changes daily")])[1]
+    assert prefix.tokens == counted.tools + counted.instructions and whole.tokens < prefix.tokens
+    assert whole.ends == "`x` changes daily"
