@@ -678,6 +678,7 @@ class RunService:
                 task_run = AgentTaskRun(live_messages=[])
                 task_run.live_messages_changed.append(run.on_messages_changed)
                 accessor.observer = AgentTaskRunObserver(task_run)
+                await asyncio.to_thread(host.tokenizer_for, definition)  # an encoding loads once, off the loop
                 agent = await host.get_agent(definition, configure_builder=use_agent_run_observer(accessor))
                 run.input_message = ChatMessage.of("user", input)
                 tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id,
