@@ -228,3 +228,15 @@ def test_request_cost_counts_a_recorded_request_and_predicts_its_prefix():
     whole = tokens.request_cost(request, changing=[tokens.Changing("questions", "`x`", "changes daily")])[1]
     assert prefix.tokens == counted.tools + counted.instructions and whole.tokens < prefix.tokens
     assert whole.ends == "`x` changes daily"
+
+
+def test_a_tokenizer_json_that_is_a_fifo_or_huge_is_refused_without_waiting(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "fifo.json")
+    with open(tmp_path / "huge.json", "wb") as huge:  # sparse: over the limit without writing it
+        huge.truncate(tokens.MAX_TOKENIZER_BYTES + 1)
+    for name, says in (("fifo.json", "FIFO"), ("huge.json", "larger")):
+        tokenizer = tokens.tokenizer_for("m", name, root=str(tmp_path))
+        assert not tokenizer.exact and tokenizer.note is not None, name
+        assert says.lower() in tokenizer.note.lower(), tokenizer.note
