@@ -27,6 +27,9 @@ class VariableSpec:
     meaning: str
     offered: bool = True
     """False: bound, but the editor does not offer it in completion."""
+    changes: str | None = None
+    """How often its value changes (`daily`, `per minute`, `per user`, `per run`); None: fixed for the
+    deployment. A value that changes ends the prompt's cacheable prefix where it is rendered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,25 +71,33 @@ ENVIRONMENT_VARIABLES = (
 
 PERSONAL_VARIABLES = (
     VariableSpec("agent_name", "The agent's display name (`name`, default its id)."),
-    VariableSpec("current_date", "Today's date in the user's time zone."),
+    VariableSpec("current_date", "Today's date in the user's time zone.", changes="daily"),
     # "The agent editor intentionally does not offer current_time." (seed *Context Providers*)
     VariableSpec("current_time", "The current time: changes every minute, which breaks prompt-cache prefixes.",
-                 offered=False),
-    VariableSpec("user_name", "`[user] name`."),
-    VariableSpec("user_username", "`[user] username`."),
-    VariableSpec("user_email", "`[user] email`."),
-    VariableSpec("user_timezone", "`[user] timezone`."),
+                 offered=False, changes="per minute"),
+    VariableSpec("user_name", "`[user] name`.", changes="per user"),
+    VariableSpec("user_username", "`[user] username`.", changes="per user"),
+    VariableSpec("user_email", "`[user] email`.", changes="per user"),
+    VariableSpec("user_timezone", "`[user] timezone`.", changes="per user"),
     VariableSpec(
         "user_context",
         "File-backed personal context; only for a `shared` definition (renders empty otherwise). Untrusted data.",
+        changes="per user",
     ),
 )
 
 MEMORY_VARIABLES = (
-    VariableSpec("agent_memory", "Long-term, current-day and previous-day memory within the token budget. Untrusted data."),
+    VariableSpec("agent_memory", "Long-term, current-day and previous-day memory within the token budget. Untrusted data.",
+                 changes="per run"),
 )
 
 UNTRUSTED_BUILTIN_VARIABLES = frozenset({"user_context", "agent_memory"})
+VARIABLE_CHANGES = {v.name: v.changes for v in (*PERSONAL_VARIABLES, *MEMORY_VARIABLES) if v.changes}
+"""Each built-in variable whose value changes, and how often."""
+PROVIDER_CHANGES = {"private_notes": "per user", "skills": "per user", "memory": "per run", "library": "per user",
+                    "todo": "per run"}
+"""How often what a built-in provider contributes changes (the others' is fixed for the deployment; a custom
+provider's is taken to change per run)."""
 
 PROVIDERS: tuple[ProviderSpec, ...] = (
     ProviderSpec(

@@ -49,7 +49,8 @@ class ChatClientError(Exception):
     """A model call failed; the message is written for the user and never holds the key."""
 
 
-def _to_openai_messages(messages: Sequence[ChatMessage], instructions: str | None) -> list[dict[str, Any]]:
+def to_openai_messages(messages: Sequence[ChatMessage], instructions: str | None) -> list[dict[str, Any]]:
+    """The wire form of a request's messages (the system message from `instructions` first), as sent and as counted."""
     out: list[dict[str, Any]] = []
     if instructions:
         out.append({"role": "system", "content": instructions})
@@ -158,9 +159,12 @@ def _usage(raw: Any, what: str) -> UsageDetails | None:
         return None
     if not isinstance(raw, dict):
         raise _Malformed(f"sent {what} that is not a chat completion: `usage` is {_describe(raw)}, not an object")
-    counts = [_field(raw, key, int, "usage.", what) or 0
-              for key in ("prompt_tokens", "completion_tokens", "total_tokens")]
-    return UsageDetails(*counts)
+    prompt, completion, total = (_field(raw, key, int, "usage.", what) or 0
+                                 for key in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    details = raw.get("prompt_tokens_details")
+    cached = _field(details, "cached_tokens", int, "usage.prompt_tokens_details.", what) \
+        if isinstance(details, dict) else None
+    return UsageDetails(prompt, completion, total, cached_input_tokens=cached)
 
 
 def _first_choice(payload: Any, what: str) -> dict[str, Any] | None:
@@ -275,7 +279,7 @@ class OpenAIChatClient:
             await client.close()
 
     def _arguments(self, messages: Sequence[ChatMessage], options: ChatOptions, stream: bool) -> dict[str, Any]:
-        args: dict[str, Any] = {"model": self.model, "messages": _to_openai_messages(messages, options.instructions)}
+        args: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages, options.instructions)}
         tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]
         if tools:
             args["tools"] = tools

@@ -94,6 +94,9 @@ class AgentDefinition(BaseModel):
     example_input: str | None = Field(
         default=None, description="The input a `Run agent` code lens sends where the editor cannot ask for one."
     )
+    max_prompt_tokens: int | None = Field(
+        default=None, ge=1, description="The most prompt tokens one request of this agent may send: a preview "
+                                        "warns and a run refuses before sending more.")
 
     @model_validator(mode="after")
     def _one_instruction_source(self) -> AgentDefinition:

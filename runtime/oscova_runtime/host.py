@@ -9,6 +9,7 @@ order and with its state keys. File locations, relative to the workspace root:
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
@@ -43,6 +44,7 @@ from .providers import (
 from .recording import now as run_clock
 from .telemetry import AgentInvocationScopes, observed_model_client
 from .templates import TemplateError, TemplateRenderer
+from .tokens import ESTIMATE, PromptBudgetClient, PromptLimit, Tokenizer, tokenizer_for
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool, user_now
 from .workspace import granted_directories
 
@@ -156,6 +158,14 @@ class ConfiguredHost:
         settings = self.config.models.get(name)
         return (settings.model, settings.base_url) if settings is not None else (name, None)
 
+    def tokenizer_for(self, definition: AgentDefinition) -> Tokenizer:
+        """How the definition's model counts tokens (`[models.NAME] tokenizer`, else from its model name, else the
+        estimate); a model the host does not configure counts by the estimate."""
+        settings = self.config.models.get(definition.model)
+        if settings is None:
+            return Tokenizer(ESTIMATE)
+        return tokenizer_for(settings.model, settings.tokenizer, root=self.root)
+
     def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
         """The host-managed client of the definition's model. `requested`: the agent whose build reached this
         one through `agent_tools`, so an error can name the chain."""
@@ -264,7 +274,22 @@ class ConfiguredHost:
         return [self._provider(p, definition, ctx) for p in plan.providers]
 
     async def chat_client_factory(self, definition: AgentDefinition, ctx: BuildContext) -> ChatClient:
-        return self.chat_client_for(definition, ctx.requested_definition)
+        client = self.chat_client_for(definition, ctx.requested_definition)
+        limits = self.prompt_limits(definition)
+        if not limits:
+            return client
+        tokenizer = await asyncio.to_thread(self.tokenizer_for, definition)  # an encoding loads once, off the loop
+        return PromptBudgetClient(client, tokenizer, limits)
+
+    def prompt_limits(self, definition: AgentDefinition) -> list[PromptLimit]:
+        """The ceilings on one request of the definition: its model's `context_window`, its `max_prompt_tokens`."""
+        settings = self.config.models.get(definition.model)
+        limits = []
+        if settings is not None and settings.context_window is not None:
+            limits.append(PromptLimit(settings.context_window, f"the context window of [models.{definition.model}]"))
+        if definition.max_prompt_tokens is not None:
+            limits.append(PromptLimit(definition.max_prompt_tokens, f"`max_prompt_tokens` of agent {definition.id!r}"))
+        return limits
 
     def agent_chain(self, start: str, target: str) -> list[str]:
         """The shortest `agent_tools` path from `start` to `target` through exposed agents (ids), or []."""
@@ -364,7 +389,7 @@ def _memory(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext
                         definition.id, boundary=host.root)
     prompt = host.renderer.read_source(config.memory.system_prompt) if config.memory.system_prompt else None
     return MemoryContextProvider(store, memory_tools(store), host.renderer, system_prompt=prompt,
-                                 token_budget=config.memory.token_budget)
+                                 token_budget=config.memory.token_budget, tokenizer=host.tokenizer_for(definition))
 
 
 @builds("library")

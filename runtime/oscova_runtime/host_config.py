@@ -64,6 +64,13 @@ class ModelSettings(_Section):
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, description="The environment variable holding the key.")
     timeout: float = Field(default=60.0, gt=0)
+    tokenizer: str | None = Field(
+        default=None, description="How the model counts tokens: `o200k_base`, `cl100k_base`, or the path of its "
+                                  "Hugging Face `tokenizer.json` (relative to the root). Default: from an OpenAI "
+                                  "model name; otherwise counts are estimates (≈).")
+    context_window: int | None = Field(
+        default=None, ge=1, description="The model's context window in tokens: a preview warns and a run refuses "
+                                        "before sending a request with more prompt tokens.")
 
 
 class ToolSettings(_Section):

@@ -104,12 +104,17 @@ class UsageDetails:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int | None = None
+    """Input tokens the endpoint read from its prompt cache (`usage.prompt_tokens_details.cached_tokens`); None
+    where it does not say."""
 
     def add(self, other: UsageDetails | None) -> None:
         if other is not None:
             self.input_tokens += other.input_tokens
             self.output_tokens += other.output_tokens
             self.total_tokens += other.total_tokens
+            if other.cached_input_tokens is not None:
+                self.cached_input_tokens = (self.cached_input_tokens or 0) + other.cached_input_tokens
 
 
 @dataclass(slots=True)

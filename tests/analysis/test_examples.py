@@ -80,6 +80,7 @@ templates/agent.j2:2:10: OSC102
 templates/agent.j2:3:13: OSC103
 templates/agent.j2:3:13: OSC105
 templates/agent.j2:4:12: OSC040
+templates/cached.j2:3:13: OSC108
 templates/environment.j2:1:16: OSC106
 templates/memory.j2:1:1: OSC104
 templates/orphan.j2:1:1: OSC107
@@ -92,7 +93,7 @@ def test_broken_example_reports_every_code_at_its_place() -> None:
     result = run_cli("check", ".", cwd=EXAMPLES / "broken")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[-1].startswith("Found 18 errors, 13 warnings, 3 information, 2 hints in 20 files of 2 workspaces")
+    assert lines[-1].startswith("Found 18 errors, 14 warnings, 3 information, 2 hints in 22 files of 2 workspaces")
     # `path:line:col: CODE message` -> `path:line:col: CODE`
     found = "".join(" ".join(line.split(" ", 2)[:2]) + "\n" for line in lines[:-1])
     assert found == EXPECTED_BROKEN

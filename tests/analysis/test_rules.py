@@ -367,6 +367,49 @@ def test_osc102_current_time_in_standing_instructions(tmp_path: Path) -> None:
     assert "current_date" in (tmp_path / "a.agent.yaml").read_text()
 
 
+RUNBOOK = "Follow the runbook step by step and write down what you checked. " * 40  # ~560 tokens of fixed text
+GPT = '[host]\nuser_id = "alice"\n[models.default]\nmodel = "gpt-4o-mini"\n'
+
+
+def test_osc108_current_date_before_the_fixed_text_and_the_move_fix(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {
+        "oscova.toml": GPT, "a.agent.yaml": "id: a\ninstructions_file: a.j2\n",
+        "a.j2": f"You are the support agent.\nToday is {{{{ ⟨current_date⟩ }}}}.\n{RUNBOOK}\n"}, host=None)
+    [found] = assert_marked(ws, "a.j2", "OSC108", Severity.WARNING)
+    from oscova_runtime import tokens
+    after = tokens.tokenizer_for("gpt-4o-mini").count(f".\n{RUNBOOK}\n")
+    assert found.message == (f"`{{{{ current_date }}}}` on line 2 changes daily; the {after:,} tokens after it cannot "
+                             "be reused from the cache; move it to the end")
+    assert after > 256
+    fix = fix_then_clean(ws, "a.j2", "OSC108")
+    assert fix.title == "Move line 2 to the end of the template"
+    assert (tmp_path / "a.j2").read_text() == f"You are the support agent.\n{RUNBOOK}\nToday is {{{{ current_date }}}}.\n"
+
+
+def test_osc108_not_for_a_value_at_the_end_nor_under_256_tokens_of_fixed_text(tmp_path: Path) -> None:
+    short = "Follow the runbook step by step and write down what you checked. " * 12  # ~170 tokens
+    ws = make_workspace(tmp_path, {
+        "oscova.toml": GPT,
+        "end.agent.yaml": "id: end\ninstructions_file: end.j2\n", "end.j2": f"{RUNBOOK}\nToday is {{{{ current_date }}}}.\n",
+        "short.agent.yaml": "id: short\ninstructions_file: short.j2\n", "short.j2": f"Today is {{{{ current_date }}}}.\n{short}\n",
+        "late.agent.yaml": "id: late\ninstructions_file: late.j2\n",
+        "late.j2": f"{RUNBOOK}\nYou talk with {{{{ user_name }}}} on {{{{ current_date }}}}.\n{short}\n",
+    }, host=None)
+    assert "OSC108" not in ws.codes("end.j2") + ws.codes("short.j2") + ws.codes("late.j2")
+
+
+def test_osc108_per_user_values_and_inline_instructions_likewise(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {
+        "oscova.toml": GPT,
+        "a.agent.yaml": f"id: a\ninstructions: |\n  You help {{{{ ⟨user_name⟩ }}}} ({{{{ user_email }}}}).\n  {RUNBOOK}\n",
+    }, host=None)
+    [found] = assert_marked(ws, "a.agent.yaml", "OSC108", Severity.WARNING)
+    assert found.message.startswith("`{{ user_name }}` on line 3 changes per user; the ")
+    ws.write("a.agent.yaml", "id: a\ninstructions: |\n  {RUNBOOK}\n  You help {{ user_name }} ({{ user_email }}).\n"
+             .replace("{RUNBOOK}", RUNBOOK))
+    assert "OSC108" not in ws.codes("a.agent.yaml")
+
+
 def test_osc103_user_context_in_a_private_agent(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, {"a.agent.yaml": "id: a\ninstructions: |\n  <c>{{ ⟨user_context⟩ }}</c>\n"})
     assert_marked(ws, "a.agent.yaml", "OSC103", Severity.WARNING)

@@ -107,7 +107,10 @@ def test_diff_of_two_runs(workspace, fake_openai, offline_env):
     result = oscova("diff", first, second, cwd=workspace, env=offline_env)
     assert result.returncode == 1, result.stderr
     out = result.stdout.splitlines()
-    assert out[0] == "First difference: model request 1 differs in the messages"
+    # The system message is the same, the input differs: the shared leading tokens end after the instructions.
+    assert out[0].startswith("The first requests share ≈ ") and out[0].endswith(
+        " leading tokens (estimate); the messages after the instructions differ.")
+    assert out[2] == "First difference: model request 1 differs in the messages"
     assert "-[user] When is the launch?" in out and "+[user] When is the launch, exactly?" in out
     assert "Answers differ:" in out and "-The launch is on Tuesday." in out and "+Tuesday at noon." in out
     assert "Tool calls differ:" not in out  # the same read_file call and result

@@ -37,6 +37,8 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    cached_tokens: int | None = None
+    """`usage.prompt_tokens_details.cached_tokens`, as OpenAI reports a prompt-cache hit; None: not reported."""
     chunk_size: int = 5
     """Characters of text per streamed chunk."""
     delay: float = 0.0
@@ -199,6 +201,8 @@ class FakeOpenAI:
         ]
         usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
                  "total_tokens": reply.prompt_tokens + reply.completion_tokens}
+        if reply.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
         finish = "tool_calls" if calls else "stop"
         created = int(time.time())
         if not request.stream:

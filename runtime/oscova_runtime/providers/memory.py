@@ -4,10 +4,10 @@ Files, under `[memory] root`:
 - `<root>/<user id>/<agent slug>/MEMORY.md`            long-term memory
 - `<root>/<user id>/<agent slug>/daily/YYYY-MM-DD.md`  one file per day
 
-Token estimate: a token is counted as 4 characters of text (rounded up), the usual rule of thumb for
-BPE tokenizers on English text; it needs no tokenizer and errs on the generous side for code. The
-combined budget (default 2,000 tokens) is spent on long-term memory first (kept from its beginning),
-then the current day, then the previous day (both kept from their end: the newest entries).
+Tokens are the model's own (`oscova_runtime.tokens`: the tokenizer of the agent's model), or, where none is
+known, estimated as 4 characters each (rounded up). The combined budget (default 2,000 tokens) is spent on
+long-term memory first (kept from its beginning), then the current day, then the previous day (both kept
+from their end: the newest entries); a cut falls on a token boundary, marked `[…]`, and the marker counts.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from ..context import AIContext, AIContextProvider, InvokingContext
 from ..filecache import read_text
 from ..paths import FileRefused, is_inside, refusal_note, scan_folder, write_text
 from ..templates import TemplateRenderer
+from ..tokens import CHARS_PER_TOKEN, ESTIMATE, Tokenizer
 from ..tools import AIFunction, function_from_callable
 from .personal import slugify
 
 DEFAULT_TOKEN_BUDGET = 2000
-CHARS_PER_TOKEN = 4
 TRUNCATED = "[…]"
 
 DEFAULT_MEMORY_PROMPT = (
@@ -43,14 +43,24 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _take_head(text: str, tokens: int) -> str:
-    limit = tokens * CHARS_PER_TOKEN
-    return text if len(text) <= limit else text[: max(0, limit - len(TRUNCATED))] + TRUNCATED
+def _cut(text: str, tokens: int, tokenizer: Tokenizer, keep_head: bool) -> str:
+    """`text` within `tokens` of the tokenizer's: whole, or cut at a token boundary with the marker (which
+    counts) on the cut side, keeping as many of the text's tokens as fit (the marker can merge with its
+    neighbour, so the fit is tried, not computed)."""
+    if tokenizer.count(text) <= tokens:
+        return text
 
+    def kept(room: int) -> str:
+        return tokenizer.head(text, room) + TRUNCATED if keep_head else TRUNCATED + tokenizer.tail(text, room)
 
-def _take_tail(text: str, tokens: int) -> str:
-    limit = tokens * CHARS_PER_TOKEN
-    return text if len(text) <= limit else TRUNCATED + text[len(text) - max(0, limit - len(TRUNCATED)):]
+    room = tokens - tokenizer.count(TRUNCATED)
+    while room > 0 and tokenizer.count(kept(room)) > tokens:
+        room -= 1
+    if room <= 0:
+        return ""
+    # Where the marker merges with the cut's neighbour, a few more tokens of the text may fit (not always the next).
+    fits = [more for more in range(1, 5) if tokenizer.count(kept(room + more)) <= tokens]
+    return kept(room + max(fits, default=0))
 
 
 class MemoryStore:
@@ -104,7 +114,10 @@ class MemoryStore:
 
 
 def render_memory_block(long_term: str, today: str, yesterday: str, budget: int,
-                        day: _dt.date) -> str:
+                        day: _dt.date, tokenizer: Tokenizer | None = None) -> str:
+    """The `<agent_memory>` block: the three memories within `budget` tokens of `tokenizer` (default: the
+    estimate)."""
+    tokenizer = tokenizer if tokenizer is not None else Tokenizer(ESTIMATE)
     remaining = budget
     parts = []
     for title, text, keep_head in (
@@ -114,8 +127,10 @@ def render_memory_block(long_term: str, today: str, yesterday: str, budget: int,
     ):
         if not text or remaining <= 0:
             continue
-        chosen = _take_head(text, remaining) if keep_head else _take_tail(text, remaining)
-        remaining -= estimate_tokens(chosen)
+        chosen = _cut(text, remaining, tokenizer, keep_head)
+        remaining -= tokenizer.count(chosen)
+        if not chosen:
+            continue
         parts.append(f"### {title}\n{chosen}")
     body = "\n\n".join(parts) if parts else "(no memories yet)"
     return f"<agent_memory>\n{body}\n</agent_memory>"
@@ -159,20 +174,23 @@ class MemoryContextProvider(AIContextProvider):
 
     def __init__(
         self, store: MemoryStore, tools: Sequence[AIFunction], renderer: TemplateRenderer, *,
-        system_prompt: str | None = None, token_budget: int = DEFAULT_TOKEN_BUDGET,
+        system_prompt: str | None = None, token_budget: int = DEFAULT_TOKEN_BUDGET, tokenizer: Tokenizer | None = None,
     ) -> None:
         self.store = store
         self.tools = tuple(tools)
         self.renderer = renderer
         self.system_prompt = system_prompt if system_prompt is not None else DEFAULT_MEMORY_PROMPT
         self.token_budget = token_budget
+        self.tokenizer = tokenizer if tokenizer is not None else Tokenizer(ESTIMATE)
+        """The agent's model's tokenizer: the budget is spent in its tokens."""
 
     def _instructions(self) -> str:
         """The three memory files read and the system prompt rendered with the block (in a worker thread). The
         block is appended when the parsed prompt does not use `agent_memory` itself, as the checker (OSC104)
         decides: a mention in text or a comment does not count."""
         long_term, today, yesterday = self.store.read_all()
-        block = render_memory_block(long_term, today, yesterday, self.token_budget, self.store.today())
+        block = render_memory_block(long_term, today, yesterday, self.token_budget, self.store.today(),
+                                    self.tokenizer)
         text = self.renderer.render_string(self.system_prompt, {"agent_memory": block},
                                            name="the memory system prompt")
         if "agent_memory" not in self.renderer.free_variables(self.system_prompt):

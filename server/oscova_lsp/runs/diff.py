@@ -14,6 +14,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from oscova_runtime.tokens import figure, shared_prefix, tokenizer_for
+
 from .transcript import (
     RUNS_DIRECTORY,
     Recording,
@@ -146,10 +148,28 @@ def _answer_lines(recording: Recording) -> list[str]:
     return lines
 
 
+def shared_leading_tokens(a: Recording, b: Recording) -> str:
+    """How many leading tokens the two runs' first requests share (what an endpoint's prompt cache could reuse
+    from one for the other) and where they first differ; '' when either run made no request or they are equal."""
+    if not a.exchanges or not b.exchanges:
+        return ""
+    first = relocate(a.exchanges[0].get("request"), a.root, b.root)
+    second = b.exchanges[0].get("request")
+    if not isinstance(first, dict) or not isinstance(second, dict) or first == second:
+        return ""
+    tokenizer = tokenizer_for(str(first.get("model") or ""))
+    prefix = shared_prefix(first, second, tokenizer)
+    return (f"The first requests share {figure(prefix.tokens, tokenizer.exact)} leading tokens ({tokenizer.name}); "
+            f"{prefix.ends}.")
+
+
 def diff_recordings(a: Recording, b: Recording) -> str:
     """The first model request that differs, the differences in tool calls and answers; '' when equal."""
     name_a, name_b = os.path.basename(a.path), os.path.basename(b.path)
     sections: list[str] = []
+    shared = shared_leading_tokens(a, b)
+    if shared:
+        sections.append(shared)
     for number in range(1, max(len(a.exchanges), len(b.exchanges)) + 1):
         first = relocate(a.exchanges[number - 1].get("request"), a.root, b.root) if number <= len(a.exchanges) else None
         second = b.exchanges[number - 1].get("request") if number <= len(b.exchanges) else None

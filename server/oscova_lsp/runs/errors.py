@@ -10,6 +10,7 @@ from oscova_runtime.function_invocation import tool_failure
 from oscova_runtime.host import ConfiguredHost, HostConfigurationError
 from oscova_runtime.providers.custom import ProviderLoadError
 from oscova_runtime.templates import TemplateError
+from oscova_runtime.tokens import PromptTooLongError
 from oscova_runtime.tools import ToolLoadError
 
 from .events import describe_exception
@@ -25,7 +26,8 @@ def untrusted_refusal(what: str) -> str:
             "in a trusted workspace")
 
 
-_WORDED = (RunError, HostConfigurationError, ChatClientError, ProviderLoadError, ToolLoadError, TemplateError)
+_WORDED = (RunError, HostConfigurationError, ChatClientError, ProviderLoadError, ToolLoadError, TemplateError,
+           PromptTooLongError)
 
 
 def failing_provider(error: BaseException) -> str | None:

@@ -2,7 +2,7 @@
 
 An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (SPEC §6 `oscova/runEvent`).
 `modelCall` (one per model call, nested agents' included) carries `agentId`, `model`, `responseModel`,
-`durationMs`, `usage` `{inputTokens, outputTokens, totalTokens}` and `failed` (when it did); `toolResult`
+`durationMs`, `usage` `{inputTokens, outputTokens, totalTokens, cachedInputTokens?}` and `failed` (when it did); `toolResult`
 carries `durationMs`. `notice` (`source`: a provider's full type name, `provider`: its class name, `message`)
 says what a provider left out of the run and why (private notes that were refused).
 """
@@ -127,8 +127,11 @@ def message_to_dict(message: ChatMessage) -> dict[str, Any]:
 
 
 def usage_fields(usage: UsageDetails) -> dict[str, int]:
-    """Token usage as events carry it."""
-    return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+    """Token usage as events and transcripts carry it; `cachedInputTokens` where the endpoint reports it."""
+    fields = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+    if usage.cached_input_tokens is not None:
+        fields["cachedInputTokens"] = usage.cached_input_tokens
+    return fields
 
 
 def milliseconds(seconds: float) -> float:

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from oscova_runtime.agent import ChatClientAgent
-from oscova_runtime.catalogue import PlannedProvider
+from oscova_runtime.catalogue import PROVIDER_CHANGES, VARIABLE_CHANGES, PlannedProvider
 from oscova_runtime.context import AIContext, AIContextProvider, InvokingContext
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host import NOT_TRUSTED, InactiveProvider
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, ChatOptions
 from oscova_runtime.notices import listening
+from oscova_runtime.providers import AgentPersonalContextProvider
 from oscova_runtime.session import AgentSession
+from oscova_runtime.tokens import (
+    Changing,
+    PromptLimit,
+    RequestTokens,
+    Tokenizer,
+    count_request,
+    message_tokens,
+    over_limit,
+    stable_prefix,
+    tool_tokens,
+)
 from oscova_runtime.tools import AIFunction
 
 from .events import message_to_dict
@@ -26,6 +40,8 @@ class _Step:
     after: AIContext | None = None
     notices: list[str] = field(default_factory=list)
     """What the provider left out and why (`oscova_runtime.notices`)."""
+    values: Mapping[str, Any] = field(default_factory=dict)
+    """The personal provider's variables as it rendered them (what in its text changes, and how often)."""
 
 
 @dataclass(slots=True)
@@ -42,6 +58,10 @@ class _Recorder:
         self.step.before = context.ai_context
         with listening(lambda heard: self.step.notices.append(heard.message)):
             self.step.after = await self.step.provider.invoking(context)
+        provider = self.step.provider
+        if isinstance(provider, AgentPersonalContextProvider) and provider.instruction_template:
+            values = provider.model_factory(context)  # the run clock is frozen: the values it rendered with
+            self.step.values = await values if inspect.isawaitable(values) else values
         return self.step.after
 
 
@@ -52,10 +72,58 @@ def tool_to_dict(tool: Any) -> dict[str, Any]:
     return {"name": getattr(tool, "name", type(tool).__name__), "description": getattr(tool, "description", "")}
 
 
-def _contribution(step: _Step) -> dict[str, Any]:
+def wire_request(messages: list[ChatMessage], options: ChatOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The messages and tools as the chat client sends them (and the endpoint counts them)."""
+    from oscova_runtime.chat_client import to_openai_messages  # the module imports no `openai` until a call
+
+    return (to_openai_messages(messages, options.instructions),
+            [t.schema() for t in options.tools or () if isinstance(t, AIFunction)])
+
+
+def _provider_tokens(contribution: dict[str, Any], messages: list[ChatMessage], tools: list[Any],
+                     tokenizer: Tokenizer) -> dict[str, int]:
+    """What one provider's contribution costs: its instruction text, its messages with their overhead, its tools
+    by the tool rule."""
+    from oscova_runtime.chat_client import to_openai_messages
+
+    return {"instructions": tokenizer.count(contribution["instructions"] or ""),
+            "messages": sum(message_tokens(m, tokenizer) for m in to_openai_messages(messages, None)),
+            "tools": sum(tool_tokens(t.schema(), tokenizer) for t in tools if isinstance(t, AIFunction))}
+
+
+def changing_parts(instructions: str, steps: list[_Step], providers: list[dict[str, Any]],
+                   custom: frozenset[str]) -> list[Changing]:
+    """What in the instructions changes, provider by provider: the personal provider's changing values, and the
+    whole contribution of a provider whose output changes per user or run (a custom one's included)."""
+    found: list[Changing] = []
+    at = 0
+    for step, entry in zip(steps, providers, strict=False):
+        text = entry.get("instructions") or ""
+        start = instructions.find(text, at) if text else -1
+        if start == -1:
+            continue
+        at = start
+        how = PROVIDER_CHANGES.get(entry["type"]) or ("per run" if entry["type"] in custom else None)
+        if how is not None:
+            found.append(Changing(text, f"`{entry['type']}`", f"changes {how}", start))
+        for name, every in VARIABLE_CHANGES.items():
+            value = step.values.get(name)
+            if isinstance(value, str) and value.strip():
+                found.append(Changing(value, f"`{name}` ({entry['type']})", f"changes {every}", start))
+    return found
+
+
+def tokens_to_dict(counted: RequestTokens, by_provider: list[dict[str, Any]]) -> dict[str, Any]:
+    """The preview's `tokens`: `{total, instructions, messages, tools, byProvider, exact, tokenizer}`."""
+    return {"total": counted.total, "instructions": counted.instructions, "messages": counted.messages,
+            "tools": counted.tools, "byProvider": by_provider, "exact": counted.exact, "tokenizer": counted.tokenizer}
+
+
+def _contribution(step: _Step, tokenizer: Tokenizer | None = None) -> dict[str, Any]:
     before, after = step.before, step.after
     if before is None or after is None:  # the provider was not reached (a continuation): nothing
-        return {"instructions": None, "messages": [], "tools": []}
+        return {"instructions": None, "messages": [], "tools": [],
+                **({"tokens": {"instructions": 0, "messages": 0, "tools": 0}} if tokenizer is not None else {})}
     instructions = None
     if after.instructions != before.instructions and after.instructions is not None:
         previous = before.instructions or ""
@@ -63,16 +131,21 @@ def _contribution(step: _Step) -> dict[str, Any]:
         instructions = instructions[1:] if before.instructions is not None and instructions.startswith("\n") else instructions
     messages: list[ChatMessage] = list(after.messages or ())[len(before.messages or ()):]
     tools = list(after.tools or ())[len(before.tools or ()):]
-    return {"instructions": instructions, "messages": [message_to_dict(m) for m in messages],
-            "tools": [tool_to_dict(t)["name"] for t in tools]}
+    found: dict[str, Any] = {"instructions": instructions, "messages": [message_to_dict(m) for m in messages],
+                             "tools": [tool_to_dict(t)["name"] for t in tools]}
+    if tokenizer is not None:
+        found["tokens"] = _provider_tokens(found, messages, tools, tokenizer)
+    return found
 
 
 async def assemble_preview(
     agent: ChatClientAgent, plan: tuple[PlannedProvider, ...], input_text: str | None, session: AgentSession,
+    tokenizer: Tokenizer | None = None, limits: Sequence[PromptLimit] = (),
 ) -> dict[str, Any]:
     """Runs the agent's providers (through `assemble`) on a fresh, owned agent and reports each step.
 
-    `plan` is the provider plan the host built the agent from, in the same order as its providers.
+    `plan` is the provider plan the host built the agent from, in the same order as its providers. With a
+    `tokenizer`, `tokens` says what the request costs, and each tool and provider what it adds.
     """
     steps = [_Step(p) for p in agent.context_providers]
     original = agent.context_providers
@@ -98,16 +171,32 @@ async def assemble_preview(
         entry["active"] = reason is None
         if reason is not None:
             entry["inactiveReason"] = reason
-        entry.update(_contribution(step))
+        entry.update(_contribution(step, tokenizer))
         if step.notices:
             entry["notices"] = list(step.notices)
         providers.append(entry)
-    return {
+    result: dict[str, Any] = {
         "instructions": options.instructions or "",
         "messages": [message_to_dict(m) for m in messages],
         "tools": [tool_to_dict(t) for t in options.tools or ()],
         "providers": providers,
     }
+    if tokenizer is not None:
+        wire_messages, wire_tools = wire_request(messages, options)
+        counted = count_request(wire_messages, wire_tools, tokenizer)
+        for tool, cost in zip((t for t in result["tools"] if "parameters" in t), counted.per_tool, strict=False):
+            tool["tokens"] = cost
+        result["tokens"] = tokens_to_dict(counted, [{"type": p["type"], **p["tokens"]} for p in providers])
+        prefix = stable_prefix(wire_messages, wire_tools, tokenizer,
+                               changing_parts(result["instructions"], steps, providers,
+                                              frozenset(p.type for p in plan if p.custom is not None)))
+        result["tokens"]["cacheable"] = {"tokens": prefix.tokens, "endsAt": prefix.ends}
+        if tokenizer.note:
+            result["tokens"]["note"] = tokenizer.note
+        refusal = over_limit(counted, limits)
+        if refusal is not None:
+            result["tokens"]["warnings"] = [f"{refusal}: a run would refuse to send it"]
+    return result
 
 
 def not_loaded(definition: AgentDefinition, config: HostConfig, plan: tuple[PlannedProvider, ...],

@@ -33,16 +33,14 @@ from oscova_runtime.providers.environment import static_facts
 from oscova_runtime.recording import TOOL_SCOPE, clock_at, tapped
 from oscova_runtime.session import AgentSession
 
-from .events import jsonable
+from .events import jsonable, usage_fields
 from .transcript import TRANSCRIPT_VERSION
 
 Sink = Callable[[dict[str, Any]], None]
 
 
 def _usage(usage: UsageDetails | None) -> dict[str, int] | None:
-    if usage is None:
-        return None
-    return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
+    return usage_fields(usage) if usage is not None else None
 
 
 def message_record(message: ChatMessage) -> dict[str, Any]:

@@ -82,7 +82,9 @@ def _recreate(error: dict[str, Any]) -> Exception:
 def _usage(recorded: Any) -> UsageDetails | None:
     if not isinstance(recorded, dict):
         return None
-    return UsageDetails(*(int(recorded.get(key) or 0) for key in ("inputTokens", "outputTokens", "totalTokens")))
+    cached = recorded.get("cachedInputTokens")
+    inputs, outputs, total = (int(recorded.get(key) or 0) for key in ("inputTokens", "outputTokens", "totalTokens"))
+    return UsageDetails(inputs, outputs, total, cached_input_tokens=cached if isinstance(cached, int) and not isinstance(cached, bool) else None)
 
 
 class Replayer(Recorder):

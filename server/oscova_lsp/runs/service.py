@@ -516,7 +516,8 @@ class RunService:
 
     async def preview(self, agent_id: str, input: str | None = None, *, session_id: str | None = None,
                       ) -> dict[str, Any]:
-        """`{agentId, instructions, messages, tools, providers}`: the provider pipeline without a model.
+        """`{agentId, instructions, messages, tools, providers, tokens}`: the provider pipeline without a model, and what
+        its request costs in the model's tokens.
 
         Approval-required tools are listed as a run with an approval channel would offer them. Raises
         `RunError` with words for the user when the agent cannot be assembled.
@@ -551,8 +552,10 @@ class RunService:
             async def never_asked(request: ApprovalRequest) -> bool:
                 return False
 
+            tokenizer = await asyncio.to_thread(host.tokenizer_for, definition)  # an encoding loads in ~0.5 s once
             with approval_channel(never_asked):
-                result = await assemble_preview(agent, plan, input, session or AgentSession())
+                result = await assemble_preview(agent, plan, input, session or AgentSession(), tokenizer,
+                                                host.prompt_limits(definition))
             result["trusted"] = self.trusted
             result["notLoaded"] = [] if self.trusted else not_loaded(definition, host.config, plan)
         except RunError:
@@ -656,6 +659,7 @@ class RunService:
                 task_run = AgentTaskRun(live_messages=[])
                 task_run.live_messages_changed.append(run.on_messages_changed)
                 accessor.observer = AgentTaskRunObserver(task_run)
+                await asyncio.to_thread(host.tokenizer_for, definition)  # an encoding loads once, off the loop
                 agent = await host.get_agent(definition, configure_builder=use_agent_run_observer(accessor))
                 run.input_message = ChatMessage.of("user", input)
                 tracer = run_tracer(host.config, run.redact, conversation_id=handle.session_id,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from oscova_runtime.messages import short_type_name
+from oscova_runtime.tokens import figure
 
 from ..reporting import display_path, json_text, printable, printable_line
 from .events import jsonable
@@ -78,6 +79,9 @@ def call_summary(calls: list[dict[str, Any]]) -> list[str]:
         if event["kind"] == "modelCall":
             usage = event.get("usage") or {}
             tokens = f"{usage.get('inputTokens', 0)} in · {usage.get('outputTokens', 0)} out" if usage else "no usage"
+            if "cachedInputTokens" in usage:
+                tokens = f"{usage.get('inputTokens', 0)} in ({usage['cachedInputTokens']} cached) · " \
+                         f"{usage.get('outputTokens', 0)} out"
             model = event.get("responseModel") or event.get("model") or ""
             rows.append(("model", f"{event.get('agentId') or ''} → {model}", tokens, duration))
         else:
@@ -380,4 +384,36 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
                      f"{contributed}")
         for notice in provider.get("notices") or ():
             lines.append(f"    ! {printable_line(str(notice))}")
+    if preview.get("tokens"):
+        heading(f"Tokens ({printable_line(str(preview['tokens'].get('tokenizer')))})")
+        lines.extend(token_lines(preview["tokens"], preview.get("tools") or []))
     return "\n".join(lines)
+
+
+BAR_WIDTH = 30
+
+
+def token_lines(counted: dict[str, Any], tools: list[dict[str, Any]]) -> list[str]:
+    """What the request costs: the total and its three parts, then each provider's share with a bar, in order,
+    and each tool's cost; `≈` before every figure of an estimate."""
+    exact = bool(counted.get("exact"))
+    total = int(counted["total"])
+    lines = [f"{figure(total, exact)} tokens: instructions {figure(counted['instructions'], exact)} · messages "
+             f"{figure(counted['messages'], exact)} · tools {figure(counted['tools'], exact)}"]
+    if counted.get("cacheable"):
+        lines.append(f"{figure(counted['cacheable']['tokens'], exact)} cacheable: the prefix ends where "
+                     f"{printable_line(str(counted['cacheable']['endsAt']))}")
+    for warning in ([counted["note"]] if counted.get("note") else []) + list(counted.get("warnings") or ()):
+        lines.append(f"! {printable_line(str(warning))}")
+    for provider in counted.get("byProvider") or []:
+        spent = provider["instructions"] + provider["messages"] + provider["tools"]
+        if spent:
+            bar = "█" * max(1, round(BAR_WIDTH * spent / total)) if total else ""
+            lines.append(f"  {printable_line(str(provider['type'])):<14} {figure(spent, exact):>8}  {bar}")
+    markers = total - sum(p["instructions"] + p["messages"] + p["tools"] for p in counted.get("byProvider") or [])
+    if markers > 0:  # the chat format's own: message markers, the tool list's frame, the reply's start
+        lines.append(f"  {'(chat format)':<14} {figure(markers, exact):>8}")
+    costs = [f"{printable_line(str(t['name']))} {figure(t['tokens'], exact)}" for t in tools if "tokens" in t]
+    if costs:
+        lines.append("  tools: " + " · ".join(costs))
+    return lines

@@ -301,6 +301,8 @@ class SpanObserver:
             if call.usage is not None:
                 attributes["gen_ai.usage.input_tokens"] = call.usage.input_tokens
                 attributes["gen_ai.usage.output_tokens"] = call.usage.output_tokens
+                if call.usage.cached_input_tokens is not None:  # the GenAI conventions' cache-read attribute
+                    attributes["gen_ai.usage.cache_read.input_tokens"] = call.usage.cached_input_tokens
             attributes["gen_ai.response.model"] = call.response_model
             if call.finish_reason:
                 attributes["gen_ai.response.finish_reasons"] = [call.finish_reason]

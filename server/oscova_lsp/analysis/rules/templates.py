@@ -1,9 +1,15 @@
 """A template as its renderer sees it, in template files and inline `instructions` alike: it parses (OSC100),
 binds what it uses (OSC101), keeps the prompt prefix stable (OSC102), renders nothing empty (OSC103, OSC106),
-places memory (OSC104), fences untrusted data (OSC105), and is used at all (OSC107). Which names a renderer
+places memory (OSC104), fences untrusted data (OSC105), is used at all (OSC107), and keeps a value that
+changes after its fixed text (OSC108). Which names a renderer
 binds is `bindings.py`'s answer."""
 
 from __future__ import annotations
+
+import re
+
+from oscova_runtime.catalogue import MEMORY_VARIABLES, PERSONAL_VARIABLES, VARIABLE_CHANGES
+from oscova_runtime.tokens import ESTIMATE, OPENAI_ENCODINGS, Tokenizer, encoding_for_model, openai_encoding
 
 from ..bindings import TemplateBindings, binders, template_bindings
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
@@ -65,6 +71,22 @@ UNUSED = Rule(
     "OSC107", H, "templates", "A template file that no agent or provider uses",
     """No definition's `instructions_file`, no template path in `oscova.toml` and no include, import or
 extends reaches this file. It is checked as agent instructions.""")
+
+CACHE_PREFIX = Rule(
+    "OSC108", W, "templates", "A value that changes per day, user or run before 256 tokens or more of fixed text",
+    """An endpoint reuses the cached prefix of a prompt: everything before the first part that differs from an
+earlier request. A value that changes daily (`current_date`), per user (`user_name`, `user_email`, `user_context`,
+…) or per run (`agent_memory`) ends that prefix where it is rendered, so every token of fixed text after it is
+sent and paid for again on each day, for each user or on each run. Rendered after the fixed text, the value
+changes only the end. The figure counts the template's own text after the value in the tokens of the agent's
+model (`[models.NAME] tokenizer` or its OpenAI name; 4 characters a token where none is known or the tokenizer
+is a `tokenizer.json`). `current_time` is OSC102's.""",
+    "move the line to the end of the template")
+
+CACHEABLE_TOKENS = 256
+"""The least fixed text after a changing value that OSC108 reports: OpenAI caches prompts of 1,024 tokens and
+more in steps of 128; below a quarter of that the loss is not worth moving text for."""
+_JINJA_CONSTRUCT = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 
 _VARIABLES_WITH_CHECKS = frozenset({"current_time", "user_context", "working_directory"})
 """Names checked wherever they are bound (OSC102, OSC103, OSC106)."""
@@ -144,12 +166,69 @@ def _template_checks(ctx: Context, parsed: TemplateFile | DefinitionFile, bindin
             out.append(UNDELIMITED.diagnostic(
                 path, rng, f"`{var.name}` is untrusted data ({untrusted}) rendered outside a labelled delimiter",
                 Fix(f"Wrap it in <{var.name}> tags", _wrap_edits(path, facts, var, rng, lines, inline))))
+    cache = _cache_prefix(ctx, parsed, facts, [u for u in uses if not u.no_context])
+    if cache is not None:
+        out.append(cache)
     if any(use.renderer == "memory" and not use.no_context for use in uses) and not any(
             v.name == "agent_memory" for v in facts.free_uses):
         rng = first_line(lines) if inline is None else Range.of(0, 0, 0, 0)
         out.append(MEMORY_NOT_PLACED.diagnostic(path, rng, "the memory system prompt does not reference "
                                                 "`{{ agent_memory }}`: the `<agent_memory>` block is appended after it"))
     return out
+
+
+_CHANGING_BY_RENDERER = {
+    "personal": frozenset(v.name for v in PERSONAL_VARIABLES if v.changes and v.name != "current_time"),
+    "memory": frozenset(v.name for v in MEMORY_VARIABLES if v.changes),
+}
+
+
+def _cache_prefix(ctx: Context, parsed: TemplateFile | DefinitionFile, facts: TemplateFacts,
+                  uses: list[TemplateUse]) -> Diagnostic | None:
+    """OSC108 at the first value that changes when 256 tokens or more of the template's fixed text follow it."""
+    changing = frozenset().union(*(_CHANGING_BY_RENDERER.get(u.renderer, frozenset()) for u in uses))
+    first = min((v for v in facts.free_uses if v.name in changing), key=lambda v: v.offset, default=None)
+    if first is None:
+        return None
+    close = facts.text.find("}}", first.offset)
+    fixed = _JINJA_CONSTRUCT.sub("", facts.text[close + 2 if close != -1 else first.offset:])
+    if len(fixed) < CACHEABLE_TOKENS:  # a token is a character at least: nothing to count
+        return None
+    tokens = _checker_tokenizer(ctx, uses).count(fixed)
+    if tokens < CACHEABLE_TOKENS:
+        return None
+    rng = next(where() for var, where in variable_places(parsed) if var.offset == first.offset)
+    message = (f"`{{{{ {first.name} }}}}` on line {rng.start.line + 1} changes {VARIABLE_CHANGES[first.name]}; the "
+               f"{tokens:,} tokens after it cannot be reused from the cache; move it to the end")
+    fix = _move_line_to_end(parsed.path, parsed.lines, rng.start.line) if isinstance(parsed, TemplateFile) else None
+    return CACHE_PREFIX.diagnostic(parsed.path, rng, message, fix)
+
+
+def _checker_tokenizer(ctx: Context, uses: list[TemplateUse]) -> Tokenizer:
+    """The tokenizer of the first agent model among the uses that names an OpenAI encoding, else the estimate
+    (the checker reads no `tokenizer.json`: it asks the disk only through the workspace)."""
+    host = ctx.ws.host
+    for use in uses:
+        parsed = ctx.ws.files.get(use.agent_path) if use.agent_path else None
+        definition = parsed.definition if isinstance(parsed, DefinitionFile) else None
+        settings = host.models.get(definition.model if definition is not None else "default")
+        if settings is None:
+            continue
+        name = settings.tokenizer if settings.tokenizer in OPENAI_ENCODINGS else (
+            None if settings.tokenizer else encoding_for_model(settings.model))
+        if name is not None:
+            return openai_encoding(name)
+    return Tokenizer(ESTIMATE)
+
+
+def _move_line_to_end(path: str, lines: LineIndex, line: int) -> Fix:
+    text = lines.line_text(line)
+    end = lines.position(len(lines.text))
+    at_end = text if lines.text.endswith("\n") else "\n" + text
+    removed = Range(Position(line, 0), Position(line + 1, 0) if line + 1 < lines.line_count else end)
+    return Fix(f"Move line {line + 1} to the end of the template",
+               (TextEdit(path, Range(end, end), at_end + ("\n" if lines.text.endswith("\n") else "")),
+                TextEdit(path, removed, "")))
 
 
 def _wrap_edits(path: str, facts: TemplateFacts, var: VariableUse, rng: Range, lines: LineIndex,

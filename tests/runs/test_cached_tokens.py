@@ -1,0 +1,46 @@
+"""The endpoint's cached input tokens (`usage.prompt_tokens_details.cached_tokens`), where it reports them, in
+`modelCall` events, transcripts, the terminal summary and spans (issue 25)."""
+
+from __future__ import annotations
+
+import json
+
+from oscova_lsp.runs import RunService, read_transcript
+from oscova_lsp.runs.terminal import call_summary
+
+from tests.support.fake_openai import Reply
+
+from .conftest import Recorder
+from .test_cli import cli_env, oscova
+from .test_tracing import phoenix  # noqa: F401 - the collector fixture
+
+
+async def test_cached_input_tokens_reach_events_transcripts_and_the_summary(workspace, fake_openai, canary_key):
+    fake_openai.enqueue(Reply(text="Tuesday.", prompt_tokens=1900, cached_tokens=1536),
+                        Reply(text="Tuesday again.", prompt_tokens=1900))  # an endpoint that does not say
+    events = Recorder()
+    service = RunService(workspace)
+    try:
+        cached = await service.run("helper", "When is the launch?", on_event=events)
+        silent = await service.run("helper", "And the time?", on_event=events)
+    finally:
+        await service.aclose()
+    assert cached["status"] == silent["status"] == "completed"
+    first, second = events.of("modelCall")
+    assert first["usage"] == {"inputTokens": 1900, "outputTokens": 7, "totalTokens": 1907, "cachedInputTokens": 1536}
+    assert "cachedInputTokens" not in second["usage"]  # not reported is not zero
+    recorded = [e for e in read_transcript(cached["transcript"]) if e["kind"] == "modelCall"]
+    assert recorded[0]["usage"]["cachedInputTokens"] == 1536
+    assert "1900 in (1536 cached) · 7 out" in call_summary([first])[0]
+    assert "1900 in · 7 out" in call_summary([second])[0]
+
+
+def test_a_span_carries_the_cache_read_attribute(tmp_path, workspace, fake_openai, phoenix):  # noqa: F811
+    fake_openai.enqueue(Reply(text="Tuesday.", prompt_tokens=1900, cached_tokens=1536))
+    result = oscova("run", "helper", "--input", "When is the launch?", "--json", cwd=workspace,
+                    env=cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix.otlp))
+    assert result.returncode == 0, result.stderr
+    session = json.loads(result.stdout.splitlines()[0])["sessionId"]
+    chat = [s for s in phoenix.trace_of(session, 2) if s["name"].startswith("chat ")]
+    assert [s["attributes"]["gen_ai.usage.cache_read.input_tokens"] for s in chat] == [1536]
+    assert chat[0]["attributes"]["gen_ai.usage.input_tokens"] == 1900
