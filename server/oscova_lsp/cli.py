@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     _test_arguments(sub.add_parser("test", help="replay the agent tests (recorded runs) under .oscova/tests/"))
 
-    sub.add_parser("schema", help="print the JSON Schema of agent definitions")
+    schema = sub.add_parser("schema", help="print the JSON Schema of agent definitions (--eval: of evaluations)")
+    schema.add_argument("--eval", action="store_true", help="the JSON Schema of evaluation files (*.eval.yaml)")
     sub.add_parser("providers", help="list the built-in context provider types (the default order)")
     sub.add_parser("tools", help="list the built-in tools")
     rule = sub.add_parser("rule", help="print a rule's documentation")
@@ -161,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "test":
             return _test(args)
         if args.command == "schema":
-            return _schema()
+            return _schema(evaluation=args.eval)
         if args.command == "providers":
             return _providers()
         if args.command == "tools":
@@ -228,8 +229,8 @@ def _check(args: argparse.Namespace) -> int:
         if any(d.severity is Severity.ERROR for items in found.values() for d in items):
             failing.append(root)
     if not files:
-        print(f"oscova-lsp: nothing to check: no oscova.toml, agent definition (*.agent.yaml) or template "
-              f"(*.j2, *.jinja, *.jinja2) under {', '.join(display_path(p) for p in paths)} outside never-scanned "
+        print(f"oscova-lsp: nothing to check: no oscova.toml, agent definition (*.agent.yaml), template "
+              f"(*.j2, *.jinja, *.jinja2) or evaluation (*.eval.yaml) under {', '.join(display_path(p) for p in paths)} outside never-scanned "
               "and `[host] exclude` folders", file=sys.stderr)
         return EXIT_USAGE
     diagnostics.sort(key=Diagnostic.sort_key)
@@ -519,10 +520,11 @@ def _saved_words(case: Any, first: bool, *, named: bool) -> str:
             f"with these lines in the .gitignore beside oscova.toml:{ignore}")
 
 
-def _schema() -> int:
+def _schema(*, evaluation: bool) -> int:
     from oscova_runtime.definition import definition_json_schema
+    from oscova_runtime.evaluation import eval_json_schema
 
-    print(json.dumps(definition_json_schema(), indent=2))
+    print(json.dumps(eval_json_schema() if evaluation else definition_json_schema(), indent=2))
     return EXIT_OK
 
 

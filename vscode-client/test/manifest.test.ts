@@ -41,11 +41,13 @@ test('the languages, grammar and schema the manifest names exist', () => {
     JSON.parse(readFileSync(join(root, p), 'utf8'));
   }
   assert.deepEqual(manifest.contributes.yamlValidation[0].fileMatch, ['*.agent.yaml', '*.agent.yml']);
+  assert.deepEqual(manifest.contributes.yamlValidation[1].fileMatch, ['*.eval.yaml', '*.eval.yml']);
+  JSON.parse(readFileSync(join(root, manifest.contributes.yamlValidation[1].url), 'utf8'));
 });
 
 test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) => {
   // eslint-disable-next-line @typescript-eslint/no-var-requires
-  const { findOscovaLsp, generate, schemaPath } = await import(join(root, 'scripts', 'generate-schema.mjs'));
+  const { findOscovaLsp, generate, schemaPath, evalSchemaPath } = await import(join(root, 'scripts', 'generate-schema.mjs'));
   const exe = findOscovaLsp();
   if (!exe) {
     if (process.env.CI) assert.fail('oscova-lsp not found: set OSCOVA_LSP or install the server into ../.venv');
@@ -53,5 +55,6 @@ test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) =
     return;
   }
   assert.equal(readFileSync(schemaPath, 'utf8'), generate(exe), 'stale schema: run `npm run schema`');
+  assert.equal(readFileSync(evalSchemaPath, 'utf8'), generate(exe, '--eval'), 'stale schema: run `npm run schema`');
   assert.ok(execFileSync(exe, ['schema'], { encoding: 'utf8' }).includes('example_input'));
 });

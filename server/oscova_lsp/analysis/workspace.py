@@ -19,6 +19,7 @@ from oscova_runtime.workspace import home_folder
 
 from .files import (
     DefinitionFile,
+    EvalFile,
     FileKind,
     HostFile,
     ParsedFile,
@@ -226,7 +227,7 @@ class Workspace:
             for name in sorted(filenames):
                 path = os.path.join(dirpath, name)
                 kind = file_kind(path)
-                if kind is FileKind.DEFINITION or kind is FileKind.TEMPLATE:
+                if kind is FileKind.DEFINITION or kind is FileKind.TEMPLATE or kind is FileKind.EVAL:
                     found.append(path)
         if host_path is not None:
             found.insert(0, host_path)
@@ -324,6 +325,12 @@ class Workspace:
             self.agent_graph = graph  # an edit that leaves the agent_tools graph as it was (most keystrokes)
         if kind is FileKind.HOST:
             return set(self.files) | {path}
+        if kind is FileKind.DEFINITION:  # evaluations read any definition's id and tools: they are few
+            return self._affected(path, old, new, before) | self.evaluations()
+        return self._affected(path, old, new, before)
+
+    def _affected(self, path: str, old: ParsedFile | None, new: ParsedFile | None, before: set[str]) -> set[str]:
+        """The files whose diagnostics may change when `old` became `new`; `before`: `old`'s dependents."""
         if isinstance(old, DefinitionFile) and isinstance(new, DefinitionFile) and \
                 _cross_file_facts(old) == _cross_file_facts(new):
             # An edit other files cannot see (instructions text, model, tools, ...): this file, plus the
@@ -492,6 +499,10 @@ class Workspace:
         for parsed in self.files.values():
             if isinstance(parsed, DefinitionFile):
                 yield parsed
+
+    def evaluations(self) -> set[str]:
+        """The evaluation files' paths."""
+        return {path for path, parsed in self.files.items() if isinstance(parsed, EvalFile)}
 
     def templates(self) -> Iterator[TemplateFile]:
         for parsed in self.files.values():
