@@ -532,7 +532,7 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run on these [models.NAME] instead of each evaluation's `models`")
     parser.add_argument("--repeat", type=_positive, default=None, metavar="N", help="runs per case and model")
     parser.add_argument("--case", default=None, metavar="NAME", help="only the cases of this name")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "junit", "github", "html"), default="text")
     parser.add_argument("--jobs", type=_positive, default=4, metavar="N", help="runs at a time (default 4)")
     parser.add_argument("--rescore", default=None, metavar="DIR",
                         help="grade the runs recorded in DIR (.oscova/evals/<time>/) again, with no model call")

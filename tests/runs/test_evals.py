@@ -231,6 +231,8 @@ def test_rescore_grades_the_recorded_runs_again_without_a_request(tmp_path: Path
                         "run 1: this rubric was not graded in the recorded run: a `judge` assertion needs a live run "
                         "(`oscova-lsp eval`)"]
     assert not list((ws / ".oscova" / "evals").glob("*/results.json"))[1:]  # rescoring records nothing new
+    page = oscova_eval("--rescore", str(folder), "--format", "html", cwd=ws).stdout  # the CI artifact, no request
+    assert "&quot;record&quot;: &quot;header&quot;" in page and len(fake_openai.requests) == sent
 
 
 def test_a_failing_endpoint_is_a_failed_run_with_its_sentence(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
@@ -298,3 +300,70 @@ def test_the_readme_quotes_the_judge_prompt_as_sent() -> None:
     quoted = "\n".join(line.removeprefix("  ") for line in readme.split("You grade one answer", 1)[1].split("```")[0]
                        .splitlines())
     assert ("You grade one answer" + quoted).strip() == JUDGE_PROMPT.strip()
+
+
+REPORTED = """\
+agent: triage
+models: [default]
+repeat: 2
+cases:
+  - name: passes
+    input: good
+    expect:
+      - contains: eu-west
+  - name: fails
+    input: bad
+    expect:
+      - contains: eu-west
+"""
+
+
+def test_junit_github_and_html_reports(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    from junitparser import Failure, JUnitXml
+
+    fake_openai.responder = lambda body: Reply(text="eu-west is down" if user_input(body) == "good"
+                                               else "<script>alert(1)</script> \x1b]0;title\x07")
+    ws = make_ws(tmp_path / "ws", fake_openai, {"r.eval.yaml": REPORTED})
+    junit = oscova_eval("--format", "junit", cwd=ws)
+    assert junit.returncode == 1, junit.stderr
+    (tmp_path / "eval.xml").write_text(junit.stdout)
+    [suite] = list(JUnitXml.fromfile(str(tmp_path / "eval.xml")))
+    cases = {case.name: case for case in suite}
+    assert set(cases) == {"passes [default]", "fails [default]"} and suite.tests == 2 and suite.failures == 1
+    assert cases["passes [default]"].is_passed
+    [failure] = [r for r in cases["fails [default]"].result if isinstance(r, Failure)]
+    assert failure.message == "0/2 runs passed, needs 1 of the runs"
+    assert "run 1: contains: \"eu-west\"" in failure.text and "\\u001b" in failure.text and "\x1b" not in junit.stdout
+
+    github = oscova_eval("--format", "github", cwd=ws)
+    [annotation] = [line for line in github.stdout.splitlines() if line.startswith("::error")]
+    assert annotation.startswith("::error file=r.eval.yaml,line=9,title=Evaluation fails on default%3A 0/2 runs")
+    assert "%0A" in annotation and "\x1b" not in github.stdout
+
+    page = oscova_eval("--format", "html", cwd=ws)
+    assert page.returncode == 1 and page.stdout.startswith("<!DOCTYPE html>")
+    assert "<script" not in page.stdout and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.stdout
+    assert "hsl(120,65%,82%)" in page.stdout and "hsl(0,65%,82%)" in page.stdout  # green and red cells
+    assert "src=" not in page.stdout and "http://" not in page.stdout.split("<h2>Runs</h2>")[0]
+    assert page.stdout.count("<details>") == 4 and '\\"record\\": \\"header\\"' not in page.stdout
+    assert "&quot;record&quot;: &quot;header&quot;" in page.stdout  # each run's transcript, escaped
+
+
+def test_the_worked_example_passes_against_a_local_model_that_answers_in_bullets(tmp_path: Path,
+                                                                                 fake_openai: FakeOpenAI) -> None:
+    import shutil
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    ws = tmp_path / "examples"
+    shutil.copytree(examples, ws, ignore=shutil.ignore_patterns("broken", ".oscova"))
+    host = (ws / "oscova.toml").read_text()
+    (ws / "oscova.toml").write_text(host.replace('base_url = "http://127.0.0.1:11434/v1"',
+                                                 f'base_url = "{fake_openai.base_url}"'))
+    answers = iter(["- The deploy failed twice.\n- Then it passed.", "The deploy passed.",
+                    "* Deploy: two failures, then a success."])
+    fake_openai.responder = lambda body: Reply(text=next(answers))
+    result = oscova_eval("evals/summarizer.eval.yaml", "--jobs", "1", "--format", "json", cwd=ws)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [case] = as_json(result)["evals"][0]["cases"]
+    assert (case["name"], case["model"], case["runs"], case["passed"]) == ("deploy-timeline", "local", 3, 2)
+    assert {r.body["model"] for r in fake_openai.requests} == {"llama3.1:8b"}

@@ -26,6 +26,7 @@ from ..analysis.files import EvalFile
 from ..analysis.workspace import find_root
 from .grading import RunFacts, Verdict, describe, grade, judge_messages, parse_verdict
 from .service import RunService
+from .transcript import MAX_TRANSCRIPT_BYTES
 
 EVALS_DIRECTORY = os.path.join(".oscova", "evals")
 RESULTS_FILE = "results.json"
@@ -337,13 +338,34 @@ class Judge:
 
 def _write_results(root: str, folder: str, outcomes: Iterable[CaseOutcome]) -> None:
     """`results.json`: every run's facts, by evaluation file (relative to the root), case and model."""
-    runs = [{"file": os.path.relpath(o.file, root), **facts.to_json()} for o in outcomes for facts in o.runs]
+    runs = [{"file": os.path.relpath(o.file, root), **facts.to_json(),
+             "transcript": os.path.relpath(facts.transcript, folder) if facts.transcript else None}
+            for o in outcomes for facts in o.runs]
     data = {"version": RESULTS_VERSION, "root": root, "time": _dt.datetime.now(_dt.UTC).isoformat(), "runs": runs}
     try:
         write_file(os.path.join(folder, RESULTS_FILE), json.dumps(data, ensure_ascii=False, indent=1).encode(),
                    root=root)
     except FileRefused as refused:
         raise EvalError(f"the results could not be written in {os.path.relpath(folder)}: {refused.cause}") from None
+
+
+MAX_SHOWN_TRANSCRIPT = 4_000_000
+"""The most of one transcript an HTML report holds (a longer one is cut, and says so)."""
+
+
+def transcript_text(report: EvalReport, facts: RunFacts) -> str:
+    """A run's transcript as text for a report, read through the gateway inside its workspace; or why not."""
+    if not facts.transcript:
+        return "(no transcript was written)"
+    path = facts.transcript if os.path.isabs(facts.transcript) or report.folder is None else \
+        os.path.join(report.folder, facts.transcript)
+    root = find_root(path) or os.path.dirname(path)
+    try:
+        data = read_bytes(path, root=root, limit=MAX_TRANSCRIPT_BYTES)
+    except FileRefused as refused:
+        return f"(the transcript cannot be read: {refused.cause})"
+    shown = data[:MAX_SHOWN_TRANSCRIPT].decode("utf-8", errors="replace")
+    return shown + (f"\n… cut: the transcript has {len(data)} bytes" if len(data) > MAX_SHOWN_TRANSCRIPT else "")
 
 
 def rescore(folder: str, evals: Sequence[LoadedEval], options: EvalOptions) -> EvalReport:
