@@ -11,6 +11,7 @@ from typing import Any
 from oscova_runtime.catalogue import BUILTIN_TOOLS, plan_providers
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.evaluation import Evaluation, Expectation
+from oscova_runtime.host_config import HostConfig
 
 from ..diagnostics import Diagnostic, Fix, TextEdit
 from ..files import EvalFile
@@ -142,9 +143,9 @@ def schema_problem(schema: Any) -> str | None:
     return None
 
 
-def agent_tool_names(definition: AgentDefinition, ctx: Context) -> list[str]:
-    """The names of the tools the agent is given, as the model sees them."""
-    plan = plan_providers(definition, ctx.ws.host, requested=True)
+def agent_tool_names(definition: AgentDefinition, host: HostConfig) -> list[str]:
+    """The names of the tools the agent is given, as the model sees them (the checker and completion)."""
+    plan = plan_providers(definition, host, requested=True)
     active = {p.type for p in plan.providers if not p.inactive_reason}
     from_providers = [name for name, spec in BUILTIN_TOOLS.items() if spec.provider in active]
     return list(dict.fromkeys([*definition.tools, *definition.pinned_tools, *definition.agent_tools,
@@ -153,7 +154,7 @@ def agent_tool_names(definition: AgentDefinition, ctx: Context) -> list[str]:
 
 def _tools(ctx: Context, parsed: EvalFile, evaluation: Evaluation, doc: YamlDocument,
            definition: AgentDefinition) -> list[Diagnostic]:
-    given = agent_tool_names(definition, ctx)
+    given = agent_tool_names(definition, ctx.ws.host)
     out: list[Diagnostic] = []
     for place, expectation in _expectations(evaluation):
         for where, name in _named_tools(place, expectation):
