@@ -8,7 +8,7 @@ const root = join(__dirname, '..', '..');
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const SERVER_COMMANDS = ['oscova.runAgent', 'oscova.previewPrompt', 'oscova.cancelRun', 'oscova.evictAgent',
   'oscova.invalidateAgents', 'oscova.invalidateAll', 'oscova.listAgents', 'oscova.listTests', 'oscova.runTest',
-  'oscova.saveTestCase', 'oscova.compareRuns'];
+  'oscova.saveTestCase', 'oscova.compareRuns', 'oscova.listEvals', 'oscova.runEval'];
 
 test('client command ids never collide with the commands the server advertises', () => {
   const ids: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command);

@@ -15,7 +15,8 @@ WATCHED_GLOBS = ["**/*.agent.yaml", "**/*.agent.yml", "**/*.j2", "**/*.jinja", "
                  "**/oscova.toml", "**/pyproject.toml", "**/*.eval.yaml", "**/*.eval.yml"]
 COMMANDS = ("oscova.runAgent", "oscova.previewPrompt", "oscova.cancelRun", "oscova.evictAgent",
             "oscova.invalidateAgents", "oscova.invalidateAll", "oscova.listAgents",
-            "oscova.listTests", "oscova.runTest", "oscova.saveTestCase", "oscova.compareRuns")
+            "oscova.listTests", "oscova.runTest", "oscova.saveTestCase", "oscova.compareRuns",
+            "oscova.listEvals", "oscova.runEval")
 """The `workspace/executeCommand` commands (SPEC §6), in the order the server registers them."""
 
 

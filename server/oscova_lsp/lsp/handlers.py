@@ -25,6 +25,7 @@ from ..ide import actions, completion, hints, hover, navigation, symbols
 from ..ide.model import RenameError
 from . import convert
 from .capabilities import COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER
+from .evals import eval_commands
 from .runs import code_lenses, command_handlers, workspace_trust
 from .server import OscovaServer
 from .settings import Settings
@@ -393,6 +394,6 @@ def create_server() -> OscovaServer:
     server = OscovaServer()
     for method, handler, options in FEATURES:
         server.feature(method, options)(handler)
-    for name, command in command_handlers(server.runs).items():
+    for name, command in command_handlers(server.runs, eval_commands(server.runs)).items():
         server.command(name)(functools.partial(command))  # (pygls tags the callable; a bound method refuses)
     return server

@@ -478,7 +478,9 @@ class Runs:
         return answer is not None and answer.title == APPROVE
 
 
-def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams], Awaitable[Any] | Any]]:
+def command_handlers(runs: Runs, more: dict[str, Callable[[lsp.ExecuteCommandParams], Any]] | None = None,
+                     ) -> dict[str, Callable[[lsp.ExecuteCommandParams], Awaitable[Any] | Any]]:
+    """Every `oscova.*` command; `more`: those of other modules (`evals.py`), registered after these."""
     handlers: dict[str, Callable[[lsp.ExecuteCommandParams], Any]] = {
         "oscova.runAgent": runs.run_agent,
         "oscova.previewPrompt": runs.preview_prompt,
@@ -494,6 +496,7 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
         "oscova.saveTestCase": lambda params: save_test_case(runs, params),
         "oscova.compareRuns": lambda params: compare_runs(runs, params),
     })
+    handlers.update(more or {})
     if tuple(handlers) != COMMANDS:  # the advertised commands (capabilities.py) and these must agree
         raise RuntimeError(f"command handlers {tuple(handlers)} differ from the advertised {COMMANDS}")
     return handlers
