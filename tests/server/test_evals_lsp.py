@@ -101,6 +101,11 @@ async def test_evaluations_are_listed_and_run_with_events(editor: LanguageClient
     events = editor.events  # type: ignore[attr-defined]
     assert [(e["case"], e["done"], e["total"]) for e in events] == [("launch", 1, 2), ("launch", 2, 2)]
 
+    lenses = await editor.text_document_code_lens_async(lsp.CodeLensParams(
+        text_document=lsp.TextDocumentIdentifier(uri=good["uri"])))
+    assert [(lens.range.start.line, lens.command.title, plain(lens.command.arguments)) for lens in lenses] == [
+        (3, "Run eval", [{"uri": good["uri"], "case": "launch"}]), (7, "Run eval", [{"uri": good["uri"], "case": "greeting"}])]
+
     with pytest.raises(JsonRpcException, match="cannot be evaluated until its errors are fixed"):
         await command(editor, "oscova.runEval", {"uri": broken["uri"]})
     with pytest.raises(JsonRpcException, match="`repeat` must be a whole number"):
@@ -128,3 +133,6 @@ async def test_an_untrusted_workspace_lists_evaluations_but_does_not_run_them(un
         await command(untrusted, "oscova.runEval", {"uri": from_fs_path(str(root / "evals" / "helper.eval.yaml"))})
     assert len(fake.requests) == sent
     assert not (root / ".oscova" / "evals").exists()
+    lenses = await untrusted.text_document_code_lens_async(lsp.CodeLensParams(
+        text_document=lsp.TextDocumentIdentifier(uri=from_fs_path(str(root / "evals" / "helper.eval.yaml")))))
+    assert list(lenses or []) == []

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
 from ..analysis.files import EvalFile
@@ -18,8 +19,6 @@ from . import convert
 from .runs import JsonRpcRequestFailed, _string, command_argument
 
 if TYPE_CHECKING:
-    from lsprotocol import types as lsp
-
     from .runs import Runs
 
 EVAL_EVENT = "oscova/evalEvent"
@@ -108,3 +107,21 @@ def eval_commands(runs: Runs) -> dict[str, Any]:
     """The commands of this module, for `runs.command_handlers`."""
     return {"oscova.listEvals": lambda params: list_evals(runs, params),
             "oscova.runEval": lambda params: run_eval(runs, params)}
+
+
+def eval_lenses(parsed: EvalFile, document_uri: str, *, trusted: bool) -> list[lsp.CodeLens]:
+    """`Run eval` on each case's `name:` line (`oscova.runEval {uri, case}`); none in an untrusted workspace,
+    where a run is refused."""
+    evaluation, doc = parsed.evaluation, parsed.doc
+    if not trusted or evaluation is None or doc is None:
+        return []
+    out = []
+    for index, case in enumerate(evaluation.cases):
+        span = doc.span(("cases", index, "name"))
+        if span is None:
+            continue
+        start = span.key.start if span.key is not None else span.value.start
+        rng = lsp.Range(start=convert.position(start), end=convert.position(span.value.end))
+        out.append(lsp.CodeLens(range=rng, command=lsp.Command(
+            title="Run eval", command="oscova.runEval", arguments=[{"uri": document_uri, "case": case.name}])))
+    return out
