@@ -28,6 +28,7 @@ import { installCommand, PYTHON_PROBE_ARGS, REPOSITORY, resolveServerCommand, ty
 import { StatusBar } from './statusBar';
 import { isComparison, RunComparisons } from './compare';
 import { AgentTests } from './testing';
+import { EvalTests } from './evalTests';
 import { exampleInputFromYaml } from './yamlScalar';
 
 const SERVER_COMMANDS = {
@@ -69,11 +70,13 @@ export class OscovaExtension {
   private readonly previewChanged = new vscode.EventEmitter<vscode.Uri>();
   private starting: Promise<void> | undefined;
   readonly tests: AgentTests;
+  readonly evals: EvalTests;
   private readonly comparisons = new RunComparisons();
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.tests = new AgentTests((command, arg, token) => this.serverCommand(command, arg, token), (line) => this.output.appendLine(line));
-    context.subscriptions.push(this.tests, this.comparisons);
+    this.evals = new EvalTests((command, arg, token) => this.serverCommand(command, arg, token), (line) => this.output.appendLine(line));
+    context.subscriptions.push(this.tests, this.evals, this.comparisons);
     this.runView = new RunView(context.extensionUri, this.store, {
       cancel: (key) => void this.cancelRun(key),
       openTranscript: (key) => void this.openTranscript(this.store.get(key)?.transcript, this.store.get(key)?.agentId),
@@ -93,6 +96,7 @@ export class OscovaExtension {
     command('oscova.client.restartServer', () => this.restart());
     command('oscova.client.showOutput', () => this.output.show(true));
     command('oscova.client.statusMenu', () => this.statusMenu());
+    command('oscova.client.runEval', (arg?: { uri?: string; case?: string }) => this.evals.runCase(arg));
     context.subscriptions.push(
       this.output, this.status, this.runView, this.previewChanged,
       vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, {
@@ -176,6 +180,7 @@ export class OscovaExtension {
     try {
       await client.start();
       void this.tests.refresh();
+      void this.evals.refresh();
     } catch (error) {
       this.status.setServer('failed', messageOf(error));
       this.output.appendLine(`[client] the server failed to start: ${messageOf(error)}`);
