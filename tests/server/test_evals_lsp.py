@@ -114,6 +114,29 @@ async def test_evaluations_are_listed_and_run_with_events(editor: LanguageClient
         await command(editor, "oscova.runEval", {"uri": from_fs_path("/etc/x.eval.yaml")})
 
 
+async def test_cancel_request_ends_the_runs_and_answers_with_what_finished(editor: LanguageClient, fake: FakeOpenAI):
+    import asyncio
+
+    root: Path = editor.root  # type: ignore[attr-defined]
+    fake.reset()
+    answered = iter([Reply(text="On Tuesday.")])
+    fake.responder = lambda body: next(answered, Reply(text="slow", hang=True))
+    protocol = editor.protocol
+    future = asyncio.get_running_loop().create_future()
+    protocol._request_futures["eval-cancel"] = future
+    protocol._send_data({"jsonrpc": "2.0", "id": "eval-cancel", "method": "workspace/executeCommand", "params": {
+        "command": "oscova.runEval", "arguments": [{"uri": from_fs_path(str(root / "evals" / "helper.eval.yaml")),
+                                                    "case": "launch"}]}})
+    await asyncio.to_thread(fake.wait_for_requests, 2, 20)  # one answered, one hanging
+    await asyncio.sleep(0.3)
+    protocol.notify("$/cancelRequest", lsp.CancelParams(id="eval-cancel"))
+    result = plain(await asyncio.wait_for(future, 10))
+    assert result["cancelled"] is True and result["ok"] is False
+    [case] = result["evals"][0]["cases"]
+    assert (case["runs"], case["passed"]) == (2, 1)
+    assert await asyncio.to_thread(fake.requests[1].finished.wait, 5) and fake.requests[1].closed_early
+
+
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def untrusted(lsp_client: LanguageClient, fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory):
     root = evals_workspace(tmp_path_factory.mktemp("untrusted-evals") / "ws", fake)

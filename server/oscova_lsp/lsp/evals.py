@@ -75,7 +75,8 @@ def _options(args: dict[str, Any], command: str) -> dict[str, Any]:
 async def run_eval(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
     """`{uri, case?, models?, repeat?}` → the JSON of `oscova-lsp eval --format json` with `folder` (where the
     runs are recorded) and `cancelled`; `oscova/evalEvent` `{uri, case, model, done, total, passed, runs}` as
-    each run ends. Reads the saved files, as runs do."""
+    each run ends. Reads the saved files, as runs do. `$/cancelRequest` cancels the runs in progress (pygls
+    cancels the handler, `run_evals` ends its runs) and the answer says what finished."""
     from ..runs.eval_report import to_json
     from ..runs.evals import EvalError, EvalOptions, find_evals, run_evals
 
