@@ -8,7 +8,6 @@ workspace; running is refused there (a run builds the agent, which imports the w
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
@@ -41,19 +40,8 @@ def _eval_json(root: str, parsed: EvalFile) -> dict[str, Any]:
 async def list_evals(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
     """`[{file, uri, root, agent, models, repeat, passRate, cases: [{name, line}]}]` (`{file, uri, root, error}`
     for a file that does not validate; `line` is 0-based): of the folder `uri` names, or of every opened one."""
-    args = command_argument(params)
-    document_uri = _string(args, "uri", params.command)
-    server = runs.server
-    if document_uri is not None:
-        roots = [runs.root_for(document_uri, params.command)]
-        if not await server.ready(roots[0]):
-            raise JsonRpcRequestFailed(server.not_ready(roots[0]))
-    else:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(server.checked.wait(), 30)
-        roots = sorted(root for root in server.host.snapshot().analyses if runs.is_opened_root(root))
-    server.apply_pending_edits()
-    snapshot = server.host.snapshot()
+    roots = await runs.listed_roots(params)
+    snapshot = runs.server.host.snapshot()
     out = []
     for root in roots:
         analysis = snapshot.analyses.get(root)

@@ -350,10 +350,10 @@ class Runs:
         for service in self._services_for(command_argument(params), params.command):
             service.invalidate_all()
 
-    async def list_agents(self, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
-        """The agents as the editor sees them (open documents included)."""
-        args = command_argument(params)
-        document_uri = _string(args, "uri", params.command)
+    async def listed_roots(self, params: lsp.ExecuteCommandParams) -> list[str]:
+        """The roots a listing command reads, once read: that of its `uri`, or every opened one; the editor's
+        pending edits are applied first."""
+        document_uri = _string(command_argument(params), "uri", params.command)
         server = self.server
         if document_uri is not None:
             root = self.root_for(document_uri, params.command)
@@ -365,7 +365,12 @@ class Runs:
                 await asyncio.wait_for(server.checked.wait(), 30)
             roots = sorted(root for root in server.host.snapshot().analyses if self.is_opened_root(root))
         server.apply_pending_edits()
-        snapshot = server.host.snapshot()
+        return roots
+
+    async def list_agents(self, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
+        """The agents as the editor sees them (open documents included)."""
+        roots = await self.listed_roots(params)
+        snapshot = self.server.host.snapshot()
         out: list[dict[str, Any]] = []
         for root in roots:
             analysis = snapshot.analyses.get(root)
