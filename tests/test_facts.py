@@ -87,6 +87,7 @@ def test_the_vscode_manifest_names_the_same_file_kinds() -> None:
 CLIENT_IDS = {
     "oscova.agentTests": "the Test Explorer controller (testing.ts)",
     "oscova.evals": "the evaluations' Test Explorer controller (evalTests.ts)",
+    "oscova.evalResults": "the evaluation results view's webview type (evalTests.ts)",
     "oscova.apiKeyEnvs": "a global-state key (extension.ts)",
     "oscova.runView": "the Run view's webview type (runView.ts)",
     "oscova.status": "the status bar item (statusBar.ts)",

@@ -41,3 +41,42 @@ export function evalOutcomeOf(result: EvalResult, caseName: string): EvalOutcome
     durationMs: cells.reduce((sum, c) => sum + c.durationMs, 0),
   };
 }
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+}
+
+/** The results matrix as a script-free HTML page: a table per evaluation file, a row per case, a column per
+ * model, each cell coloured by its pass rate (red 0 → green 1) with the pass count, tokens and time; the
+ * failures below. Everything from files and models is escaped. */
+export function matrixHtml(cells: { file: string; agent: string; cell: EvalCell }[], cspSource = ''): string {
+  const files = [...new Set(cells.map((c) => c.file))];
+  const parts: string[] = [];
+  for (const file of files) {
+    const own = cells.filter((c) => c.file === file);
+    const models = [...new Set(own.map((c) => c.cell.model))];
+    const cases = [...new Set(own.map((c) => c.cell.name))];
+    parts.push(`<h2>${escapeHtml(file)} <small>(agent ${escapeHtml(own[0].agent)})</small></h2>`);
+    parts.push(`<table><tr><th>case</th>${models.map((m) => `<th>${escapeHtml(m)}</th>`).join('')}</tr>`);
+    for (const name of cases) {
+      const row = models.map((model) => {
+        const found = own.find((c) => c.cell.name === name && c.cell.model === model)?.cell;
+        if (!found) return '<td>—</td>';
+        const rate = found.runs ? found.passed / found.runs : 0;
+        return `<td style="background:hsl(${Math.round(120 * rate)},65%,82%);color:#222">${found.ok ? '✓' : '✗'} ${found.passed}/${found.runs}`
+          + `<br><small>${found.tokens} tok · ${(found.durationMs / 1000).toFixed(1)}s</small></td>`;
+      });
+      parts.push(`<tr><th>${escapeHtml(name)}</th>${row.join('')}</tr>`);
+    }
+    parts.push('</table>');
+    for (const { cell } of own.filter((c) => !c.cell.ok)) {
+      parts.push(`<h3>✗ ${escapeHtml(cell.name)} on ${escapeHtml(cell.model)}</h3><pre>${escapeHtml(
+        cell.failures.map((f) => `${f.assertion}\n  ${f.message}`).join('\n'))}</pre>`);
+    }
+  }
+  const csp = `default-src 'none'; style-src 'unsafe-inline'${cspSource ? ' ' + cspSource : ''}`;
+  return `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${csp}">`
+    + '<style>table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #888;padding:.4em .8em;text-align:left}pre{white-space:pre-wrap}</style>'
+    + `</head><body><h1>Oscova evaluation</h1>${parts.join('\n') || '<p>No evaluation has run yet.</p>'}</body></html>`;
+}

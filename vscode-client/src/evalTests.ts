@@ -5,7 +5,7 @@
  * evaluations name. In Restricted Mode the evaluations are listed but never run.
  */
 import * as vscode from 'vscode';
-import { evalFilesOf, evalOutcomeOf, modelsOf, type EvalResult } from './evalCases';
+import { evalFilesOf, evalOutcomeOf, matrixHtml, modelsOf, type EvalCell, type EvalResult } from './evalCases';
 import type { ServerRequest } from './testing';
 
 export const EVAL_COMMANDS = { list: 'oscova.listEvals', run: 'oscova.runEval' } as const;
@@ -16,6 +16,7 @@ export class EvalTests implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [this.controller];
   private readonly profiles = new Map<string, vscode.TestRunProfile>();
   private refreshing: Promise<void> | undefined;
+  private panel: vscode.WebviewPanel | undefined;
 
   constructor(private readonly request: ServerRequest, private readonly log: (line: string) => void) {
     const { controller } = this;
@@ -90,6 +91,7 @@ export class EvalTests implements vscode.Disposable {
   private async run(req: vscode.TestRunRequest, token: vscode.CancellationToken, models: string[]): Promise<void> {
     const run = this.controller.createTestRun(req);
     const queue = this.cases(req);
+    const cells: { file: string; agent: string; cell: EvalCell }[] = [];
     try {
       if (!vscode.workspace.isTrusted) {
         for (const item of queue) run.errored(item, new vscode.TestMessage(TRUST_MESSAGE));
@@ -103,6 +105,7 @@ export class EvalTests implements vscode.Disposable {
         try {
           const result = await this.request<EvalResult>(EVAL_COMMANDS.run, { uri, case: name, models }, token);
           const outcome = evalOutcomeOf(result, name);
+          for (const e of result.evals) for (const cell of e.cases) cells.push({ file: e.file, agent: e.agent, cell });
           run.appendOutput(`${name}: ${outcome.message.replace(/\n/g, '\r\n')}\r\n`, undefined, item);
           if (outcome.passed) run.passed(item, outcome.durationMs);
           else run.failed(item, new vscode.TestMessage(outcome.message), outcome.durationMs);
@@ -112,10 +115,23 @@ export class EvalTests implements vscode.Disposable {
       }
     } finally {
       run.end();
+      if (cells.length) this.showResults(cells);
     }
   }
 
+  /** The results view: the matrix of the run that just ended (a webview without scripts). */
+  private showResults(cells: { file: string; agent: string; cell: EvalCell }[]): void {
+    if (!this.panel) {
+      this.panel = vscode.window.createWebviewPanel('oscova.evalResults', 'Oscova Evaluation', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+        { enableScripts: false });
+      this.panel.onDidDispose(() => { this.panel = undefined; });
+    }
+    this.panel.webview.html = matrixHtml(cells, this.panel.webview.cspSource);
+    this.panel.reveal(undefined, true);
+  }
+
   dispose(): void {
+    this.panel?.dispose();
     for (const d of this.disposables) d.dispose();
   }
 }

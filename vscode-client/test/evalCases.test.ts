@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { evalFilesOf, evalOutcomeOf, modelsOf } from '../src/evalCases';
+import { evalFilesOf, evalOutcomeOf, matrixHtml, modelsOf } from '../src/evalCases';
 
 const LISTED = [
   { file: '/ws/a.eval.yaml', uri: 'file:///ws/a.eval.yaml', root: '/ws', agent: 'triage', models: ['default', 'local'], cases: [{ name: 'c', line: 3 }] },
@@ -25,4 +25,20 @@ test('a case passes only when every model met its pass rate, and its failures ar
   assert.equal(evalOutcomeOf({ ok: true, evals: [{ file: 'a', agent: 't', cases: [cell('default', 3, true)] }] }, 'c').passed, true);
   assert.equal(evalOutcomeOf({ ok: true, cancelled: true, evals: [{ file: 'a', agent: 't', cases: [cell('d', 3, true)] }] }, 'c').passed, false);
   assert.match(evalOutcomeOf({ ok: false, evals: [] }, 'c').message, /^c: no run/);
+});
+
+test('the results matrix colours each cell by its pass rate and escapes what files and models wrote', () => {
+  const cell = (name: string, model: string, passed: number, ok: boolean) => ({ name, model, runs: 2, passed,
+    passRate: passed / 2, ok, tokens: 40, durationMs: 1500,
+    failures: ok ? [] : [{ assertion: 'contains: "x"', message: 'run 1: the answer was "<img src=x onerror=alert(1)>"' }] });
+  const page = matrixHtml([
+    { file: 'evals/<b>.eval.yaml', agent: 'triage', cell: cell('ok-case', 'default', 2, true) },
+    { file: 'evals/<b>.eval.yaml', agent: 'triage', cell: cell('ok-case', 'local', 1, false) },
+    { file: 'evals/<b>.eval.yaml', agent: 'triage', cell: cell('bad-case', 'local', 0, false) },
+  ]);
+  assert.match(page, /<tr><th>case<\/th><th>default<\/th><th>local<\/th><\/tr>/);
+  assert.ok(page.includes('background:hsl(120,65%,82%)') && page.includes('background:hsl(60,65%,82%)') && page.includes('background:hsl(0,65%,82%)'));
+  assert.ok(page.includes('<tr><th>bad-case</th><td>—</td>'));
+  assert.ok(!page.includes('<img') && !page.includes('<b>') && page.includes('&lt;img src=x onerror=alert(1)&gt;'));
+  assert.ok(page.includes("default-src 'none'") && !page.includes('<script'));
 });
