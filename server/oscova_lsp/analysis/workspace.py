@@ -325,8 +325,9 @@ class Workspace:
             self.agent_graph = graph  # an edit that leaves the agent_tools graph as it was (most keystrokes)
         if kind is FileKind.HOST:
             return set(self.files) | {path}
-        if kind is FileKind.DEFINITION:  # evaluations read any definition's id and tools: they are few
-            return self._affected(path, old, new, before) | self.evaluations()
+        if kind is FileKind.DEFINITION:  # the evaluations of the agent read its id and tools
+            ids = {p.raw_id for p in (old, new) if isinstance(p, DefinitionFile) and p.raw_id}
+            return self._affected(path, old, new, before) | self.evaluations(ids)
         return self._affected(path, old, new, before)
 
     def _affected(self, path: str, old: ParsedFile | None, new: ParsedFile | None, before: set[str]) -> set[str]:
@@ -500,9 +501,10 @@ class Workspace:
             if isinstance(parsed, DefinitionFile):
                 yield parsed
 
-    def evaluations(self) -> set[str]:
-        """The evaluation files' paths."""
-        return {path for path, parsed in self.files.items() if isinstance(parsed, EvalFile)}
+    def evaluations(self, agents: set[str]) -> set[str]:
+        """The paths of the evaluation files of these agents (the few files of their kind: no index kept)."""
+        return {path for path, parsed in self.files.items() if isinstance(parsed, EvalFile)
+                and parsed.evaluation is not None and parsed.evaluation.agent in agents}
 
     def templates(self) -> Iterator[TemplateFile]:
         for parsed in self.files.values():
