@@ -15,7 +15,13 @@ import re
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis.files import DEFINITION_SUFFIXES, HOST_FILENAMES, TEMPLATE_SUFFIXES, file_kind
+from oscova_lsp.analysis.files import (
+    DEFINITION_SUFFIXES,
+    EVAL_SUFFIXES,
+    HOST_FILENAMES,
+    TEMPLATE_SUFFIXES,
+    file_kind,
+)
 from oscova_lsp.lsp.capabilities import COMMANDS, WATCHED_GLOBS
 from oscova_runtime import host as host_module
 from oscova_runtime.catalogue import PERSONAL_VARIABLES, PROVIDERS_BY_TYPE
@@ -58,7 +64,7 @@ def test_each_provider_type_of_the_catalogue_has_exactly_one_builder() -> None:
 
 
 def test_the_server_watches_exactly_the_files_the_analysis_reads() -> None:
-    expected = {f"**/*{suffix}" for suffix in (*DEFINITION_SUFFIXES, *TEMPLATE_SUFFIXES)} | \
+    expected = {f"**/*{suffix}" for suffix in (*DEFINITION_SUFFIXES, *TEMPLATE_SUFFIXES, *EVAL_SUFFIXES)} | \
         {f"**/{name}" for name in HOST_FILENAMES}
     assert set(WATCHED_GLOBS) == expected and len(WATCHED_GLOBS) == len(expected)
     for glob in WATCHED_GLOBS:
@@ -70,6 +76,7 @@ def test_the_vscode_manifest_names_the_same_file_kinds() -> None:
     jinja = next(language for language in contributes["languages"] if language["id"] == "jinja")
     assert tuple(jinja["extensions"]) == TEMPLATE_SUFFIXES
     assert tuple(contributes["yamlValidation"][0]["fileMatch"]) == tuple(f"*{s}" for s in DEFINITION_SUFFIXES)
+    assert tuple(contributes["yamlValidation"][1]["fileMatch"]) == tuple(f"*{s}" for s in EVAL_SUFFIXES)
     activation = [event.removeprefix("workspaceContains:") for event in MANIFEST["activationEvents"]
                   if event.startswith("workspaceContains:")]
     assert activation and set(activation) <= set(WATCHED_GLOBS)
@@ -80,6 +87,8 @@ def test_the_vscode_manifest_names_the_same_file_kinds() -> None:
 CLIENT_IDS = {
     "oscova.agentTests": "the Test Explorer controller (testing.ts)",
     "oscova.apiKeyEnvs": "a global-state key (apiKeys.ts)",
+    "oscova.evals": "the evaluations' Test Explorer controller (evalTests.ts)",
+    "oscova.evalResults": "the evaluation results view's webview type (evalTests.ts)",
     "oscova.runView": "the Run view's webview type (runView.ts)",
     "oscova.status": "the status bar item (statusBar.ts)",
 }

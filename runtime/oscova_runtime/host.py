@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, cast
 
 from .catalogue import PlannedProvider, plan_providers
@@ -49,6 +50,8 @@ from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_to
 from .workspace import granted_directories
 
 AGENT_INVOCATIONS = AgentInvocationScopes()
+RUN_VARIABLES: ContextVar[Mapping[str, Any] | None] = ContextVar("oscova_run_variables", default=None)
+"""Values over `[variables]` for the runs started in this context (an evaluation case's `variables`)."""
 """Every agent a host builds runs as an observed invocation (nothing happens unless a run observes calls)."""
 
 
@@ -222,6 +225,7 @@ class ConfiguredHost:
                     user_context = refusal_note("context.md", refused)
             return {
                 **config.variables,
+                **(RUN_VARIABLES.get() or {}),
                 "agent_name": definition.display_name,
                 "current_date": now.date().isoformat(),
                 "current_time": now.strftime("%H:%M"),

@@ -110,7 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--trust", action="store_true",
                         help="import the workspace's own tools and providers (at both sides) to render them")
 
-    sub.add_parser("schema", help="print the JSON Schema of agent definitions")
+    _eval_arguments(sub.add_parser("eval", help="run the evaluations (*.eval.yaml): every case × model × repeat, "
+                                                "graded"))
+
+    schema = sub.add_parser("schema", help="print the JSON Schema of agent definitions (--eval: of evaluations)")
+    schema.add_argument("--eval", action="store_true", help="the JSON Schema of evaluation files (*.eval.yaml)")
     sub.add_parser("providers", help="list the built-in context provider types (the default order)")
     sub.add_parser("tools", help="list the built-in tools")
     rule = sub.add_parser("rule", help="print a rule's documentation")
@@ -178,8 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .debug.server import main as debug_main
 
             return debug_main()
+        if args.command == "eval":
+            return _eval(args)
         if args.command == "schema":
-            return _schema()
+            return _schema(evaluation=args.eval)
         if args.command == "providers":
             return _providers()
         if args.command == "tools":
@@ -246,8 +252,8 @@ def _check(args: argparse.Namespace) -> int:
         if any(d.severity is Severity.ERROR for items in found.values() for d in items):
             failing.append(root)
     if not files:
-        print(f"oscova-lsp: nothing to check: no oscova.toml, agent definition (*.agent.yaml) or template "
-              f"(*.j2, *.jinja, *.jinja2) under {', '.join(display_path(p) for p in paths)} outside never-scanned "
+        print(f"oscova-lsp: nothing to check: no oscova.toml, agent definition (*.agent.yaml), template "
+              f"(*.j2, *.jinja, *.jinja2) or evaluation (*.eval.yaml) under {', '.join(display_path(p) for p in paths)} outside never-scanned "
               "and `[host] exclude` folders", file=sys.stderr)
         return EXIT_USAGE
     diagnostics.sort(key=Diagnostic.sort_key)
@@ -571,10 +577,83 @@ def _saved_words(case: Any, first: bool, *, named: bool) -> str:
             f"with these lines in the .gitignore beside oscova.toml:{ignore}")
 
 
-def _schema() -> int:
-    from oscova_runtime.definition import definition_json_schema
+def _eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="evaluation files or folders (default: the current workspace)")
+    parser.add_argument("--model", dest="models", action="extend", nargs="+", default=[], metavar="NAME",
+                        help="run on these [models.NAME] instead of each evaluation's `models`")
+    parser.add_argument("--repeat", type=_positive, default=None, metavar="N", help="runs per case and model")
+    parser.add_argument("--case", default=None, metavar="NAME", help="only the cases of this name")
+    parser.add_argument("--format", choices=("text", "json", "junit", "github", "html"), default="text")
+    parser.add_argument("--jobs", type=_positive, default=4, metavar="N", help="runs at a time (default 4)")
+    parser.add_argument("--rescore", default=None, metavar="DIR",
+                        help="grade the runs recorded in DIR (.oscova/evals/<time>/) again, with no model call")
 
-    print(json.dumps(definition_json_schema(), indent=2))
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
+
+
+def _eval(args: argparse.Namespace) -> int:
+    """`oscova-lsp eval`: exit 0 when every case meets its pass rate on every model, 1 when one does not (or the
+    evaluation was cancelled), 2 on usage errors and when there is no evaluation file."""
+    from .reporting import printable
+    from .runs.eval_report import render
+    from .runs.evals import EvalError, EvalOptions, find_evals, rescore
+
+    options = EvalOptions(models=args.models, repeat=args.repeat, case=args.case, jobs=args.jobs)
+    try:
+        paths = args.paths or [_workspace_root(None) or os.getcwd()]
+        evals = find_evals(paths)
+        if not evals:
+            raise EvalError(f"no evaluation files (*.eval.yaml) under {', '.join(paths)}")
+        report = rescore(args.rescore, evals, options) if args.rescore else _run_evals(evals, options)
+    except EvalError as error:
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
+        return EXIT_USAGE
+    print(render(report, args.format))
+    return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+def _run_evals(evals: Any, options: Any) -> Any:
+    """Runs them with a progress line at a terminal; Ctrl-C cancels the runs and keeps what finished."""
+    import asyncio
+    import logging
+    import signal
+
+    from .runs.evals import run_evals
+
+    logging.getLogger("oscova_lsp.runs.transcript").setLevel(logging.ERROR)
+    if sys.stderr.isatty():
+        def progress(done: int, total: int, outcome: Any) -> None:
+            end = "\n" if done == total else ""
+            print(f"\r  {done}/{total} runs", end=end, file=sys.stderr, flush=True)
+
+        options.progress = progress
+
+    async def main() -> Any:
+        task = asyncio.ensure_future(run_evals(evals, options))
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, task.cancel)  # the report of what finished, not a traceback
+        try:
+            return await task
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    return asyncio.run(main())
+
+
+def _schema(*, evaluation: bool) -> int:
+    from oscova_runtime.definition import definition_json_schema
+    from oscova_runtime.evaluation import eval_json_schema
+
+    print(json.dumps(eval_json_schema() if evaluation else definition_json_schema(), indent=2))
     return EXIT_OK
 
 

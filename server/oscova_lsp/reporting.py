@@ -202,25 +202,27 @@ _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning",
                  Severity.INFORMATION: "notice", Severity.HINT: "notice"}
 
 
-def _escape_data(text: str) -> str:
+def github_data(text: str) -> str:
+    """Text of a GitHub workflow command's message (`::error …::message`)."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+def github_property(text: str) -> str:
+    """A value of a GitHub workflow command's properties (`file=`, `title=`)."""
+    return github_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def github_annotation(level: str, properties: dict[str, object], message: str) -> str:
     """One GitHub workflow command (`::error file=…,line=…::message`), its properties and message escaped."""
-    props = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
-    return f"::{level} {props}::{_escape_data(message)}"
+    props = ",".join(f"{key}={github_property(str(value))}" for key, value in properties.items())
+    return f"::{level} {props}::{github_data(message)}"
 
 
 def format_github(diagnostics: Iterable[Diagnostic]) -> str:
     lines = []
     for d in diagnostics:
-        props = (f"file={_escape_property(printable_line(display_path(d.path)))},line={d.range.start.line + 1},"
+        props = (f"file={github_property(printable_line(display_path(d.path)))},line={d.range.start.line + 1},"
                  f"col={d.range.start.character + 1},endLine={d.range.end.line + 1},"
-                 f"endColumn={d.range.end.character + 1},title={_escape_property(d.code)}")
-        lines.append(f"::{_GITHUB_LEVEL[d.severity]} {props}::{_escape_data(printable(f'{d.code} {d.message}'))}")
+                 f"endColumn={d.range.end.character + 1},title={github_property(d.code)}")
+        lines.append(f"::{_GITHUB_LEVEL[d.severity]} {props}::{github_data(printable(f'{d.code} {d.message}'))}")
     return "\n".join(lines)

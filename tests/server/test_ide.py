@@ -58,6 +58,23 @@ COMPLETIONS = [
     ("agents/x.agent.yaml", "id: x\nshared: ‸\n", {"true", "false"}, set()),
     ("agents/x.agent.yaml", "id: x\nname: ‸\n", set(), {"true", "default"}),
     ("agents/x.agent.yaml", "id: x\n  ‸", set(), {"id", "model"}),
+    ("e.eval.yaml", "‸", {"agent", "models", "repeat", "pass_rate", "judge", "cases"}, {"id", "contains"}),
+    ("e.eval.yaml", "agent: tri‸", {"triage", "writer"}, {"default"}),
+    ("e.eval.yaml", "agent: triage\nmodels: [‸", {"default"}, {"triage"}),
+    ("e.eval.yaml", "agent: triage\njudge: ‸", {"default"}, {"triage"}),
+    ("e.eval.yaml", "agent: triage\ncases:\n  - ‸", {"name", "input", "variables", "expect"}, {"agent"}),
+    ("e.eval.yaml", "agent: triage\ncases:\n  - name: a\n    ‸", {"input", "expect"}, {"agent", "contains"}),
+    ("e.eval.yaml", "agent: triage\ncases:\n  - name: a\n    expect:\n      - ‸",
+     {"contains", "tools", "tool_called", "judge", "max_tokens", "instructions_contain"}, {"input", "agent"}),
+    ("e.eval.yaml", "agent: triage\ncases:\n  - name: a\n    expect:\n      - no_tool: [‸",
+     {"read_file", "writer", "research"}, {"write_file", "default"}),
+    ("e.eval.yaml", "agent: triage\ncases:\n  - name: a\n    expect:\n      - tools: { mode: in_order, calls: [wri‸",
+     {"writer", "read_file"}, {"in_order"}),
+    ("e.eval.yaml", "agent: triage\ncases:\n  - name: a\n    expect:\n      - tools: { mode: ‸",
+     {"exact", "in_order", "any_order"}, {"read_file"}),
+    ("e.eval.yaml", "agent: triage\ncases:\n  - name: a\n    expect:\n      - status: ‸",
+     {"completed", "failed", "cancelled"}, set()),
+    ("e.eval.yaml", "agent: triage\ncases:\n  - name: a\n    expect:\n      - judge: ‸", set(), {"default"}),
 ]
 
 
@@ -101,6 +118,35 @@ HOVERS = [
     ("templates/environment.j2", 0, 8, ["`os`", "environment", "operating system"]),
     ("oscova.toml", 7, 1, ["`team`", "[variables]"]),
 ]
+
+
+EVAL_FOR_HOVER = """\
+agent: triage
+cases:
+  - name: a
+    input: hi
+    expect:
+      - tools: { mode: in_order, calls: [read_file] }
+      - instructions_contain: team
+"""
+
+
+@pytest.mark.parametrize(("line", "character", "expected"), [
+    (0, 1, ["**agent**", "The id of an agent"]),
+    (0, 9, ["**agent** `triage`", "triage.agent.yaml"]),
+    (5, 9, ["**tools** (assertion)", "`exact`", "`in_order`", "`any_order`"]),
+    (5, 18, ["**mode**", "others allowed between them"]),
+    (5, 43, ["read_file", "built-in"]),
+    (6, 12, ["**instructions_contain** (assertion)", "without a model call"]),
+])
+def test_hover_in_an_evaluation(analysis: Analysis, restore: list[str], line: int, character: int,
+                                expected: list[str]):
+    restore.append("e.eval.yaml")
+    ws, parsed, _ = at(analysis, "e.eval.yaml", EVAL_FOR_HOVER + "‸")
+    found = hover.hover(ws, parsed, Position(line, character))
+    assert found is not None
+    for fragment in expected:
+        assert fragment in found.markdown
 
 
 @pytest.mark.parametrize(("rel", "line", "character", "expected"), HOVERS)

@@ -188,7 +188,7 @@ async def test_commands_and_code_lenses_are_advertised(s: Session):
     assert list(caps.execute_command_provider.commands) == [
         "oscova.runAgent", "oscova.previewPrompt", "oscova.cancelRun", "oscova.evictAgent",
         "oscova.invalidateAgents", "oscova.invalidateAll", "oscova.listAgents", "oscova.listTests", "oscova.runTest",
-        "oscova.saveTestCase", "oscova.compareRuns", "oscova.review"]
+        "oscova.saveTestCase", "oscova.compareRuns", "oscova.review", "oscova.listEvals", "oscova.runEval"]
     assert caps.code_lens_provider is not None
     assert caps.text_document_sync.save
     result = await s.command("oscova.listAgents", {"uri": s.uri()})

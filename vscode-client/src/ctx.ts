@@ -147,13 +147,14 @@ export class Ctx implements vscode.Disposable {
         { scheme: 'file', pattern: '**/*.{j2,jinja,jinja2}' },
         { scheme: 'file', pattern: '**/oscova.toml' },
         { scheme: 'file', pattern: '**/pyproject.toml' },
+        { scheme: 'file', pattern: '**/*.eval.{yaml,yml}' },
       ],
       outputChannel: this.output,
       traceOutputChannel: this.output,
       synchronize: {
         configurationSection: 'oscova',
         fileEvents: [
-          vscode.workspace.createFileSystemWatcher('**/*.{agent.yaml,agent.yml,j2,jinja,jinja2}'),
+          vscode.workspace.createFileSystemWatcher('**/*.{agent.yaml,agent.yml,j2,jinja,jinja2,eval.yaml,eval.yml}'),
           vscode.workspace.createFileSystemWatcher('**/oscova.toml'),
         ],
       },

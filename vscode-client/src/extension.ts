@@ -2,7 +2,7 @@
  * The Oscova extension's activation (rust-analyzer's `main.ts`): it makes the context (`ctx.ts`: the output,
  * the status bar and the language server's lifecycle) and the features, and registers every client command
  * in one table below. Each concern has its module: `runs.ts` (Run Agent, the Run view, cancel, compare, save
- * as test case), `testing.ts` (the Test Explorer), `previews.ts` (Preview Prompt), `review.ts` (Review
+ * as test case), `testing.ts` (the Test Explorer), `evalTests.ts` (evaluations there), `previews.ts` (Preview Prompt), `review.ts` (Review
  * Changes), `debug.ts` (the debugger), `transcripts.ts`, `apiKeys.ts`, `middleware.ts` (lenses, trust), `trust.ts`.
  *
  * The server's own commands (`oscova.runAgent`, `oscova.previewPrompt`, …) are registered by the language
@@ -20,6 +20,7 @@ import { previewPrompt, PreviewDocuments } from './previews';
 import { reviewChanges } from './review';
 import { Runs } from './runs';
 import { AgentTests } from './testing';
+import { EvalTests } from './evalTests';
 import { showRunTranscript } from './transcripts';
 
 /** What the commands act on; made once per activation. */
@@ -27,6 +28,7 @@ interface Features {
   ctx: Ctx;
   runs: Runs;
   tests: AgentTests;
+  evals: EvalTests;
   previews: PreviewDocuments;
 }
 
@@ -36,11 +38,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const server = new Ctx(context);
   ctx = server;
   const tests = new AgentTests((command, arg, token) => server.request(command, arg, token), (line) => server.output.appendLine(line));
-  const features: Features = { ctx: server, tests, runs: new Runs(server, tests), previews: new PreviewDocuments() };
+  const evals = new EvalTests((command, arg, token) => server.request(command, arg, token), (line) => server.output.appendLine(line));
+  const features: Features = { ctx: server, tests, evals, runs: new Runs(server, tests), previews: new PreviewDocuments() };
   const restart = () => void server.restart();
   context.subscriptions.push(
-    server, tests, features.runs, features.previews,
-    server.onDidStart(() => void tests.refresh()),
+    server, tests, evals, features.runs, features.previews,
+    server.onDidStart(() => { void tests.refresh(); void evals.refresh(); }),
     vscode.workspace.onDidGrantWorkspaceTrust(restart),
     vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration('oscova.server.command')) restart(); }),
   );
@@ -55,7 +58,7 @@ export async function deactivate(): Promise<void> {
 }
 
 /** Every `oscova.client.*` command (package.json's `contributes.commands` lists the same ids). */
-function registerCommands(context: vscode.ExtensionContext, { ctx, runs, previews }: Features): void {
+function registerCommands(context: vscode.ExtensionContext, { ctx, runs, evals, previews }: Features): void {
   const command = (id: string, fn: (...args: never[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, fn));
   command('oscova.client.runAgent', (arg?: RunArgs | vscode.Uri) => runs.run(arg));
@@ -66,6 +69,7 @@ function registerCommands(context: vscode.ExtensionContext, { ctx, runs, preview
   command('oscova.client.showRunView', () => runs.view.show(undefined, false));
   command('oscova.client.compareWithPreviousRun', (key?: string) => runs.compareWithPrevious(key));
   command('oscova.client.saveRunAsTestCase', (key?: string) => runs.saveTestCase(key));
+  command('oscova.client.runEval', (arg?: { uri?: string; case?: string }) => evals.runCase(arg));
   command('oscova.client.reviewChanges', () => reviewChanges(ctx, previews));
   command('oscova.client.setApiKey', () => setApiKey(ctx.extension, ctx.output, () => ctx.restart()));
   command('oscova.client.restartServer', () => ctx.restart());

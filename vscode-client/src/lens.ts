@@ -6,6 +6,7 @@
 export const LENS_REWRITES: Readonly<Record<string, string>> = {
   'oscova.runAgent': 'oscova.client.runAgent',
   'oscova.previewPrompt': 'oscova.client.previewPrompt',
+  'oscova.runEval': 'oscova.client.runEval',
 };
 
 export interface LensCommand { command: string; title: string; arguments?: unknown[]; tooltip?: string }

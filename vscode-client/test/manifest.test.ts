@@ -8,7 +8,7 @@ const root = join(__dirname, '..', '..');
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const SERVER_COMMANDS = ['oscova.runAgent', 'oscova.previewPrompt', 'oscova.cancelRun', 'oscova.evictAgent',
   'oscova.invalidateAgents', 'oscova.invalidateAll', 'oscova.listAgents', 'oscova.listTests', 'oscova.runTest',
-  'oscova.saveTestCase', 'oscova.compareRuns', 'oscova.review'];
+  'oscova.saveTestCase', 'oscova.compareRuns', 'oscova.review', 'oscova.listEvals', 'oscova.runEval'];
 
 test('client command ids never collide with the commands the server advertises', () => {
   const ids: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command);
@@ -41,10 +41,12 @@ test('the languages, grammar and schema the manifest names exist', () => {
     JSON.parse(readFileSync(join(root, p), 'utf8'));
   }
   assert.deepEqual(manifest.contributes.yamlValidation[0].fileMatch, ['*.agent.yaml', '*.agent.yml']);
+  assert.deepEqual(manifest.contributes.yamlValidation[1].fileMatch, ['*.eval.yaml', '*.eval.yml']);
+  JSON.parse(readFileSync(join(root, manifest.contributes.yamlValidation[1].url), 'utf8'));
 });
 
 test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) => {
-  const { findOscovaLsp, generate, schemaPath } = await import(join(root, 'scripts', 'generate-schema.mjs'));
+  const { findOscovaLsp, generate, schemaPath, evalSchemaPath } = await import(join(root, 'scripts', 'generate-schema.mjs'));
   const exe = findOscovaLsp();
   if (!exe) {
     if (process.env.CI) assert.fail('oscova-lsp not found: set OSCOVA_LSP or install the server into ../.venv');
@@ -52,6 +54,7 @@ test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) =
     return;
   }
   assert.equal(readFileSync(schemaPath, 'utf8'), generate(exe), 'stale schema: run `npm run schema`');
+  assert.equal(readFileSync(evalSchemaPath, 'utf8'), generate(exe, '--eval'), 'stale schema: run `npm run schema`');
   assert.ok(execFileSync(exe, ['schema'], { encoding: 'utf8' }).includes('example_input'));
 });
 

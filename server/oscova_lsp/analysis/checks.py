@@ -8,9 +8,9 @@ from __future__ import annotations
 from oscova_runtime.catalogue import plan_providers
 
 from .diagnostics import Diagnostic, Problem, Related
-from .files import DefinitionFile, HostFile, TemplateFile
+from .files import DefinitionFile, EvalFile, HostFile, TemplateFile
 from .lint import lint_table
-from .rules import agent_tools, definition, host, providers, references, templates, tools
+from .rules import agent_tools, definition, evals, host, providers, references, templates, tools
 from .rules.common import Context
 from .rules.registry import RULES
 from .workspace import Workspace
@@ -41,6 +41,8 @@ class Checker:
             out += self._template(parsed)
         elif isinstance(parsed, HostFile):
             out += self._host(parsed)
+        elif isinstance(parsed, EvalFile):
+            out += evals.check(self.context, parsed)
         return out
 
     def _definition(self, parsed: DefinitionFile) -> list[Diagnostic]:

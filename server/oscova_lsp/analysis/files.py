@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from oscova_runtime.definition import AgentDefinition
+from oscova_runtime.evaluation import Evaluation
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.paths import MAX_TEXT_BYTES, FileRefused, decode_text, too_large
 from pydantic import ValidationError
@@ -31,6 +32,7 @@ TOO_LARGE = "the file is larger than 1 MB"
 
 DEFINITION_SUFFIXES = (".agent.yaml", ".agent.yml")
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2")
+EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
 HOST_FILENAMES = ("oscova.toml", "pyproject.toml")
 
 
@@ -38,6 +40,7 @@ class FileKind(Enum):
     DEFINITION = "definition"
     TEMPLATE = "template"
     HOST = "host"
+    EVAL = "eval"
 
 
 def file_kind(path: str) -> FileKind | None:
@@ -48,6 +51,8 @@ def file_kind(path: str) -> FileKind | None:
         return FileKind.TEMPLATE
     if name in HOST_FILENAMES:
         return FileKind.HOST
+    if name.endswith(EVAL_SUFFIXES):
+        return FileKind.EVAL
     return None
 
 
@@ -132,6 +137,13 @@ class DefinitionFile(ParsedFile):
 
 
 @dataclass
+class EvalFile(ParsedFile):
+    doc: YamlDocument | None = None
+    evaluation: Evaluation | None = None
+    """The evaluation as validated; values that do not validate are left out (their findings say why)."""
+
+
+@dataclass
 class TemplateFile(ParsedFile):
     facts: TemplateFacts | None = None
 
@@ -162,7 +174,7 @@ def parse_file(path: str, text: str | None, skipped: str | None = None) -> Parse
     """The file's facts; never raises: a parser failing on hostile input leaves the file with an OSC001."""
     kind = file_kind(path)
     if kind is None:  # a caller's mistake, not the file's: only discovered or opened workspace files come here
-        raise ValueError(f"not an agent definition, template or host configuration: {path}")
+        raise ValueError(f"not an agent definition, template, host configuration or evaluation: {path}")
     if text is None:
         return _unread(path, kind, skipped)
     try:
@@ -172,7 +184,8 @@ def parse_file(path: str, text: str | None, skipped: str | None = None) -> Parse
 
 
 def _unread(path: str, kind: FileKind, skipped: str | None) -> ParsedFile:
-    cls = {FileKind.DEFINITION: DefinitionFile, FileKind.TEMPLATE: TemplateFile, FileKind.HOST: HostFile}[kind]
+    cls = {FileKind.DEFINITION: DefinitionFile, FileKind.TEMPLATE: TemplateFile, FileKind.HOST: HostFile,
+           FileKind.EVAL: EvalFile}[kind]
     parsed = cls(path, kind, "", LineIndex(""), skipped=skipped)
     if not (skipped or "").startswith(TOO_LARGE):
         # Too large is a notice, not a finding; unreadable text is OSC001.
@@ -187,6 +200,8 @@ def _parse_text(path: str, kind: FileKind, text: str) -> ParsedFile:
         return parse_definition(path, text)
     if kind is FileKind.TEMPLATE:
         return parse_template(path, text)
+    if kind is FileKind.EVAL:
+        return parse_eval(path, text)
     return parse_host(path, text)
 
 
@@ -245,6 +260,28 @@ def _index_map(length: int, null_entries: list[int]) -> dict[int, int]:
     """Index in the list without nulls -> index in the file's list."""
     nulls = set(null_entries)
     return dict(enumerate(i for i in range(length) if i not in nulls))
+
+
+# --------------------------------------------------------------------------------------------------
+# Evaluations
+
+_EVAL_KEYS = list(Evaluation.model_fields)
+
+
+def parse_eval(path: str, text: str) -> EvalFile:
+    """An evaluation file against its model; a broken file keeps its syntax findings and nothing else."""
+    doc = parse_yaml(text)
+    parsed = EvalFile(path, FileKind.EVAL, text, doc.lines, doc=doc)
+    parsed.suppressions = yaml_suppressions(text)
+    parsed.problems.extend(doc.problems)
+    if not doc.ok:
+        return parsed
+    data = doc.value if doc.value is not None else {}
+    if not isinstance(data, dict):
+        parsed.problems.append(schema.not_a_mapping(doc, "an evaluation"))
+        return parsed
+    parsed.evaluation = schema.validate(path, Evaluation, dict(data), doc, parsed.problems, _EVAL_KEYS)
+    return parsed
 
 
 # --------------------------------------------------------------------------------------------------

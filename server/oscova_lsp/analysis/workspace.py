@@ -19,6 +19,7 @@ from oscova_runtime.workspace import home_folder
 
 from .files import (
     DefinitionFile,
+    EvalFile,
     FileKind,
     HostFile,
     ParsedFile,
@@ -226,7 +227,7 @@ class Workspace:
             for name in sorted(filenames):
                 path = os.path.join(dirpath, name)
                 kind = file_kind(path)
-                if kind is FileKind.DEFINITION or kind is FileKind.TEMPLATE:
+                if kind is FileKind.DEFINITION or kind is FileKind.TEMPLATE or kind is FileKind.EVAL:
                     found.append(path)
         if host_path is not None:
             found.insert(0, host_path)
@@ -324,6 +325,13 @@ class Workspace:
             self.agent_graph = graph  # an edit that leaves the agent_tools graph as it was (most keystrokes)
         if kind is FileKind.HOST:
             return set(self.files) | {path}
+        if kind is FileKind.DEFINITION:  # the evaluations of the agent read its id and tools
+            ids = {p.raw_id for p in (old, new) if isinstance(p, DefinitionFile) and p.raw_id}
+            return self._affected(path, old, new, before) | self.evaluations(ids)
+        return self._affected(path, old, new, before)
+
+    def _affected(self, path: str, old: ParsedFile | None, new: ParsedFile | None, before: set[str]) -> set[str]:
+        """The files whose diagnostics may change when `old` became `new`; `before`: `old`'s dependents."""
         if isinstance(old, DefinitionFile) and isinstance(new, DefinitionFile) and \
                 _cross_file_facts(old) == _cross_file_facts(new):
             # An edit other files cannot see (instructions text, model, tools, ...): this file, plus the
@@ -502,6 +510,11 @@ class Workspace:
         for parsed in self.files.values():
             if isinstance(parsed, DefinitionFile):
                 yield parsed
+
+    def evaluations(self, agents: set[str]) -> set[str]:
+        """The paths of the evaluation files of these agents (the few files of their kind: no index kept)."""
+        return {path for path, parsed in self.files.items() if isinstance(parsed, EvalFile)
+                and parsed.evaluation is not None and parsed.evaluation.agent in agents}
 
     def templates(self) -> Iterator[TemplateFile]:
         for parsed in self.files.values():

@@ -22,9 +22,10 @@ from oscova_runtime.catalogue import (
 )
 from oscova_runtime.definition import AgentDefinition
 
-from ..analysis.files import DefinitionFile, ParsedFile, TemplateFile, template_facts
+from ..analysis.files import DefinitionFile, EvalFile, ParsedFile, TemplateFile, template_facts
 from ..analysis.text import LineIndex, Position, Range
 from ..analysis.workspace import Workspace
+from . import evals
 from .model import CompletionItem, ItemKind
 from .queries import bindings_for
 
@@ -105,6 +106,8 @@ def _complete(ws: Workspace, parsed: ParsedFile, pos: Position) -> Found:
         if region is not None:
             return _template(ws, parsed, lines, offset, region)
         return _definition(ws, parsed, lines, pos, offset)
+    if isinstance(parsed, EvalFile):
+        return evals.complete(ws, parsed, pos)
     return []
 
 

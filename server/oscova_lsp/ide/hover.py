@@ -9,10 +9,11 @@ from oscova_runtime.definition import AgentDefinition
 
 from ..analysis.bindings import binders, template_bindings
 from ..analysis.diagnostics import Diagnostic
-from ..analysis.files import ParsedFile
+from ..analysis.files import EvalFile, ParsedFile
 from ..analysis.rules.registry import RULES
 from ..analysis.text import Position
 from ..analysis.workspace import LISTED_USES, TemplateUse, Workspace
+from . import evals
 from .locate import Target, target_at
 from .model import Hover
 from .queries import relative, variable_occurrences
@@ -21,6 +22,9 @@ from .queries import relative, variable_occurrences
 def hover(ws: Workspace, parsed: ParsedFile, pos: Position, diagnostics: Sequence[Diagnostic] = ()) -> Hover | None:
     target = target_at(ws, parsed, pos)
     sections: list[str] = []
+    found = evals.hover(ws, parsed, pos, agent_text, tool_text) if isinstance(parsed, EvalFile) else None
+    if found is not None:
+        sections.append(found.markdown)
     if target is not None:
         text = describe(ws, parsed, target)
         if text:
@@ -35,7 +39,8 @@ def hover(ws: Workspace, parsed: ParsedFile, pos: Position, diagnostics: Sequenc
                             + f"\n\n`oscova-lsp rule {rule.code}` prints the whole rule.")
     if not sections:
         return None
-    return Hover("\n\n---\n\n".join(sections), target.range if target is not None else None)
+    where = target.range if target is not None else found.range if found is not None else None
+    return Hover("\n\n---\n\n".join(sections), where)
 
 
 def describe(ws: Workspace, parsed: ParsedFile, target: Target) -> str | None:

@@ -12,10 +12,11 @@ SERVER_NAME = "oscova-lsp"
 COMPLETION_TRIGGERS = [" ", "{", "%", "|", "'", '"', "/", "[", ",", "-"]
 DIAGNOSTIC_IDENTIFIER = "oscova"
 WATCHED_GLOBS = ["**/*.agent.yaml", "**/*.agent.yml", "**/*.j2", "**/*.jinja", "**/*.jinja2",
-                 "**/oscova.toml", "**/pyproject.toml"]
+                 "**/oscova.toml", "**/pyproject.toml", "**/*.eval.yaml", "**/*.eval.yml"]
 COMMANDS = ("oscova.runAgent", "oscova.previewPrompt", "oscova.cancelRun", "oscova.evictAgent",
             "oscova.invalidateAgents", "oscova.invalidateAll", "oscova.listAgents",
-            "oscova.listTests", "oscova.runTest", "oscova.saveTestCase", "oscova.compareRuns", "oscova.review")
+            "oscova.listTests", "oscova.runTest", "oscova.saveTestCase", "oscova.compareRuns", "oscova.review",
+            "oscova.listEvals", "oscova.runEval")
 """The `workspace/executeCommand` commands (SPEC §6), in the order the server registers them."""
 
 

@@ -18,13 +18,14 @@ from typing import Any, TypeVar
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
 
-from ..analysis.files import DefinitionFile, ParsedFile
+from ..analysis.files import DefinitionFile, EvalFile, ParsedFile
 from ..analysis.host import Snapshot
 from ..analysis.workspace import Workspace
 from ..ide import actions, completion, hints, hover, navigation, symbols
 from ..ide.model import RenameError
 from . import convert
 from .capabilities import COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER
+from .evals import eval_commands, eval_lenses
 from .runs import code_lenses, command_handlers, workspace_trust
 from .server import OscovaServer
 from .settings import Settings
@@ -314,6 +315,8 @@ def on_code_action(ls: OscovaServer, doc: Document, params: lsp.CodeActionParams
 
 @answer_when_ready
 def on_code_lens(ls: OscovaServer, doc: Document, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    if isinstance(doc.parsed, EvalFile):
+        return eval_lenses(doc.parsed, params.text_document.uri, trusted=ls.runs.trusted)
     if not isinstance(doc.parsed, DefinitionFile):
         return []
     return code_lenses(doc.parsed, params.text_document.uri, trusted=ls.runs.trusted)
@@ -393,6 +396,6 @@ def create_server() -> OscovaServer:
     server = OscovaServer()
     for method, handler, options in FEATURES:
         server.feature(method, options)(handler)
-    for name, command in command_handlers(server.runs).items():
+    for name, command in command_handlers(server.runs, eval_commands(server.runs)).items():
         server.command(name)(functools.partial(command))  # (pygls tags the callable; a bound method refuses)
     return server

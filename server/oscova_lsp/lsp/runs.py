@@ -351,10 +351,10 @@ class Runs:
         for service in self._services_for(command_argument(params), params.command):
             service.invalidate_all()
 
-    async def list_agents(self, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
-        """The agents as the editor sees them (open documents included)."""
-        args = command_argument(params)
-        document_uri = _string(args, "uri", params.command)
+    async def listed_roots(self, params: lsp.ExecuteCommandParams) -> list[str]:
+        """The roots a listing command reads, once read: that of its `uri`, or every opened one; the editor's
+        pending edits are applied first."""
+        document_uri = _string(command_argument(params), "uri", params.command)
         server = self.server
         if document_uri is not None:
             root = self.root_for(document_uri, params.command)
@@ -366,7 +366,12 @@ class Runs:
                 await asyncio.wait_for(server.checked.wait(), 30)
             roots = sorted(root for root in server.host.snapshot().analyses if self.is_opened_root(root))
         server.apply_pending_edits()
-        snapshot = server.host.snapshot()
+        return roots
+
+    async def list_agents(self, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
+        """The agents as the editor sees them (open documents included)."""
+        roots = await self.listed_roots(params)
+        snapshot = self.server.host.snapshot()
         out: list[dict[str, Any]] = []
         for root in roots:
             analysis = snapshot.analyses.get(root)
@@ -479,7 +484,9 @@ class Runs:
         return answer is not None and answer.title == APPROVE
 
 
-def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams], Awaitable[Any] | Any]]:
+def command_handlers(runs: Runs, more: dict[str, Callable[[lsp.ExecuteCommandParams], Any]] | None = None,
+                     ) -> dict[str, Callable[[lsp.ExecuteCommandParams], Awaitable[Any] | Any]]:
+    """Every `oscova.*` command; `more`: those of other modules (`evals.py`), registered after these."""
     handlers: dict[str, Callable[[lsp.ExecuteCommandParams], Any]] = {
         "oscova.runAgent": runs.run_agent,
         "oscova.previewPrompt": runs.preview_prompt,
@@ -496,6 +503,7 @@ def command_handlers(runs: Runs) -> dict[str, Callable[[lsp.ExecuteCommandParams
         "oscova.compareRuns": lambda params: compare_runs(runs, params),
         "oscova.review": lambda params: review_changes(runs, params),
     })
+    handlers.update(more or {})
     if tuple(handlers) != COMMANDS:  # the advertised commands (capabilities.py) and these must agree
         raise RuntimeError(f"command handlers {tuple(handlers)} differ from the advertised {COMMANDS}")
     return handlers

@@ -150,6 +150,8 @@ class _Run:
         self._timer: asyncio.TimerHandle | None = None
         self.denial_reason: Callable[[str], str | None] = lambda _name: None
         """Which host setting refused a tool, in words (set once the run's host is known)."""
+        self.model: str | None = None
+        """The `[models.NAME]` this run uses instead of its definition's (an evaluation's model matrix)."""
         self.finished = False
         """Set by the final event: nothing is emitted after it (a cancelled stream's inner generators may
         be finalised later by the loop, and their model call would end after the run did)."""
@@ -569,12 +571,14 @@ class RunService:
     def start_run(
         self, agent_id: str, input: str, *, session_id: str | None = None, on_event: EventCallback | None = None,
         approve: ApproveCallback | None = None, recorder: Recorder | None = None, view: WorkspaceView | None = None,
+        model: str | None = None,
     ) -> RunHandle:
         """Starts a run as a task of the running loop and returns at once; `await` the handle for the result.
 
         Without `approve`, approval-required tools are not offered to the model (runtime behaviour).
         `recorder`: what records the run into its transcript (a replay passes its own); default `Recorder`.
         `view`: the workspace as the caller just read it (`view()`); default, read now.
+        `model`: a `[models.NAME]` to run on instead of the definition's own.
         """
         run_id = uuid.uuid4().hex[:12]
         session_id = session_id or uuid.uuid4().hex[:12]
@@ -589,6 +593,7 @@ class RunService:
         config = read.config if isinstance(read, WorkspaceView) and read.loaded else None
         run = _Run(handle, on_event, Redactor.for_config(config) if config else Redactor(), writer)
         run.recorder = recorder or run.recorder
+        run.model = model
         run.recorder.attach(run.record, lambda value: run.redact(value))
         handle.task = asyncio.get_running_loop().create_task(self._execute(run, read, input, approve),
                                                              name=f"oscova-run-{run_id}")
@@ -645,6 +650,8 @@ class RunService:
                 run.redact = Redactor.for_config(host.config)
                 run.denial_reason = lambda name: denial_reason(name, host)
                 definition = self._definition(view, handle.agent_id)
+                if run.model is not None:
+                    definition = definition.model_copy(update={"model": run.model})
                 name = definition.display_name
             finally:
                 run.record(run.recorder.header(runId=handle.run_id, agentId=handle.agent_id, input=input,

@@ -20,7 +20,7 @@ from ..yaml_source import Path, YamlDocument
 from .rule import E, Rule, W
 
 SCHEMA = Rule(
-    "OSC002", E, "definitions, host configuration", "Schema violation",
+    "OSC002", E, "definitions, host configuration, evaluations", "Schema violation",
     """A value has the wrong type, a required key such as `id` is missing, an enum value is not one of
 its choices, or `instructions` and `instructions_file` are both set. The agent cannot be built from this
 definition. `oscova-lsp schema` prints the JSON Schema the definition is validated against. In `[lint]`, a code
@@ -32,12 +32,12 @@ MISSING_KEY = "missing required key"
 broken lines)."""
 
 
-def not_a_mapping(doc: YamlDocument) -> Problem:
-    return SCHEMA.problem(doc.best_range(()), "an agent definition must be a YAML mapping")
+def not_a_mapping(doc: YamlDocument, what: str = "an agent definition") -> Problem:
+    return SCHEMA.problem(doc.best_range(()), f"{what} must be a YAML mapping")
 
 
 UNKNOWN_KEY = Rule(
-    "OSC003", W, "definitions, host configuration", "Unknown key",
+    "OSC003", W, "definitions, host configuration, evaluations", "Unknown key",
     """The key is not part of the format, so it is ignored. It is most often a typo of a known key.""",
     "rename it to the closest known key")
 

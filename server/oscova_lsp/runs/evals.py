@@ -1,0 +1,401 @@
+"""Evaluations (`oscova-lsp eval`): every case × model × repeat of `*.eval.yaml` files run against the live
+endpoints, graded, and kept under `.oscova/evals/<UTC time>/` (each run's transcript and `results.json`, the
+facts every run was graded on, from which `--rescore` grades again with no model call).
+
+Runs go through the one `RunService` of their workspace, at most `jobs` at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as _dt
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from oscova_runtime.evaluation import EvalCase, Evaluation
+from oscova_runtime.host import RUN_VARIABLES
+from oscova_runtime.paths import FileRefused, decode_text, is_inside, make_folders, read_bytes, write_file
+
+from ..analysis.diagnostics import Severity
+from ..analysis.files import EvalFile
+from ..analysis.workspace import find_root
+from .grading import RunFacts, Verdict, describe, grade, judge_messages, parse_verdict
+from .service import RunService
+from .transcript import MAX_TRANSCRIPT_BYTES
+
+EVALS_DIRECTORY = os.path.join(".oscova", "evals")
+RESULTS_FILE = "results.json"
+RESULTS_VERSION = 1
+
+
+class EvalError(Exception):
+    """A usage error, in a sentence: nothing to evaluate, a file that cannot be evaluated, a bad `--rescore`."""
+
+
+@dataclass
+class LoadedEval:
+    root: str
+    path: str
+    evaluation: Evaluation
+    case_lines: dict[str, int]
+    """Case name -> its 1-based line in the file (annotations point there)."""
+    agent_model: str = "default"
+
+    def models(self, chosen: Sequence[str] = ()) -> list[str]:
+        return list(chosen) or self.evaluation.models or [self.agent_model]
+
+    def cases(self, only: str | None) -> list[EvalCase]:
+        return [c for c in self.evaluation.cases if only is None or c.name == only]
+
+
+@dataclass
+class CaseOutcome:
+    """One case on one model: its runs and how they graded."""
+
+    file: str
+    agent: str
+    case: str
+    model: str
+    pass_rate: float
+    line: int = 1
+    runs: list[RunFacts] = field(default_factory=list)
+    failures: list[tuple[int, str, str]] = field(default_factory=list)
+    """(run number, assertion, message) of each failed assertion."""
+    expected_runs: int = 0
+
+    @property
+    def passed(self) -> int:
+        failed = {run for run, _, _ in self.failures}
+        return sum(1 for facts in self.runs if facts.repeat not in failed)
+
+    @property
+    def ok(self) -> bool:
+        total = max(self.expected_runs, len(self.runs))
+        return total > 0 and len(self.runs) == total and self.passed >= self.pass_rate * total - 1e-9
+
+    @property
+    def tokens(self) -> int:
+        return sum(f.tokens for f in self.runs)
+
+    @property
+    def duration_ms(self) -> float:
+        return round(sum(f.duration_ms for f in self.runs), 1)
+
+
+# ------------------------------------------------------------------------------------------- finding
+
+
+def find_evals(paths: Sequence[str]) -> list[LoadedEval]:
+    """The evaluation files under `paths` (files or folders), each validated; EvalError when one has errors."""
+    found: list[LoadedEval] = []
+    for root, under in _roots(paths).items():
+        analysis = RunService(root, tracing=False).analysis
+        for path, parsed in sorted(analysis.workspace.files.items()):
+            if not isinstance(parsed, EvalFile) or not any(path == u or is_inside(path, u, real=False) for u in under):
+                continue
+            errors = [d for d in analysis.diagnostics(path) if d.severity is Severity.ERROR]
+            if errors or parsed.evaluation is None:
+                shown = "".join(f"\n  {os.path.relpath(path)}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
+                                f"{d.code} {d.message}" for d in errors[:10])
+                raise EvalError(f"{os.path.relpath(path)} cannot be evaluated until its errors are fixed "
+                                f"(`oscova-lsp check` lists them){shown or ' (' + (parsed.skipped or 'unreadable') + ')'}")
+            found.append(_loaded(root, path, parsed, analysis))
+    return found
+
+
+def _roots(paths: Sequence[str]) -> dict[str, list[str]]:
+    roots: dict[str, list[str]] = {}
+    for given in paths:
+        path = os.path.abspath(given)
+        if not os.path.exists(path):
+            raise EvalError(f"no such file or directory: {given}")
+        root = find_root(path)
+        if root is None:
+            raise EvalError(f"{given} is in no workspace: no oscova.toml in it or any folder above it")
+        roots.setdefault(root, []).append(path)
+    return roots
+
+
+def _loaded(root: str, path: str, parsed: EvalFile, analysis: Any) -> LoadedEval:
+    evaluation = parsed.evaluation
+    if evaluation is None:  # the caller refuses these first
+        raise EvalError(f"{os.path.relpath(path)} cannot be evaluated")
+    lines = {}
+    doc = parsed.doc
+    for index, case in enumerate(evaluation.cases):
+        rng = doc.value_range(("cases", index, "name")) if doc is not None else None
+        lines[case.name] = rng.start.line + 1 if rng is not None else 1
+    target = analysis.workspace.definition_by_id(evaluation.agent)
+    model = target.definition.model if target is not None and target.definition is not None else "default"
+    return LoadedEval(root, path, evaluation, lines, model)
+
+
+# ------------------------------------------------------------------------------------------- running
+
+
+@dataclass
+class EvalOptions:
+    models: Sequence[str] = ()
+    repeat: int | None = None
+    case: str | None = None
+    jobs: int = 4
+    progress: Callable[[int, int, CaseOutcome], None] | None = None
+    """Called as each run ends: (runs done, runs in all, the outcome it belongs to)."""
+
+
+@dataclass
+class EvalReport:
+    outcomes: list[CaseOutcome]
+    folder: str | None = None
+    cancelled: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.cancelled and bool(self.outcomes) and all(o.ok for o in self.outcomes)
+
+
+def evaluation_folder(root: str) -> str:
+    """`<root>/.oscova/evals/<UTC time>/`, made inside the root (a `.oscova` link leading out is refused)."""
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = os.path.join(root, EVALS_DIRECTORY, stamp)
+    folder, n = base, 1
+    while os.path.lexists(folder):
+        n += 1
+        folder = f"{base}-{n}"
+    try:
+        make_folders(folder, root=root)
+    except FileRefused as refused:
+        raise EvalError(f"the evaluation cannot be recorded in {os.path.relpath(folder)}: {refused.cause}; "
+                        "nothing was run") from None
+    return folder
+
+
+async def run_evals(evals: Sequence[LoadedEval], options: EvalOptions) -> EvalReport:
+    """Runs every case × model × repeat; a cancellation (Ctrl-C) ends the runs and keeps what finished."""
+    plans = [(loaded, _outcomes(loaded, options)) for loaded in evals]
+    if not any(outcomes for _, outcomes in plans):
+        raise EvalError(f"no case named {options.case!r} in the evaluations given" if options.case else
+                        "the evaluations given have no case to run")
+    report = EvalReport([o for _, outcomes in plans for o in outcomes])
+    by_root: dict[str, list[tuple[LoadedEval, list[CaseOutcome]]]] = {}
+    for loaded, outcomes in plans:
+        by_root.setdefault(loaded.root, []).append((loaded, outcomes))
+    total = sum(o.expected_runs for o in report.outcomes)
+    done = [0]
+    try:
+        for root, items in by_root.items():
+            report.folder = evaluation_folder(root)
+            await _run_root(root, report.folder, items, options, done, total)
+            _write_results(root, report.folder, [o for _, outcomes in items for o in outcomes])
+    except asyncio.CancelledError:
+        report.cancelled = True
+        if report.folder is not None:
+            with contextlib.suppress(EvalError):
+                _write_results(report.folder.split(os.sep + EVALS_DIRECTORY)[0], report.folder, report.outcomes)
+    return report
+
+
+def _outcomes(loaded: LoadedEval, options: EvalOptions) -> list[CaseOutcome]:
+    repeat = options.repeat or loaded.evaluation.repeat
+    return [CaseOutcome(loaded.path, loaded.evaluation.agent, case.name, model, loaded.evaluation.pass_rate,
+                        loaded.case_lines.get(case.name, 1), expected_runs=repeat)
+            for case in loaded.cases(options.case) for model in loaded.models(options.models)]
+
+
+async def _run_root(root: str, folder: str, items: list[tuple[LoadedEval, list[CaseOutcome]]],
+                    options: EvalOptions, done: list[int], total: int) -> None:
+    service = RunService(root, runs_dir=folder)
+    gate = asyncio.Semaphore(max(1, options.jobs))
+    judge = Judge(service)
+
+    async def one(loaded: LoadedEval, case: EvalCase, outcome: CaseOutcome, repeat: int) -> None:
+        async with gate:
+            facts = await run_case_once(service, loaded, case, outcome.model, repeat)
+            await judge.grade(loaded.evaluation, case, facts)
+        _record(outcome, case, facts)
+        done[0] += 1
+        if options.progress is not None:
+            options.progress(done[0], total, outcome)
+
+    tasks = [asyncio.ensure_future(one(loaded, case, outcome, n))
+             for loaded, outcomes in items for outcome in outcomes
+             for case in [c for c in loaded.evaluation.cases if c.name == outcome.case]
+             for n in range(1, outcome.expected_runs + 1)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await judge.aclose()
+        await service.aclose()
+
+
+def _record(outcome: CaseOutcome, case: EvalCase, facts: RunFacts) -> None:
+    outcome.runs.append(facts)
+    outcome.runs.sort(key=lambda f: f.repeat)
+    for expectation in case.expect:
+        message = grade(expectation, facts)
+        if message is not None:
+            outcome.failures.append((facts.repeat, describe(expectation), message))
+    outcome.failures.sort(key=lambda f: f[0])
+
+
+async def run_case_once(service: RunService, loaded: LoadedEval, case: EvalCase, model: str,
+                        repeat: int) -> RunFacts:
+    """One run of a case on a model, as facts; a failing endpoint is a failed run with its sentence."""
+    facts = RunFacts(case.name, model, repeat, input=case.input)
+    token = RUN_VARIABLES.set(dict(case.variables))
+    try:
+        if any(e.instructions_contain is not None for e in case.expect):
+            facts.instructions = await _instructions(service, loaded.evaluation.agent, case.input)
+        started = time.monotonic()
+        result = await service.start_run(loaded.evaluation.agent, case.input, model=model,
+                                         on_event=lambda event: _heard(facts, event))
+    finally:
+        RUN_VARIABLES.reset(token)
+    facts.duration_ms = round((time.monotonic() - started) * 1000, 1)
+    facts.status, facts.text = str(result["status"]), str(result.get("text") or "")
+    facts.error = result.get("error")
+    facts.transcript = result.get("transcript")
+    return facts
+
+
+def _heard(facts: RunFacts, event: dict[str, Any]) -> None:
+    kind = event.get("kind")
+    if kind == "toolCall":
+        facts.tool_calls.append({"name": event.get("name"), "arguments": event.get("arguments")})
+    elif kind == "modelCall":
+        facts.model_calls += 1
+        facts.tokens += int((event.get("usage") or {}).get("totalTokens") or 0)
+
+
+async def _instructions(service: RunService, agent_id: str, input: str) -> str | None:
+    from .errors import RunError
+
+    try:
+        preview = await service.preview(agent_id, input)
+    except RunError as error:
+        return f"(the instructions could not be assembled: {error})"
+    return str(preview.get("instructions") or "")
+
+
+class Judge:
+    """Asks the evaluation's judge model about each `judge` assertion of a run (`grading.JUDGE_PROMPT`)."""
+
+    def __init__(self, service: RunService) -> None:
+        self.service = service
+        self._clients: dict[str, Any] = {}
+
+    async def grade(self, evaluation: Evaluation, case: EvalCase, facts: RunFacts) -> None:
+        for expectation in case.expect:
+            rubric = expectation.judge
+            if rubric is not None and rubric not in facts.judged:
+                facts.judged[rubric] = await self.ask(evaluation.judge, rubric, facts)
+
+    async def ask(self, model: str, rubric: str, facts: RunFacts) -> Verdict:
+        from oscova_runtime.messages import ChatMessage, ChatOptions
+
+        from .errors import describe_exception
+        from .events import Redactor
+
+        prompt = judge_messages(rubric, facts.input, facts.text)
+        config = self.service.view().config
+        redact = Redactor.for_config(config)
+        settings = config.models.get(model)
+        if settings is None:
+            reason = f"no judge model: `[models.{model}]` is not configured"
+            return Verdict(False, reason, prompt, reason)
+        client = self._clients.get(model)
+        if client is None:
+            from oscova_runtime.chat_client import OpenAIChatClient
+
+            client = self._clients[model] = OpenAIChatClient(
+                settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
+                timeout=settings.timeout, model_name=model)
+        try:
+            response = await client.get_response([ChatMessage.of("user", prompt)], ChatOptions(temperature=0))
+        except Exception as error:  # noqa: BLE001 - a judge that cannot be asked fails the assertion, in words
+            reason = redact.text(f"the judge model `{model}` could not be asked: {describe_exception(error)}")
+            return Verdict(False, reason, prompt, reason)
+        reply = redact.text(response.text)
+        verdict = parse_verdict(reply)
+        return Verdict(verdict.passed, verdict.reason, prompt, reply)
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+
+
+# ------------------------------------------------------------------------------------------- results
+
+
+def _write_results(root: str, folder: str, outcomes: Iterable[CaseOutcome]) -> None:
+    """`results.json`: every run's facts, by evaluation file (relative to the root), case and model."""
+    runs = [{"file": os.path.relpath(o.file, root), **facts.to_json(),
+             "transcript": os.path.relpath(facts.transcript, folder) if facts.transcript else None}
+            for o in outcomes for facts in o.runs]
+    data = {"version": RESULTS_VERSION, "root": root, "time": _dt.datetime.now(_dt.UTC).isoformat(), "runs": runs}
+    try:
+        write_file(os.path.join(folder, RESULTS_FILE), json.dumps(data, ensure_ascii=False, indent=1).encode(),
+                   root=root)
+    except FileRefused as refused:
+        raise EvalError(f"the results could not be written in {os.path.relpath(folder)}: {refused.cause}") from None
+
+
+MAX_SHOWN_TRANSCRIPT = 4_000_000
+"""The most of one transcript an HTML report holds (a longer one is cut, and says so)."""
+
+
+def transcript_text(report: EvalReport, facts: RunFacts) -> str:
+    """A run's transcript as text for a report, read through the gateway inside its workspace; or why not."""
+    if not facts.transcript:
+        return "(no transcript was written)"
+    path = facts.transcript if os.path.isabs(facts.transcript) or report.folder is None else \
+        os.path.join(report.folder, facts.transcript)
+    root = find_root(path) or os.path.dirname(path)
+    try:
+        data = read_bytes(path, root=root, limit=MAX_TRANSCRIPT_BYTES)
+    except FileRefused as refused:
+        return f"(the transcript cannot be read: {refused.cause})"
+    shown = data[:MAX_SHOWN_TRANSCRIPT].decode("utf-8", errors="replace")
+    return shown + (f"\n… cut: the transcript has {len(data)} bytes" if len(data) > MAX_SHOWN_TRANSCRIPT else "")
+
+
+def rescore(folder: str, evals: Sequence[LoadedEval], options: EvalOptions) -> EvalReport:
+    """Grades the runs recorded in `folder` again with the assertions as they are now; no model is called."""
+    folder = os.path.abspath(folder)
+    root = find_root(folder)
+    if root is None:
+        raise EvalError(f"{folder} is in no workspace: --rescore takes a folder under .oscova/evals/")
+    path = os.path.join(folder, RESULTS_FILE)
+    try:
+        data = json.loads(decode_text(read_bytes(path, root=root, limit=512_000_000)))
+        runs = [(str(run["file"]), RunFacts.from_json(run)) for run in data["runs"]]
+    except FileRefused as refused:
+        raise EvalError(f"{os.path.relpath(path)} cannot be read: {refused.cause}") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise EvalError(f"{os.path.relpath(path)} is not the results of an evaluation: {error}") from None
+    by_key: dict[tuple[str, str, str], list[RunFacts]] = {}
+    for file, facts in runs:
+        by_key.setdefault((os.path.normpath(os.path.join(root, file)), facts.case, facts.model), []).append(facts)
+    report = EvalReport([], folder)
+    for loaded in evals:
+        for outcome in _outcomes(loaded, options):
+            recorded = by_key.get((loaded.path, outcome.case, outcome.model))
+            if not recorded:
+                continue
+            case = next(c for c in loaded.evaluation.cases if c.name == outcome.case)
+            outcome.expected_runs = len(recorded)
+            for facts in recorded:
+                _record(outcome, case, facts)
+            report.outcomes.append(outcome)
+    if not report.outcomes:
+        raise EvalError(f"{os.path.relpath(path)} holds no run of the cases and models given")
+    return report

@@ -1,0 +1,225 @@
+"""Grading one run of an evaluation: what the run did (`RunFacts`), each assertion against it, and the judge.
+
+Grading reads facts only, never a model or the network: a live evaluation and `--rescore` grade alike. The
+judge's verdicts are facts too, asked for once by the live run (`JUDGE_PROMPT`) and kept with the run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from oscova_runtime.evaluation import Expectation
+
+JUDGE_PROMPT = """\
+You grade one answer of an AI agent against a rubric. Read the user's input, the agent's answer and the \
+rubric, then reply with one JSON object and nothing else: {"verdict": "pass", "reason": "..."} when the \
+answer meets the rubric, {"verdict": "fail", "reason": "..."} when it does not. The reason is one sentence.
+
+Rubric: {rubric}
+
+User's input:
+{input}
+
+Agent's answer:
+{answer}"""
+"""The judge's fixed prompt (the README quotes it): `{rubric}`, `{input}` and `{answer}` are filled in."""
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    reason: str
+    prompt: str = ""
+    """The judge's request, as sent (kept with the run like any model call)."""
+    reply: str = ""
+    """The judge's answer as it came, or why there is none."""
+
+
+@dataclass
+class RunFacts:
+    """What one run did, as grading reads it; recorded with the evaluation so `--rescore` needs no model."""
+
+    case: str
+    model: str
+    repeat: int
+    input: str = ""
+    status: str = "failed"
+    text: str = ""
+    error: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """`{name, arguments}` in the order the model asked for them (a parallel round in its order)."""
+    tokens: int = 0
+    model_calls: int = 0
+    duration_ms: float = 0.0
+    instructions: str | None = None
+    """The assembled instructions, when a case asks about them (`instructions_contain`)."""
+    transcript: str | None = None
+    judged: dict[str, Verdict] = field(default_factory=dict)
+    """Rubric -> the judge's verdict."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunFacts:
+        judged = {str(k): Verdict(bool(v["passed"]), str(v["reason"]), str(v.get("prompt", "")), str(v.get("reply", "")))
+                  for k, v in (data.get("judged") or {}).items()}
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "judged"}
+        return cls(**known, judged=judged)
+
+
+def describe(expectation: Expectation) -> str:
+    """The assertion as written, on one line (`contains: "eu-west"`)."""
+    value = expectation.value
+    shown = value.model_dump(exclude_defaults=False) if hasattr(value, "model_dump") else value
+    return f"{expectation.kind}: {json.dumps(shown, ensure_ascii=False)}"
+
+
+def grade(expectation: Expectation, facts: RunFacts) -> str | None:
+    """None when the run meets the assertion, else what happened, in a sentence."""
+    kind, value = expectation.kind, expectation.value
+    check = _CHECKS[kind]
+    return check(value, facts)
+
+
+def _status(value: str, facts: RunFacts) -> str | None:
+    if facts.status == value:
+        return None
+    return f"expected the run to end `{value}`; it ended `{facts.status}`" + (f": {facts.error}" if facts.error else "")
+
+
+def _answer(facts: RunFacts) -> str:
+    shown = facts.text if len(facts.text) <= 300 else facts.text[:300] + "…"
+    return f"the answer was {json.dumps(shown, ensure_ascii=False)}" if facts.text else "the answer was empty"
+
+
+def _contains(value: str, facts: RunFacts) -> str | None:
+    return None if value in facts.text else f"expected the answer to contain {json.dumps(value)}; {_answer(facts)}"
+
+
+def _not_contains(value: str, facts: RunFacts) -> str | None:
+    return f"expected the answer not to contain {json.dumps(value)}; {_answer(facts)}" if value in facts.text else None
+
+
+def _equals(value: str, facts: RunFacts) -> str | None:
+    return None if facts.text.strip() == value.strip() else f"expected the answer {json.dumps(value)}; {_answer(facts)}"
+
+
+def _regex(value: str, facts: RunFacts) -> str | None:
+    try:
+        found = re.search(value, facts.text)
+    except re.error as error:
+        return f"the regex does not compile: {error}"
+    return None if found else f"expected the answer to match /{value}/; {_answer(facts)}"
+
+
+def _json_schema(value: Any, facts: RunFacts) -> str | None:
+    import jsonschema
+
+    from ..analysis.rules.evals import schema_problem
+
+    problem = schema_problem(value)
+    if problem is not None:
+        return f"not a JSON Schema: {problem}"
+    try:
+        answer = json.loads(facts.text)
+    except ValueError:
+        return f"expected a JSON answer; {_answer(facts)}"
+    error = jsonschema.exceptions.best_match(jsonschema.validators.validator_for(
+        value, default=jsonschema.Draft202012Validator)(value).iter_errors(answer))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"the answer does not validate against the schema: {(f'at `{where}`: ' if where else '') + error.message}"
+
+
+def sequence(names: list[str]) -> str:
+    return " → ".join(names) if names else "(no calls)"
+
+
+def _tools(value: Any, facts: RunFacts) -> str | None:
+    expected, actual = list(value.calls), [call["name"] for call in facts.tool_calls]
+    if value.mode == "exact":
+        ok = actual == expected
+    elif value.mode == "in_order":
+        remaining = iter(actual)
+        ok = all(name in remaining for name in expected)  # a subsequence: `in` advances the iterator
+    else:
+        ok = not (Counter(expected) - Counter(actual))
+    if ok:
+        return None
+    return f"tool calls ({value.mode}) differ\n  expected: {sequence(expected)}\n  actual:   {sequence(actual)}"
+
+
+def _tool_called(value: Any, facts: RunFacts) -> str | None:
+    calls = [call for call in facts.tool_calls if call["name"] == value.name]
+    for call in calls:
+        given = call.get("arguments")
+        arguments: dict[str, Any] = given if isinstance(given, dict) else {}
+        if all(key in arguments and arguments[key] == want for key, want in value.arguments.items()):
+            return None
+    if not calls:
+        return f"expected a call of `{value.name}`; the run called: {sequence([c['name'] for c in facts.tool_calls])}"
+    seen = "; ".join(json.dumps(c.get("arguments"), ensure_ascii=False) for c in calls)
+    return f"expected a call of `{value.name}` with {json.dumps(value.arguments, ensure_ascii=False)}; its calls had {seen}"
+
+
+def _no_tool(value: list[str], facts: RunFacts) -> str | None:
+    called = [call["name"] for call in facts.tool_calls if call["name"] in value]
+    return f"expected no call of {', '.join(f'`{n}`' for n in value)}; the run called " \
+           f"{', '.join(f'`{n}`' for n in dict.fromkeys(called))}" if called else None
+
+
+def _judge(value: str, facts: RunFacts) -> str | None:
+    verdict = facts.judged.get(value)
+    if verdict is None:
+        return "this rubric was not graded in the recorded run: a `judge` assertion needs a live run (`oscova-lsp eval`)"
+    return None if verdict.passed else f"the judge says it does not meet the rubric: {verdict.reason}"
+
+
+def _at_most(what: str, attribute: str) -> Any:
+    def check(value: int, facts: RunFacts) -> str | None:
+        used = getattr(facts, attribute)
+        return None if used <= value else f"expected at most {value} {what}; the run used {used:g}"
+
+    return check
+
+
+def _instructions_contain(value: str, facts: RunFacts) -> str | None:
+    if facts.instructions is None:
+        return "the assembled instructions were not recorded for this run"
+    return None if value in facts.instructions else f"expected the assembled instructions to contain {json.dumps(value)}"
+
+
+_CHECKS: dict[str, Any] = {
+    "status": _status, "contains": _contains, "not_contains": _not_contains, "equals": _equals, "regex": _regex,
+    "json_schema": _json_schema, "tools": _tools, "tool_called": _tool_called, "no_tool": _no_tool,
+    "judge": _judge, "max_tokens": _at_most("tokens", "tokens"),
+    "max_model_calls": _at_most("model calls", "model_calls"),
+    "max_duration_ms": _at_most("milliseconds", "duration_ms"), "instructions_contain": _instructions_contain,
+}
+
+
+def judge_messages(rubric: str, input: str, answer: str) -> str:
+    """The judge's prompt for one rubric and run (no `str.format`: braces in answers stay as they are)."""
+    return JUDGE_PROMPT.replace("{rubric}", rubric).replace("{input}", input).replace("{answer}", answer)
+
+
+def parse_verdict(reply: str) -> Verdict:
+    """The judge's reply as a verdict; a reply that is not the asked-for JSON is a failed verdict that says so."""
+    text = reply.strip()
+    match = re.search(r"\{.*\}", text, re.S)
+    try:
+        data = json.loads(match.group(0) if match else text)
+        verdict = str(data["verdict"]).strip().lower()
+        reason = str(data.get("reason", "")).strip() or "(no reason given)"
+    except (ValueError, KeyError, TypeError):
+        shown = text if len(text) <= 200 else text[:200] + "…"
+        return Verdict(False, f"the judge's reply is not the verdict JSON the prompt asks for: {json.dumps(shown)}")
+    if verdict not in ("pass", "fail"):
+        return Verdict(False, f"the judge's verdict is {json.dumps(verdict)}, not \"pass\" or \"fail\"")
+    return Verdict(verdict == "pass", reason)
