@@ -38,7 +38,7 @@ CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env={**os.envi
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def untrusted(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
     repo = _repository(tmp_path_factory.mktemp("review-untrusted"))
-    await start(lsp_client, repo, trusted=False)
+    await start(lsp_client, repo, trust=False)
     lsp_client.root = repo  # type: ignore[attr-defined]
     yield lsp_client
     await lsp_client.shutdown_session()
@@ -47,7 +47,7 @@ async def untrusted(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPat
 @pytest_lsp.fixture(config=CONFIG, scope="module", loop_scope="module")
 async def trusted(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
     repo = _repository(tmp_path_factory.mktemp("review-trusted"))
-    await start(lsp_client, repo, trusted=True)
+    await start(lsp_client, repo, trust=True)
     lsp_client.root = repo  # type: ignore[attr-defined]
     yield lsp_client
     await lsp_client.shutdown_session()
