@@ -34,7 +34,7 @@ def _scripted_change(repo: Path) -> None:
     _replace(repo / "oscova.toml", 'product = "Oscova Cloud"', 'product = "Oscova Cloud EU"')
     _replace(repo / "agents/ticket-lookup.agent.yaml", "description: Looks up a customer's history",
              "description: Looks up a customer's tickets and history")
-    git(repo, "rm", "-q", "agents/summarizer.agent.yaml")
+    git(repo, "rm", "-q", "agents/summarizer.agent.yaml", "evals/summarizer.eval.yaml")  # its evaluation goes too
     write(repo, {"agents/greeter.agent.yaml": """\
         id: greeter
         name: Greeter

@@ -299,3 +299,30 @@ def test_the_network_guard_of_these_tests_refuses_and_records_a_connection(tmp_p
     listener.close()
     assert done.returncode != 0 and "the network is blocked in this test" in done.stderr
     assert connections(cwd) == [f"('127.0.0.1', {port})"]
+
+
+def test_each_changed_agent_shows_its_token_delta_and_whether_the_cacheable_prefix_moved(repo: Path):
+    """Counted in the model's own tokenizer (`[models.default] tokenizer`), before and after the change."""
+    host = (repo / "oscova.toml").read_text().replace('model = "fake-model"', 'model = "fake-model"\ntokenizer = "o200k_base"')
+    write(repo, {"oscova.toml": host})
+    commit(repo, "count with o200k_base")
+    write(repo, {"templates/partials/persona.j2":
+                 "You are {{ agent_name }} of the {{ team }} team. " + "Answer in plain words, one step at a time. " * 20 + "\n"})
+    code, report = review_json(repo, "--base", "HEAD")  # the tokenizer is set on both sides
+    writer = agents(report)["writer"]["economics"]
+    assert writer["tokenizer"] == "o200k_base" and writer["exact"] is True
+    assert writer["delta"] == writer["tokensAfter"] - writer["tokensBefore"] and writer["delta"] >= 20 * 9
+    # the partial opens the instructions and nothing in them changes per run: the prefix grew by the same tokens
+    assert writer["prefixMoved"] is True and writer["cacheableAfter"] - writer["cacheableBefore"] == writer["delta"]
+    text = review(repo, "--base", "HEAD").stdout
+    assert f"tokens {writer['tokensBefore']:,} → {writer['tokensAfter']:,} (+{writer['delta']:,}, o200k_base)" in text, text
+    assert code == 0
+
+
+def test_without_a_known_tokenizer_the_token_figures_are_marked_as_estimates(repo: Path):
+    write(repo, {"templates/partials/persona.j2": "You are {{ agent_name }} of the {{ team }} team, always.\n"})
+    _, report = review_json(repo)
+    economics = agents(report)["writer"]["economics"]
+    assert economics["exact"] is False
+    text = review(repo).stdout
+    assert f"tokens ≈ {economics['tokensBefore']:,} → ≈ {economics['tokensAfter']:,}" in text

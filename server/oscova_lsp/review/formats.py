@@ -47,6 +47,17 @@ def _what(agent: AgentChange) -> str:
     return ", ".join(agent.changes) + (" — via " + ", ".join(f"`{c}`" for c in agent.causes) if agent.causes else "")
 
 
+def _economics(agent: AgentChange) -> str | None:
+    """`tokens 1,240 → 1,310 (+70, o200k_base); cacheable prefix 1,020 → 300 (moved)`, or None without counts."""
+    e = agent.economics
+    if not e:
+        return None
+    mark = "" if e["exact"] else "≈ "
+    prefix = "moved" if e["prefixMoved"] else "unchanged"
+    return (f"tokens {mark}{e['tokensBefore']:,} → {mark}{e['tokensAfter']:,} ({e['delta']:+,}, {e['tokenizer']}); "
+            f"cacheable prefix {mark}{e['cacheableBefore']:,} → {mark}{e['cacheableAfter']:,} ({prefix})")
+
+
 def _finding_text(d: Finding) -> str:
     return f"{d.path}:{d.line}:{d.character}: {d.code} {d.severity}: {d.message}"
 
@@ -84,6 +95,8 @@ def _workspace_text(workspace: WorkspaceReview, trusted: bool) -> list[str]:
         lines.append(f"  not loaded (the workspace's own code; --trust imports it): {_not_loaded(workspace)}")
     for agent in workspace.of("changed"):
         lines.append(f"~ {agent.agent_id}: {_what(agent)}")
+        if (economics := _economics(agent)) is not None:
+            lines.append(f"  {economics}")
         lines += ["  " + line for diff in agent.changes.values() for line in diff.splitlines()]
     lines += [f"+ {a.agent_id} ({a.path})" for a in workspace.of("added")]
     lines += [f"- {a.agent_id} ({a.path})" for a in workspace.of("removed")]
@@ -145,7 +158,8 @@ def _workspace_markdown(workspace: WorkspaceReview, trusted: bool) -> list[str]:
     for agent in changed:
         via = ", ".join(_html_code(c) for c in agent.causes)
         summary = f"{_html_code(agent.agent_id)}: {html.escape(', '.join(agent.changes))}" + (f" — via {via}" if via else "")
-        lines += _details(summary, "\n\n".join(_fence(diff, "diff") for diff in agent.changes.values()))
+        figures = [html.escape(e, quote=False)] if (e := _economics(agent)) is not None else []
+        lines += _details(summary, "\n\n".join([*figures, *(_fence(diff, "diff") for diff in agent.changes.values())]))
     for status, title in (("added", "Added"), ("removed", "Removed")):
         agents = workspace.of(status)  # type: ignore[arg-type]
         if agents:

@@ -59,6 +59,8 @@ class Rendered:
     parts: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None
     not_loaded: list[dict[str, Any]] = field(default_factory=list)
+    tokens: dict[str, Any] | None = None
+    """The preview's `tokens` (total, parts, `exact`, `tokenizer`, `cacheable`) in the model's own tokenizer."""
 
     def lines(self, part: str) -> list[str]:
         if self.error is not None:
@@ -136,10 +138,12 @@ class SideRenderer:
             request = self.host.build_request(definition, bypass_requested_agent_cache=True)
             request.available_agent_definitions = self._reachable(definition)
             agent = await self.host.orchestrator.get_or_create_agent(request)
-            preview = self.redact(await assemble_preview(agent, plan, input_text, AgentSession()))
+            tokenizer = self.host.tokenizer_for(definition)
+            preview = self.redact(await assemble_preview(agent, plan, input_text, AgentSession(), tokenizer,
+                                                         shown=self._shown))
         except Exception as error:  # noqa: BLE001 - in words, on this side only
             return Rendered(error=self._shown(self.redact.text(describe_failure(error, agent_id))), not_loaded=missing)
-        return Rendered(self._parts(preview, definition), not_loaded=missing)
+        return Rendered(self._parts(preview, definition), not_loaded=missing, tokens=preview.get("tokens"))
 
     def _reachable(self, definition: AgentDefinition) -> list[AgentDefinition]:
         """The definition and the agents it calls: all its request shows of them is each one as a tool (name,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,11 +141,14 @@ def _contribution(step: _Step, tokenizer: Tokenizer | None = None) -> dict[str, 
 async def assemble_preview(
     agent: ChatClientAgent, plan: tuple[PlannedProvider, ...], input_text: str | None, session: AgentSession,
     tokenizer: Tokenizer | None = None, limits: Sequence[PromptLimit] = (),
+    shown: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """Runs the agent's providers (through `assemble`) on a fresh, owned agent and reports each step.
 
     `plan` is the provider plan the host built the agent from, in the same order as its providers. With a
-    `tokenizer`, `tokens` says what the request costs, and each tool and provider what it adds.
+    `tokenizer`, `tokens` says what the request costs, and each tool and provider what it adds; `shown` maps
+    each text before the request's total and cacheable prefix are counted (a review writes the repository's
+    folder `<repository>`, so its figures do not depend on where a side was copied).
     """
     steps = [_Step(p) for p in agent.context_providers]
     original = agent.context_providers
@@ -183,12 +186,18 @@ async def assemble_preview(
     }
     if tokenizer is not None:
         wire_messages, wire_tools = wire_request(messages, options)
+        instructions, counted_providers = result["instructions"], providers
+        if shown is not None:
+            wire_messages, wire_tools = _mapped(wire_messages, shown), _mapped(wire_tools, shown)
+            instructions = shown(instructions)
+            counted_providers = [{**p, "instructions": shown(p["instructions"]) if p.get("instructions") else None}
+                                 for p in providers]
         counted = count_request(wire_messages, wire_tools, tokenizer)
         for tool, cost in zip((t for t in result["tools"] if "parameters" in t), counted.per_tool, strict=False):
             tool["tokens"] = cost
         result["tokens"] = tokens_to_dict(counted, [{"type": p["type"], **p["tokens"]} for p in providers])
         prefix = stable_prefix(wire_messages, wire_tools, tokenizer,
-                               changing_parts(result["instructions"], steps, providers,
+                               changing_parts(instructions, steps, counted_providers,
                                               frozenset(p.type for p in plan if p.custom is not None)))
         result["tokens"]["cacheable"] = {"tokens": prefix.tokens, "endsAt": prefix.ends}
         if tokenizer.note:
@@ -213,3 +222,14 @@ def not_loaded(definition: AgentDefinition, config: HostConfig, plan: tuple[Plan
             found.append({"kind": "provider", "name": planned.type, "source": planned.custom.class_,
                           "reason": NOT_TRUSTED})
     return found
+
+
+def _mapped(value: Any, shown: Callable[[str], str]) -> Any:
+    """`value` (a wire request's messages or tools) with `shown` applied to every string in it."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, list):
+        return [_mapped(v, shown) for v in value]
+    if isinstance(value, dict):
+        return {k: _mapped(v, shown) for k, v in value.items()}
+    return value
