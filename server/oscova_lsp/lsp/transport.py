@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +170,15 @@ def _parse_header(header: bytes) -> tuple[int | None, str | None]:
 def _show(raw: bytes) -> str:
     text = raw[:60].decode("ascii", "replace")
     return repr(text + ("…" if len(raw) > 60 else ""))
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+def write_message(stream: BinaryIO, payload: dict[str, Any]) -> None:
+    """One message to the client, framed (the writes before the pygls server takes over: `launch`, `early`)."""
+    body = json.dumps(payload).encode("utf-8")
+    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stream.flush()
 
 
 # ------------------------------------------------------------------------------------------ reading
