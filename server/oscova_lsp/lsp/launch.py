@@ -13,12 +13,21 @@ import os
 import socket
 import sys
 import threading
+import time
 
 from .capabilities import initialize_result
 from .transport import Dropped, Framer, read_first, write_message
 
+IMPORT_GATE_ENV = "OSCOVA_LSP_TEST_IMPORT_GATE"
+"""Test only: the server's import waits (at most two minutes) until this file exists, so that "before
+pygls" is certain however loaded the machine is (tests/server/test_early_phase.py). Unset in real use."""
+
 
 def _import_server() -> None:
+    gate = os.environ.get(IMPORT_GATE_ENV)
+    deadline = time.monotonic() + 120
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
     from . import handlers  # noqa: F401  (imports the server, pygls, lsprotocol and the engine)
 
 
