@@ -239,6 +239,19 @@ def test_exit_without_shutdown_during_the_early_phase_exits_with_1(server: RawSe
     assert server.proc.wait(WAIT) == 1
 
 
+def test_bad_params_during_the_early_phase_get_the_pygls_servers_errors_and_lose_nothing(server: RawServer):
+    initialize(server, pull=False)
+    bad_hover = server.at("textDocument/hover", TEMPLATE, {"line": "zero"})
+    bad_open = server.notify("textDocument/didOpen", {"textDocument": {"uri": server.uri("x.j2"), "text": 5}})
+    good_hover = server.at("textDocument/hover", TEMPLATE, HOVER_AT)
+    server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), bad_hover, bad_open, good_hover)
+    server.open_gate()
+    answers = {m.get("id"): m for m in server.until(bad_hover["id"], good_hover["id"])}
+    assert answers[bad_hover["id"]]["error"]["code"] == -32602  # InvalidParams, from pygls
+    assert "ticket_count" in answers[good_hover["id"]]["result"]["contents"]["value"]
+    assert server.stop() == 0
+
+
 def test_a_client_that_pulls_gets_the_settled_servers_diagnostics_early_and_none_pushed(server: RawServer):
     initialize(server, pull=True)
     pulled = server.at("textDocument/diagnostic", TEMPLATE)
