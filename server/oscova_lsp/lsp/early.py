@@ -83,7 +83,9 @@ class EarlyPhase:
             while not (self._initialized or self.stopped or self._eof or self._inbox):
                 self._poll(fd, framer, None)
             self._poll(fd, framer, 0)
-            if not (self.stopped or self._eof):  # a client already gone needs no head start
+            if self._eof:  # a client already gone needs no head start; what it sent is the server's
+                self.stopped = True
+            if not self.stopped:
                 self._work()
         except Exception:  # only a head start: the pygls server does it all again anyway
             logger.exception("the start before pygls failed; the server takes over")

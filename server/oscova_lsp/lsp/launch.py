@@ -56,7 +56,7 @@ def serve_stdio(client_pid: int | None = None) -> int:
         write_message(stdout, {"jsonrpc": "2.0", "id": message["id"],
                                "result": initialize_result(message.get("params"))})
         answered = message["id"]
-    if answered is not None:
+    if answered is not None and os.name == "posix":  # the phase polls the pipe with `select`
         from .early import EarlyPhase
 
         handover = EarlyPhase(message, stdout).run(stdin.fileno(), framer, _start_loader)
