@@ -195,14 +195,16 @@ class EarlyPhase:
         self._worked = True
 
     def _publish_stored(self, root: str) -> None:
-        """As `OscovaServer._publish_stored`: the files with findings, open documents left to their own
-        versioned publication, when the stored results hold for the files on disk and the open documents."""
+        """As `OscovaServer._publish_stored`, when the stored results hold for the files on disk and the open
+        documents: the files with findings, and each open document (its text is the file's, so they hold
+        for its version too) with its version, so the editor need not wait for the root to be read."""
         found = self.host.stored_results(root)
         if found is None or self.host.overlays(root, None, found[1]):
             return
         for path, diagnostics in found[0].diagnostics.items():
-            if diagnostics and not self.host.is_open(path):
-                self._send(path, diagnostics, None)
+            version = self.host.version(path)
+            if diagnostics or version is not None:
+                self._send(path, diagnostics, version)
 
     def _load(self, root: str) -> None:
         files = self.host.install(root, self.host.load(root))
