@@ -114,7 +114,9 @@ def resident_bytes(client: LanguageClient) -> int:
 
 
 async def test_list_tests_refuses_each_hostile_case_at_once_and_hovers_stay_fast(editor: LanguageClient):
-    await timed_hover(editor)  # the document is read and the server warm
+    await timed_hover(editor)  # the document is read
+    # ... and the pygls server loaded (the first hover may be answered before it: lsp/early.py)
+    await asyncio.wait_for(editor.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="")), ANSWER_BUDGET)
     before = resident_bytes(editor)
     listing = asyncio.ensure_future(command(editor, "oscova.listTests", {}))
     hovers = [await timed_hover(editor) for _ in range(10)]  # sent while the listing runs
