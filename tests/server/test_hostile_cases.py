@@ -70,7 +70,9 @@ def resident_bytes(client: LanguageClient) -> int:
 
 
 async def test_list_tests_refuses_each_hostile_case_at_once_and_hovers_are_answered(editor: LanguageClient):
-    await hover(editor)  # the document is read and the server warm
+    await hover(editor)  # the document is read
+    # ... and the pygls server loaded (the first hover may be answered before it: lsp/early.py)
+    await asyncio.wait_for(editor.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="")), ANSWER_BUDGET)
     before = resident_bytes(editor)
     listing = asyncio.ensure_future(command(editor, "oscova.listTests", {}))
     for _ in range(10):  # sent while the listing runs: a server that reads its own stdin answers none

@@ -5,29 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from lsprotocol import types as lsp
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import to_fs_path
 
 from ..analysis import diagnostics as plain
 from ..analysis.text import Position, Range
 from ..ide import model
+from . import wire_json
+from .wire_json import uri
 
 _SEVERITY = {1: lsp.DiagnosticSeverity.Error, 2: lsp.DiagnosticSeverity.Warning,
              3: lsp.DiagnosticSeverity.Information, 4: lsp.DiagnosticSeverity.Hint}
 
-COMPLETION_KIND = {
-    model.ItemKind.VARIABLE: lsp.CompletionItemKind.Variable,
-    model.ItemKind.PROPERTY: lsp.CompletionItemKind.Property,
-    model.ItemKind.VALUE: lsp.CompletionItemKind.Value,
-    model.ItemKind.AGENT: lsp.CompletionItemKind.Reference,
-    model.ItemKind.TOOL: lsp.CompletionItemKind.Function,
-    model.ItemKind.PROVIDER: lsp.CompletionItemKind.Class,
-    model.ItemKind.MODEL: lsp.CompletionItemKind.EnumMember,
-    model.ItemKind.FILE: lsp.CompletionItemKind.File,
-    model.ItemKind.KEYWORD: lsp.CompletionItemKind.Keyword,
-    model.ItemKind.FUNCTION: lsp.CompletionItemKind.Function,
-    model.ItemKind.MODULE: lsp.CompletionItemKind.Module,
-    model.ItemKind.TABLE: lsp.CompletionItemKind.Struct,
-}
+COMPLETION_KIND = {kind: lsp.CompletionItemKind(number) for kind, number in wire_json.COMPLETION_KIND.items()}
 
 SYMBOL_KIND = {
     model.ItemKind.VARIABLE: lsp.SymbolKind.Variable,
@@ -43,10 +32,6 @@ SYMBOL_KIND = {
     model.ItemKind.MODULE: lsp.SymbolKind.Module,
     model.ItemKind.TABLE: lsp.SymbolKind.Namespace,
 }
-
-
-def uri(path: str) -> str:
-    return from_fs_path(path) or path
 
 
 def path_of(document_uri: str) -> str | None:

@@ -1,31 +1,34 @@
 """Starting the server. Over stdio, `initialize` is answered before pygls and lsprotocol are imported
-(they take about half a second): the first message is read (by `transport`) and answered here from
-`capabilities`, while a thread imports the server; the message is then handed to the server, whose own answer
-is dropped, and the server's reader goes on from the bytes already read."""
+(they take about a second): the first message is read (by `transport`) and answered here from
+`capabilities`; the phase before pygls (`early`) then publishes the first diagnostics and answers the first
+hovers and completions while a thread imports the server; every message read is then handed to the server
+(`early.Handover`), whose own answer to `initialize` is dropped, and the server's reader goes on from the
+bytes already read."""
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import os
 import socket
 import sys
 import threading
-from typing import Any, BinaryIO
+import time
 
 from .capabilities import initialize_result
-from .transport import Dropped, Framer, read_first
+from .transport import Dropped, Framer, read_first, write_message
+
+IMPORT_GATE_ENV = "OSCOVA_LSP_TEST_IMPORT_GATE"
+"""Test only: the server's import waits (at most two minutes) until this file exists, so that "before
+pygls" is certain however loaded the machine is (tests/server/test_early_phase.py). Unset in real use."""
 
 
 def _import_server() -> None:
+    gate = os.environ.get(IMPORT_GATE_ENV)
+    deadline = time.monotonic() + 120
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
     from . import handlers  # noqa: F401  (imports the server, pygls, lsprotocol and the engine)
-
-
-def _write(stream: BinaryIO, payload: dict[str, Any]) -> None:
-    body = json.dumps(payload).encode("utf-8")
-    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    stream.flush()
 
 
 def _configure_logging() -> None:
@@ -42,8 +45,6 @@ def serve_stdio(client_pid: int | None = None) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # Nothing else may write to stdout: it carries the protocol.
     sys.stdout = sys.stderr
-    loader = threading.Thread(target=_import_server, name="oscova-import", daemon=True)
-    loader.start()
     framer = Framer()
     first = read_first(stdin.fileno(), framer, _report)
     if first is None:
@@ -52,15 +53,32 @@ def serve_stdio(client_pid: int | None = None) -> int:
     answered = None
     if isinstance(message, dict) and message.get("jsonrpc") == "2.0" and message.get("method") == "initialize" \
             and isinstance(message.get("id"), (int, str)):
-        _write(stdout, {"jsonrpc": "2.0", "id": message["id"], "result": initialize_result(message.get("params"))})
+        write_message(stdout, {"jsonrpc": "2.0", "id": message["id"],
+                               "result": initialize_result(message.get("params"))})
         answered = message["id"]
-    loader.join()
+    if answered is not None and os.name == "posix":  # the phase polls the pipe with `select`
+        from .early import EarlyPhase
+
+        handover = EarlyPhase(message, stdout).run(stdin.fileno(), framer, _start_loader)
+    else:
+        from .early import Handover
+
+        _start_loader().join()
+        handover = Handover([first])
     from .handlers import create_server
 
     server = create_server()
     server.client_pid = client_pid
     server.protocol.suppressed_response = answered  # type: ignore[attr-defined]
-    return server.serve_stdio(framer, first, stdin.fileno(), stdout)
+    server.publisher.adopt_early(handover.published, handover.shown)
+    return server.serve_stdio(framer, handover.items, stdin.fileno(), stdout)
+
+
+def _start_loader() -> threading.Thread:
+    """The thread that imports the pygls server (started once the phase before pygls has published)."""
+    loader = threading.Thread(target=_import_server, name="oscova-import", daemon=True)
+    loader.start()
+    return loader
 
 
 def _report(dropped: Dropped) -> None:

@@ -8,7 +8,6 @@ only through the `AnalysisHost`.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -19,7 +18,7 @@ from lsprotocol import types as lsp
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.host import AnalysisHost, Snapshot
 from ..analysis.rules.syntax import could_not_check
-from . import convert
+from . import convert, wire_json
 from .settings import DEFAULT_DEBOUNCE_MS
 
 if TYPE_CHECKING:
@@ -203,11 +202,20 @@ class DiagnosticsPublisher:
 
     def publish_stored(self, diagnostics: dict[str, list[Diagnostic]]) -> None:
         """Pushes the stored results of a root's last check before the root is read (they hold for its files
-        on disk): the files with findings, open documents left to their own versioned publication."""
+        on disk): the files with findings, open documents left to their own versioned publication; none the
+        phase before pygls already published just so."""
         for path, found in diagnostics.items():
             if found and not self.host.is_open(path):
-                self._send(path, found, None)
-                self._stored_shown[path] = self.result_id(path, found)
+                result_id = self.result_id(path, found)
+                if self._stored_shown.get(path) != result_id:
+                    self._send(path, found, None)
+                self._stored_shown[path] = result_id
+
+    def adopt_early(self, published: dict[str, str], shown: set[str]) -> None:
+        """What the phase before pygls published (`early.Handover`): a sweep does not send it again while it
+        holds, and a file it showed findings for gets its empty publication when they go."""
+        self._stored_shown.update(published)
+        self._shown |= shown
 
     async def publish_all(self, paths: Iterable[str], report: Callable[[int, int], None] | None = None) -> None:
         """Publishes every file of `paths` (a sweep: see `publish`), yielding to the event loop between chunks;
@@ -259,11 +267,7 @@ class DiagnosticsPublisher:
 
     @staticmethod
     def result_id(path: str, items: list[Diagnostic]) -> str:
-        digest = hashlib.blake2b(digest_size=8)
-        digest.update(path.encode())
-        for d in items:
-            digest.update(repr((d.range, d.code, d.message, int(d.severity))).encode())
-        return digest.hexdigest()
+        return wire_json.result_id(path, items)
 
     async def wait_for_change(self) -> None:
         if self._change is None:

@@ -77,17 +77,17 @@ class OscovaServer(LanguageServer):
 
     # ------------------------------------------------------------------------------------ the wire
 
-    def serve_stdio(self, framer: Framer, first: Message | None, fd: int, out: BinaryIO) -> int:
-        """Serves over a pipe until `exit` (its code) or the end of input (0); `framer` may hold bytes
-        already read, and `first` the message they began with."""
+    def serve_stdio(self, framer: Framer, read: list[Message | Dropped], fd: int, out: BinaryIO) -> int:
+        """Serves over a pipe until `exit` (its code) or the end of input (0); `read` holds the messages
+        already read (in order: `early.Handover`), `framer` the bytes read after them."""
         from pygls.io_ import StdoutWriter
 
         protocol = cast(OscovaProtocol, self.protocol)
         protocol.set_writer(StdoutWriter(out))
 
         async def main() -> None:
-            if first is not None:
-                protocol.receive(first)
+            for item in read:
+                protocol.receive(item)
             await pump(framer, FdReader(fd, asyncio.get_running_loop()).read, protocol.receive)
 
         return self._run(main())

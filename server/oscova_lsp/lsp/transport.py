@@ -9,7 +9,6 @@ connection. No pygls import here: `launch` reads the first message with this mod
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -17,7 +16,10 @@ import re
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:  # asyncio is imported by the readers only: the phase before pygls does without it
+    import asyncio
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +174,15 @@ def _show(raw: bytes) -> str:
     return repr(text + ("…" if len(raw) > 60 else ""))
 
 
+# ------------------------------------------------------------------------------------------ writing
+
+def write_message(stream: BinaryIO, payload: dict[str, Any]) -> None:
+    """One message to the client, framed (the writes before the pygls server takes over: `launch`, `early`)."""
+    body = json.dumps(payload).encode("utf-8")
+    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stream.flush()
+
+
 # ------------------------------------------------------------------------------------------ reading
 
 def read_first(fd: int, framer: Framer, report: Callable[[Dropped], None]) -> Message | None:
@@ -194,6 +205,8 @@ class FdReader:
     few chunks ahead of the event loop."""
 
     def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+        import asyncio
+
         self._queue: asyncio.Queue[bytes] = asyncio.Queue()
         self._room = threading.Semaphore(16)
         self._loop = loop
@@ -220,6 +233,8 @@ class FdReader:
 async def pump(framer: Framer, read: Callable[[], Awaitable[bytes]],
                dispatch: Callable[[Message | Dropped], None], stop: threading.Event | None = None) -> None:
     """Feeds `dispatch` every message until end of input (or FramingError, on a strict stream)."""
+    import asyncio
+
     pending: asyncio.Future[bytes] | None = None
     try:
         while stop is None or not stop.is_set():

@@ -1,0 +1,319 @@
+"""The phase before pygls (issue 27): the first diagnostics, hovers and completions while pygls and
+lsprotocol are still unimported (about a second of imports), over the project's own transport.
+
+`launch` answers `initialize`; this phase then reads what follows (`initialized`, the documents the editor
+opens), builds an `AnalysisHost` from the `initialize` params, publishes the stored results of each root's
+last check that hold for its files (a warm start), reads and checks each small root and publishes its
+diagnostics, and answers hover, completion and diagnostic pulls about the roots it read. Only then does a
+thread import the pygls server; the phase goes on answering until it is ready.
+
+The hand-over (`Handover`): the pygls server receives every message read here, in order, and handles them on
+a fresh host exactly as if it had read them itself (its diagnostics are computed again: the same code on the
+same inputs), except the requests answered here (read-only: never replayed, so never answered twice). It
+takes over what was published (`DiagnosticsPublisher.adopt_early`), so its initial sweep sends only what
+differs. At the first message the phase does not handle (an edit, a command, `shutdown`, `exit`, a response,
+a bad frame) it stops handling any: from then on it only collects them, so every answer keeps its order and
+none comes from a state the pygls server has not reached.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import select
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from ..analysis.host import SCAN_DELAY_ENV, SCAN_GATE_ENV, AnalysisHost, Snapshot
+from ..analysis.rules.syntax import could_not_check
+from ..analysis.workspace import Workspace
+from ..ide import completion, hover
+from . import wire_json
+from .settings import Settings
+from .transport import CHUNK, Dropped, Framer, Message, write_message
+from .wire_json import diagnostic, path_of, result_id, uri
+
+logger = logging.getLogger(__name__)
+
+EARLY_LOAD_FILES = 300
+"""A root with at most this many files is read and checked here (a few milliseconds per file, in this
+thread: below the engine's `PARALLEL_THRESHOLD`); a larger one is read by the pygls server only (reading
+it here too would do the work twice), and only its stored results go out early."""
+POLL_SECONDS = 0.05
+HANDLED_NOTIFICATIONS = frozenset({"initialized", "textDocument/didOpen", "$/setTrace", "$/cancelRequest"})
+ANSWERED_REQUESTS = frozenset({"textDocument/hover", "textDocument/completion", "textDocument/diagnostic"})
+
+
+@dataclass
+class Handover:
+    """What the pygls server takes over."""
+
+    items: list[Message | Dropped]
+    """Every message read (the `initialize` first), in order, minus the requests answered here."""
+    published: dict[str, str] = field(default_factory=dict)
+    """The `result_id` of each file's last publication here."""
+    shown: set[str] = field(default_factory=set)
+    """The files whose last publication here had diagnostics."""
+
+
+class EarlyPhase:
+    def __init__(self, initialize: dict[str, Any], out: BinaryIO) -> None:
+        params = initialize.get("params")
+        self._params: dict[str, Any] = params if isinstance(params, dict) else {}
+        caps = self._params.get("capabilities")
+        self._caps: dict[str, Any] = caps if isinstance(caps, dict) else {}
+        self._out = out
+        self.handover = Handover([Message(initialize)])
+        self.stopped = False
+        """A message the phase does not handle came: the rest is the pygls server's."""
+        self._initialized = False
+        self._worked = False
+        """The workspace was read here: requests about its roots may be answered."""
+        self._eof = False
+        self._inbox: list[Message | Dropped] = []
+        """Read, not handled yet (behind a request that waits for the workspace to be read)."""
+        self.host = AnalysisHost()
+
+    def run(self, fd: int, framer: Framer, start_loader: Callable[[], Any]) -> Handover:
+        """Reads and handles messages until the pygls server (imported by `start_loader()`'s thread) is ready."""
+        try:
+            self._begin()
+            while not (self._initialized or self.stopped or self._eof or self._inbox):
+                self._poll(fd, framer, None)
+            self._poll(fd, framer, 0)
+            if self._eof:  # a client already gone needs no head start; what it sent is the server's
+                self.stopped = True
+            if not self.stopped:
+                self._work()
+        except Exception:  # only a head start: the pygls server does it all again anyway
+            logger.exception("the start before pygls failed; the server takes over")
+            self.stopped = True
+        self._process()
+        loader = start_loader()
+        while loader.is_alive():
+            if self._eof:
+                loader.join()
+            else:
+                self._poll(fd, framer, POLL_SECONDS)
+        return self.handover
+
+    # ------------------------------------------------------------------------------------------ reading
+
+    def _poll(self, fd: int, framer: Framer, timeout: float | None) -> None:
+        """Handles the messages already framed, then those of one read if bytes come within `timeout`."""
+        self._drain(framer)
+        if self._eof or not select.select([fd], [], [], timeout)[0]:
+            return
+        data = os.read(fd, CHUNK)
+        if not data:
+            self._eof = True
+            return
+        framer.feed(data)
+        self._drain(framer)
+
+    def _drain(self, framer: Framer) -> None:
+        while (item := framer.next()) is not None:
+            self._inbox.append(item)
+        self._process()
+
+    def _process(self) -> None:
+        """Handles the messages read, in order; a request waits (and so does all that follows it) until the
+        workspace was read here."""
+        while self._inbox:
+            item = self._inbox[0]
+            if not (self._worked or self.stopped) and isinstance(item, Message) and \
+                    isinstance(item.value, dict) and "id" in item.value:
+                return
+            self._receive(self._inbox.pop(0))
+
+    def _receive(self, item: Message | Dropped) -> None:
+        value = item.value if isinstance(item, Message) else None
+        if self.stopped or not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
+            self._stop(item)
+            return
+        method = value.get("method")
+        msg_id = value.get("id")
+        if "id" in value and method in ANSWERED_REQUESTS and self._worked and \
+                isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool):
+            answer = self._try_answer(method, value.get("params"))
+            if answer is not None:
+                write_message(self._out, {"jsonrpc": "2.0", "id": msg_id, "result": answer[0]})
+                return
+        if "id" in value or method not in HANDLED_NOTIFICATIONS:
+            self._stop(item)
+            return
+        self.handover.items.append(item)
+        try:
+            if method == "initialized":
+                self._initialized = True
+            elif method == "textDocument/didOpen":
+                self._open(value.get("params"))
+        except Exception as error:  # malformed params: the pygls server says so
+            logger.info("the start before pygls stops at %s: %s", method, error)
+            self.stopped = True
+
+    def _stop(self, item: Message | Dropped) -> None:
+        self.stopped = True
+        self.handover.items.append(item)
+
+    # -------------------------------------------------------------------------------------- the workspace
+
+    def _begin(self) -> None:
+        """The host over the editor's folders with the lint options of `initializationOptions` (as the pygls
+        server's `initialize` handler builds it)."""
+        params = self._params
+        folders = [path_of(f.get("uri")) for f in params.get("workspaceFolders") or [] if isinstance(f, dict)]
+        if not folders and params.get("rootUri"):
+            folders = [path_of(params["rootUri"])]
+        elif not folders and isinstance(params.get("rootPath"), str):
+            folders = [params["rootPath"]]
+        lint = Settings.parse(params.get("initializationOptions")).lint_options()
+        self.host = AnalysisHost([f for f in folders if f], lint)
+
+    def _work(self) -> None:
+        """The stored results of every root (open documents' roots first), then each small root read and its
+        diagnostics published (none pushed to a client that pulls them)."""
+        collecting = gc.isenabled()
+        gc.disable()  # as the server's root loads: a large graph with few cycles
+        try:
+            host = self.host
+            opened = {host.root_of(path) for path in host.snapshot().documents}
+            roots = sorted(host.discover_roots(), key=lambda root: root not in opened)
+            for root in roots:
+                host.ensure_root(root)
+                if not self._pulls():
+                    self._publish_stored(root)
+            held = os.environ.get(SCAN_GATE_ENV) or os.environ.get(SCAN_DELAY_ENV)  # tests hold reading back
+            for root in roots if not held else []:
+                if len(Workspace(root).discover()) <= EARLY_LOAD_FILES:
+                    self._load(root)
+        finally:
+            if collecting:
+                gc.enable()
+        self._worked = True
+
+    def _publish_stored(self, root: str) -> None:
+        """As `OscovaServer._publish_stored`, when the stored results hold for the files on disk and the open
+        documents: the files with findings, and each open document (its text is the file's, so they hold
+        for its version too) with its version, so the editor need not wait for the root to be read."""
+        found = self.host.stored_results(root)
+        if found is None or self.host.overlays(root, None, found[1]):
+            return
+        for path, diagnostics in found[0].diagnostics.items():
+            version = self.host.version(path)
+            if diagnostics or version is not None:
+                self._send(path, diagnostics, version)
+
+    def _load(self, root: str) -> None:
+        files = self.host.install(root, self.host.load(root))
+        snapshot = self.host.snapshot()
+        for path in sorted(files):
+            self._publish(path, snapshot, sweep=True)
+
+    def _open(self, params: Any) -> None:
+        document = params.get("textDocument") if isinstance(params, dict) else None
+        text = document.get("text") if isinstance(document, dict) else None
+        version = document.get("version") if isinstance(document, dict) else None
+        if not isinstance(document, dict) or not isinstance(text, str) or type(version) is not int:
+            raise ValueError("not a TextDocumentItem")
+        path = path_of(document.get("uri"))
+        if path is None:
+            return
+        affected = self.host.open(path, text, version) | {path}
+        if self._worked:  # as the server's `did_open`: every affected file of a root read so far
+            snapshot = self.host.snapshot()
+            for affected_path in sorted(p for p in affected if snapshot.is_loaded(p)):
+                self._publish(affected_path, snapshot)
+
+    # ----------------------------------------------------------------------------------------- publishing
+
+    def _pulls(self) -> bool:
+        document = self._caps.get("textDocument")
+        return isinstance(document, dict) and document.get("diagnostic") is not None
+
+    def _cap(self, *path: str) -> Any:
+        current: Any = self._caps
+        for part in path:
+            current = current.get(part) if isinstance(current, dict) else None
+        return current
+
+    def _diagnostics(self, path: str, snapshot: Snapshot) -> list[Any]:
+        try:
+            return list(snapshot.diagnostics(path))
+        except Exception as error:  # as the publisher: a bug in the lint step said on the file
+            logger.exception("checking %s failed", path)
+            return [could_not_check(path, error)]
+
+    def _publish(self, path: str, snapshot: Snapshot, *, sweep: bool = False) -> None:
+        """As `DiagnosticsPublisher.publish`: in a sweep, a file with nothing to show that shows nothing, or
+        that was published just so, is left out."""
+        if self._pulls():
+            return
+        found = self._diagnostics(path, snapshot)
+        version = snapshot.version(path)
+        if sweep and version is None and (not found and path not in self.handover.shown or
+                                          self.handover.published.get(path) == result_id(path, found)):
+            return
+        self._send(path, found, version)
+
+    def _send(self, path: str, found: list[Any], version: int | None) -> None:
+        related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
+        params: dict[str, Any] = {"uri": uri(path), "diagnostics": [
+            diagnostic(d, True if related is None else bool(related)) for d in found]}
+        if version is not None:
+            params["version"] = version
+        write_message(self._out, {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
+        self.handover.published[path] = result_id(path, found)
+        if found:
+            self.handover.shown.add(path)
+        else:
+            self.handover.shown.discard(path)
+
+    # ------------------------------------------------------------------------------------------ requests
+
+    def _try_answer(self, method: str, params: Any) -> tuple[Any] | None:
+        """The result of a request about a root read here, in a 1-tuple; None: the pygls server answers it
+        (a root not read here, params this phase does not read, a failure)."""
+        try:
+            return self._answer(method, params)
+        except Exception as error:
+            logger.info("%s left to the server: %s", method, error)
+            return None
+
+    def _answer(self, method: str, params: Any) -> tuple[Any] | None:
+        document = params.get("textDocument") if isinstance(params, dict) else None
+        path = wire_json.path_of(document.get("uri")) if isinstance(document, dict) else None
+        if path is None or not self.host.is_tracked(path):
+            return None
+        snapshot = self.host.snapshot()
+        if not snapshot.is_loaded(path):
+            return None
+        if method == "textDocument/diagnostic":
+            return (self._pulled(path, params, snapshot),)
+        found = snapshot.parsed(path)
+        if found is None:
+            return (None,)
+        workspace, parsed = found[0].workspace, found[1]
+        position = wire_json.to_position(params.get("position"))
+        if method == "textDocument/hover":
+            result = hover.hover(workspace, parsed, position, self._diagnostics(path, snapshot))
+            formats = self._formats("textDocument", "hover", "contentFormat")
+            return (wire_json.hover(result, formats) if result is not None else None,)
+        items = completion.complete(workspace, parsed, position)
+        formats = self._formats("textDocument", "completion", "completionItem", "documentationFormat")
+        return ({"isIncomplete": items.incomplete,
+                 "items": [wire_json.completion_item(i, formats) for i in items.items]},)
+
+    def _pulled(self, path: str, params: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
+        """As the server's `document_diagnostic`: the full report, or `unchanged` for the result id sent."""
+        found = self._diagnostics(path, snapshot)
+        rid = result_id(path, found)
+        if params.get("previousResultId") == rid:
+            return {"kind": "unchanged", "resultId": rid}
+        return {"kind": "full", "resultId": rid, "items": [diagnostic(d) for d in found]}
+
+    def _formats(self, *path: str) -> list[str] | None:
+        value = self._cap(*path)
+        return list(value) if isinstance(value, list) and value else None

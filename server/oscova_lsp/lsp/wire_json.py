@@ -1,0 +1,106 @@
+"""Engine and ide values as LSP JSON, without lsprotocol: what the pre-pygls phase (`early.py`) sends.
+
+The same values as `convert.py` builds with lsprotocol, in the shape pygls serialises them to (camelCase,
+None left out); `tests/server/test_early_phase.py` compares the two. The kinds' numbers are LSP's, kept
+here once: `convert.py` maps them to lsprotocol's enums.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pygls.uris import from_fs_path, to_fs_path  # pygls.uris alone: a few ms, no lsprotocol
+
+from ..analysis import diagnostics as plain
+from ..analysis.text import Position, Range
+from ..ide import model
+
+COMPLETION_KIND: dict[model.ItemKind, int] = {
+    model.ItemKind.VARIABLE: 6, model.ItemKind.PROPERTY: 10, model.ItemKind.VALUE: 12,
+    model.ItemKind.AGENT: 18, model.ItemKind.TOOL: 3, model.ItemKind.PROVIDER: 7,
+    model.ItemKind.MODEL: 20, model.ItemKind.FILE: 17, model.ItemKind.KEYWORD: 14,
+    model.ItemKind.FUNCTION: 3, model.ItemKind.MODULE: 9, model.ItemKind.TABLE: 22,
+}
+"""LSP's `CompletionItemKind` of each item kind."""
+MARKDOWN, PLAINTEXT = "markdown", "plaintext"
+
+
+def uri(path: str) -> str:
+    return from_fs_path(path) or path
+
+
+def path_of(document_uri: Any) -> str | None:
+    """The file system path of a `file:` URI; None for other schemes (untitled, git, ...) and non-strings."""
+    if not isinstance(document_uri, str) or not document_uri.startswith("file:"):
+        return None
+    return to_fs_path(document_uri)
+
+
+def position(pos: Position) -> dict[str, int]:
+    return {"line": pos.line, "character": pos.character}
+
+
+def range_(rng: Range) -> dict[str, Any]:
+    return {"start": position(rng.start), "end": position(rng.end)}
+
+
+def to_position(value: Any) -> Position:
+    """An LSP position object; ValueError when it is not one."""
+    if not isinstance(value, dict) or not all(type(value.get(k)) is int for k in ("line", "character")):
+        raise ValueError("not an LSP position")
+    return Position(max(value["line"], 0), max(value["character"], 0))
+
+
+def diagnostic(diag: plain.Diagnostic, related_support: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"range": range_(diag.range), "message": diag.message, "severity": int(diag.severity)}
+    if diag.code is not None:
+        out["code"] = diag.code
+    out["source"] = "oscova"
+    if related_support and diag.related:
+        out["relatedInformation"] = [{"location": {"uri": uri(r.path), "range": range_(r.range)},
+                                      "message": r.message} for r in diag.related]
+    if diag.fixes:
+        out["data"] = {"fixes": [f.title for f in diag.fixes]}
+    return out
+
+
+def markup(text: str, formats: list[str] | None) -> dict[str, str]:
+    """Markdown where the client takes it, else the same words as plain text (as `convert.markup`)."""
+    if formats is None or MARKDOWN in formats:
+        return {"kind": MARKDOWN, "value": text}
+    return {"kind": PLAINTEXT, "value": text.replace("`", "").replace("**", "")}
+
+
+def hover(result: model.Hover, formats: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"contents": markup(result.markdown, formats)}
+    if result.range is not None:
+        out["range"] = range_(result.range)
+    return out
+
+
+def completion_item(item: model.CompletionItem, doc_formats: list[str] | None) -> dict[str, Any]:
+    new_text = item.insert_text or item.label
+    out: dict[str, Any] = {"label": item.label, "kind": COMPLETION_KIND[item.kind]}
+    if item.detail is not None:
+        out["detail"] = item.detail
+    if item.documentation:
+        out["documentation"] = markup(item.documentation, doc_formats)
+    if item.replace is not None:
+        out["textEdit"] = {"range": range_(item.replace), "newText": new_text}
+    else:
+        out["insertText"] = new_text
+    if item.sort_text is not None:
+        out["sortText"] = item.sort_text
+    out["filterText"] = item.label
+    return out
+
+
+def result_id(path: str, items: list[plain.Diagnostic]) -> str:
+    """The `resultId` of a file's diagnostics (pull diagnostics; what a publication showed): equal for equal
+    diagnostics, in the pygls server and before it."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(path.encode())
+    for d in items:
+        digest.update(repr((d.range, d.code, d.message, int(d.severity))).encode())
+    return digest.hexdigest()

@@ -1,0 +1,301 @@
+"""The phase before pygls (issue 27): the first diagnostics, hovers, completions and diagnostic pulls go out
+before pygls and lsprotocol are imported, equal to what the pygls server answers once it has settled, and
+every message read meanwhile is handed to the pygls server, in order.
+
+A raw JSON-RPC client over stdio. `OSCOVA_LSP_TEST_IMPORT_GATE` holds the import of the pygls server back
+until the test opens the gate, so "before pygls" is certain however loaded the machine is; the server runs
+under `-X importtime`, and its stderr shows that lsprotocol was not imported when the early answers came.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.lsp_frames import frame, read_frame
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+VSCODE = json.loads((Path(__file__).parent / "vscode-1.139-initialize.json").read_text())
+TEMPLATE = "templates/agent.j2"
+HOVER_AT = {"line": 0, "character": 42}  # `ticket_count`, a variable the template uses
+WAIT = 120
+
+
+class RawServer:
+    """The server over stdio, its messages read by a thread; the server's own requests are answered."""
+
+    def __init__(self, root: Path, gate: Path, env: dict[str, str] | None = None) -> None:
+        self.root = root
+        self.gate = gate
+        self.proc = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "oscova_lsp"], cwd=str(root),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, "OSCOVA_LSP_TEST_IMPORT_GATE": str(gate), **(env or {})})
+        self.inbox: queue.Queue[Any] = queue.Queue()
+        self.stderr: list[str] = []
+        self.next_id = 100
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        while (message := read_frame(self.proc.stdout)) is not None:
+            if "method" in message and "id" in message:  # configuration, registration, progress
+                result = [None] if message["method"] == "workspace/configuration" else None
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                continue
+            self.inbox.put(message)
+        self.inbox.put(None)
+
+    def _read_stderr(self) -> None:
+        for line in self.proc.stderr:
+            self.stderr.append(line.decode(errors="replace"))
+
+    def send(self, *payloads: dict[str, Any]) -> None:
+        self.proc.stdin.write(b"".join(frame(p) for p in payloads))
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "method": method, "params": params}
+
+    def request(self, method: str, params: Any = None) -> dict[str, Any]:
+        self.next_id += 1
+        return {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+
+    def until(self, *ids: int) -> list[dict[str, Any]]:
+        """Every message up to the answers to all of `ids`, in the order they came."""
+        seen: list[dict[str, Any]] = []
+        missing = set(ids)
+        while missing:
+            message = self.inbox.get(timeout=WAIT)
+            assert message is not None, f"the server closed its output; stderr: {''.join(self.stderr)[-2000:]}"
+            seen.append(message)
+            missing.discard(message.get("id"))
+        return seen
+
+    def imported(self, module: str) -> bool:
+        return any(line.rsplit("|", 1)[-1].strip() == module for line in self.stderr if "import time:" in line)
+
+    def open_gate(self) -> None:
+        self.gate.write_text("open")
+
+    def uri(self, rel: str) -> str:
+        return (self.root / rel).as_uri()
+
+    def did_open(self, rel: str, text: str | None = None) -> dict[str, Any]:
+        text = (self.root / rel).read_text() if text is None else text
+        language = "jinja" if rel.endswith(".j2") else "yaml"
+        return self.notify("textDocument/didOpen", {"textDocument": {
+            "uri": self.uri(rel), "languageId": language, "version": 1, "text": text}})
+
+    def at(self, method: str, rel: str, position: dict[str, int] | None = None, **extra: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"textDocument": {"uri": self.uri(rel)}, **extra}
+        if position is not None:
+            params["position"] = position
+        return self.request(method, params)
+
+    def stop(self) -> int:
+        try:
+            self.send(self.request("shutdown"), self.notify("exit", None))
+            return self.proc.wait(WAIT)
+        finally:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def initialize(server: RawServer, pull: bool) -> None:
+    capabilities = json.loads(json.dumps(VSCODE["capabilities"]))
+    if not pull:
+        del capabilities["textDocument"]["diagnostic"]
+    root = server.root.as_uri()
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": dict(
+        VSCODE, capabilities=capabilities, rootUri=root, rootPath=str(server.root), processId=os.getpid(),
+        workspaceFolders=[{"uri": root, "name": "ws"}])}
+    server.send(request)
+    assert server.until(1)[-1]["result"]["serverInfo"]["name"] == "oscova-lsp"
+
+
+def published(messages: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """The last diagnostics published for each URI among `messages`."""
+    return {m["params"]["uri"]: m["params"]["diagnostics"] for m in messages
+            if m.get("method") == "textDocument/publishDiagnostics"}
+
+
+def tracked(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.name.endswith((".agent.yaml", ".j2")) or p.name == "oscova.toml")
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    target = tmp_path / "ws"
+    shutil.copytree(EXAMPLES / "broken", target)
+    monkeypatch.setenv("OSCOVA_LSP_CACHE_DIR", str(tmp_path / "cache"))  # a cold start: nothing stored
+    return target
+
+
+@pytest.fixture
+def server(root: Path, tmp_path: Path) -> Any:
+    started = RawServer(root, tmp_path / "gate")
+    yield started
+    started.proc.kill()
+    started.proc.wait()
+
+
+def settled_pulls(server: RawServer, rels: list[str]) -> dict[str, dict[str, Any]]:
+    """The pygls server's diagnostics of each file (pulled: computed on its own host). A `workspace/symbol`
+    first, which the phase before pygls does not answer, so every later request is the pygls server's."""
+    requests = [server.request("workspace/symbol", {"query": ""})]
+    requests += [server.at("textDocument/diagnostic", rel) for rel in rels]
+    server.send(*requests)
+    server.open_gate()
+    answers = {m.get("id"): m for m in server.until(*(r["id"] for r in requests))}
+    return {rel: answers[r["id"]]["result"] for rel, r in zip(rels, requests[1:], strict=True)}
+
+
+def test_early_diagnostics_hover_and_completion_equal_the_settled_servers(server: RawServer):
+    initialize(server, pull=False)
+    hover = server.at("textDocument/hover", TEMPLATE, HOVER_AT)
+    complete = server.at("textDocument/completion", TEMPLATE, {"line": 0, "character": 13})
+    server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), hover, complete)
+    early = server.until(hover["id"], complete["id"])
+    assert not server.imported("lsprotocol.types"), "answered after lsprotocol was imported"
+    early_hover, early_completion = early[-2]["result"], early[-1]["result"]
+    assert early_hover is not None and "ticket_count" in early_hover["contents"]["value"]
+    assert early_completion["items"]
+    shown = published(early)
+    assert shown[server.uri(TEMPLATE)], "the open template's findings were not published early"
+
+    rels = tracked(server.root)
+    settled = settled_pulls(server, rels)
+    with_findings = {server.uri(rel): pulled["items"] for rel, pulled in settled.items() if pulled["items"]}
+    assert len(with_findings) >= 10
+    assert {uri: shown[uri] for uri in with_findings if uri in shown} == with_findings  # the same diagnostics
+    assert set(with_findings) <= set(shown)  # every file with findings shown early
+    assert not any(shown[uri] for uri in set(shown) - set(with_findings))
+
+    again = [server.at("textDocument/hover", TEMPLATE, HOVER_AT),
+             server.at("textDocument/completion", TEMPLATE, {"line": 0, "character": 13})]
+    server.send(*again)
+    answers = {m.get("id"): m for m in server.until(*(r["id"] for r in again))}
+    assert answers[again[0]["id"]]["result"] == early_hover
+    assert answers[again[1]["id"]]["result"] == early_completion
+    assert server.imported("lsprotocol.types")  # those were the pygls server's
+    assert server.stop() == 0
+
+
+def test_edits_and_requests_during_the_hand_over_are_applied_and_answered_in_order(server: RawServer):
+    initialize(server, pull=False)
+    first = server.at("textDocument/hover", TEMPLATE, HOVER_AT)
+    uri = server.uri(TEMPLATE)
+    edit = server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+        {"text": "{{ renamed_value }} {% if %}\n"}]})
+    after_edit = server.at("textDocument/hover", TEMPLATE, {"line": 0, "character": 5})
+    symbols = server.at("textDocument/documentSymbol", "agents/calls.agent.yaml")
+    pulled = server.at("textDocument/diagnostic", TEMPLATE)
+    server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), first, edit, after_edit,
+                server.did_open("agents/calls.agent.yaml"), symbols, pulled)
+    assert server.until(first["id"])[-1]["result"] is not None  # answered by the phase before pygls
+    server.open_gate()
+    later = server.until(after_edit["id"], symbols["id"], pulled["id"])
+    answers = [m.get("id") for m in later if "id" in m]
+    assert answers == [after_edit["id"], symbols["id"], pulled["id"]]  # in the order they were sent
+    by_id = {m.get("id"): m for m in later}
+    assert "renamed_value" in by_id[after_edit["id"]]["result"]["contents"]["value"]  # the edit applied first
+    assert by_id[symbols["id"]]["result"]  # the second document opened
+    codes = {d["code"] for d in by_id[pulled["id"]]["result"]["items"]}
+    assert "OSC100" in codes  # the edited text's syntax error
+    versions = [m["params"].get("version") for m in later
+                if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri]
+    while 2 not in versions:  # the edit's own publication, after its debounce
+        message = server.inbox.get(timeout=WAIT)
+        assert message is not None
+        if message.get("method") == "textDocument/publishDiagnostics" and message["params"]["uri"] == uri:
+            versions.append(message["params"].get("version"))
+    assert server.stop() == 0
+
+
+def test_shutdown_and_exit_during_the_early_phase(server: RawServer):
+    initialize(server, pull=False)
+    shutdown = server.request("shutdown")
+    server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), shutdown, server.notify("exit", None))
+    server.open_gate()
+    assert server.until(shutdown["id"])[-1]["result"] is None
+    assert server.proc.wait(WAIT) == 0
+
+
+def test_exit_without_shutdown_during_the_early_phase_exits_with_1(server: RawServer):
+    initialize(server, pull=False)
+    server.send(server.notify("initialized", {}), server.notify("exit", None))
+    server.open_gate()
+    assert server.proc.wait(WAIT) == 1
+
+
+def test_bad_params_during_the_early_phase_get_the_pygls_servers_errors_and_lose_nothing(server: RawServer):
+    initialize(server, pull=False)
+    bad_hover = server.at("textDocument/hover", TEMPLATE, {"line": "zero"})
+    bad_open = server.notify("textDocument/didOpen", {"textDocument": {"uri": server.uri("x.j2"), "text": 5}})
+    good_hover = server.at("textDocument/hover", TEMPLATE, HOVER_AT)
+    server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), bad_hover, bad_open, good_hover)
+    server.open_gate()
+    answers = {m.get("id"): m for m in server.until(bad_hover["id"], good_hover["id"])}
+    assert answers[bad_hover["id"]]["error"]["code"] == -32602  # InvalidParams, from pygls
+    assert "ticket_count" in answers[good_hover["id"]]["result"]["contents"]["value"]
+    assert server.stop() == 0
+
+
+def test_a_client_that_pulls_gets_the_settled_servers_diagnostics_early_and_none_pushed(server: RawServer):
+    initialize(server, pull=True)
+    pulled = server.at("textDocument/diagnostic", TEMPLATE)
+    server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), pulled)
+    early = server.until(pulled["id"])
+    assert not server.imported("lsprotocol.types")
+    report = early[-1]["result"]
+    assert report["kind"] == "full" and report["items"]
+    assert not published(early)  # a pull client gets nothing pushed
+    again = server.at("textDocument/diagnostic", TEMPLATE, previousResultId=report["resultId"])
+    server.send(server.request("workspace/symbol", {"query": ""}), again)
+    server.open_gate()
+    later = server.until(again["id"])
+    assert later[-1]["result"] == {"kind": "unchanged", "resultId": report["resultId"]}
+    assert not published(later)
+    assert server.stop() == 0
+
+
+def test_a_warm_start_publishes_the_stored_results_before_pygls(root: Path, tmp_path: Path):
+    check = subprocess.run([sys.executable, "-m", "oscova_lsp", "check", "--format", "json", str(root)],
+                           capture_output=True, text=True, timeout=300, cwd=str(root))
+    stored: dict[str, list[Any]] = {}
+    for finding in json.loads(check.stdout):
+        stored.setdefault((root / finding["path"]).resolve().as_uri(), []).append(finding)
+    assert len(stored) >= 10
+    # The workspace's reading held back too: what comes is the stored results, not a fresh check.
+    server = RawServer(root, tmp_path / "gate", env={"OSCOVA_LSP_TEST_SCAN_GATE": str(tmp_path / "scan")})
+    try:
+        initialize(server, pull=False)
+        server.send(server.notify("initialized", {}), server.did_open("agents/hidden.agent.yaml"))
+        stored.setdefault(server.uri("agents/hidden.agent.yaml"), [])  # an open document: its version's, too
+        early: dict[str, list[Any]] = {}
+        while set(early) != set(stored):
+            message = server.inbox.get(timeout=WAIT)
+            assert message is not None
+            if message.get("method") == "textDocument/publishDiagnostics":
+                early[message["params"]["uri"]] = message["params"]["diagnostics"]
+        assert not server.imported("lsprotocol.types")
+        assert {uri: len(items) for uri, items in early.items()} == {uri: len(f) for uri, f in stored.items()}
+        (tmp_path / "scan").write_text("open")
+        settled = settled_pulls(server, tracked(root))
+        assert {server.uri(rel): r["items"] for rel, r in settled.items() if r["items"]} == \
+            {uri: items for uri, items in early.items() if items}
+        assert server.stop() == 0
+    finally:
+        server.proc.kill()
+        server.proc.wait()
