@@ -131,7 +131,7 @@ def published(messages: list[dict[str, Any]]) -> dict[str, list[Any]]:
 
 def tracked(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                  if p.name.endswith((".agent.yaml", ".j2")) or p.name == "oscova.toml")
+                  if p.name.endswith((".agent.yaml", ".eval.yaml", ".j2")) or p.name == "oscova.toml")
 
 
 @pytest.fixture
