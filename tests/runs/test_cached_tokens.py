@@ -12,7 +12,6 @@ from tests.support.fake_openai import Reply
 
 from .conftest import Recorder
 from .test_cli import cli_env, oscova
-from .test_tracing import phoenix  # noqa: F401 - the collector fixture
 
 
 async def test_cached_input_tokens_reach_events_transcripts_and_the_summary(workspace, fake_openai, canary_key):
@@ -35,7 +34,7 @@ async def test_cached_input_tokens_reach_events_transcripts_and_the_summary(work
     assert "1900 in · 7 out" in call_summary([second])[0]
 
 
-def test_a_span_carries_the_cache_read_attribute(tmp_path, workspace, fake_openai, phoenix):  # noqa: F811
+def test_a_span_carries_the_cache_read_attribute(tmp_path, workspace, fake_openai, phoenix):
     fake_openai.enqueue(Reply(text="Tuesday.", prompt_tokens=1900, cached_tokens=1536))
     result = oscova("run", "helper", "--input", "When is the launch?", "--json", cwd=workspace,
                     env=cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix.otlp))

@@ -1,13 +1,13 @@
 // The debugger part of the end-to-end test (e2e.mjs calls it in the run workspace, the API key set):
-// a breakpoint (F9) on the instructions line of clock.agent.yaml, the "Debug agent" lens, the stop before
-// the first model request (the call that sends that line), the instructions read in the Variables view
+// the `model` function breakpoint (added in the Breakpoints view), the "Debug agent" lens, the stop before
+// the first model request, the instructions read in the Variables view
 // and edited (Set Value), continue to the second stop and to the end. The endpoint must receive the edited instructions, and the
 // session must end with the run's answer in the Debug Console.
 
 const EDITED = 'Answer with one word.';
 
 export async function debugSession(page, { fake, shot, log, waitFor, explorerOpen, runCommand, quickInputVisible }) {
-  log('debugger: a breakpoint on the instructions line, then the Debug agent lens');
+  log('debugger: the `model` function breakpoint, then the Debug agent lens');
   const tab = page.locator('.tabs-container .tab').filter({ hasText: 'clock.agent.yaml' }).first();
   if (await tab.count()) await tab.click(); // open already (clicking `agents` again would fold it)
   else await explorerOpen(page, 'agents', 'clock.agent.yaml');
@@ -16,6 +16,18 @@ export async function debugSession(page, { fake, shot, log, waitFor, explorerOpe
   await page.locator('.monaco-editor .view-line').filter({ hasText: 'instructions:' }).first().click();
   await page.keyboard.press('F9');
   await page.locator('.monaco-editor .codicon-debug-breakpoint').first().waitFor({ timeout: 20_000 });
+  // The `model` function breakpoint (Run and Debug's Breakpoints view shows its input now that a breakpoint
+  // exists), then the line's breakpoint removed again (F9): the stops below are the function breakpoint's.
+  await runCommand(page, 'Debug: Add Function Breakpoint');
+  const name = page.locator('.debug-breakpoints input').first();
+  await name.waitFor({ state: 'visible', timeout: 20_000 });
+  await name.fill('model');
+  await name.press('Enter');
+  await page.locator('.debug-breakpoints .monaco-list-row').filter({ hasText: /^\s*model\s*$/ }).first().waitFor({ timeout: 20_000 });
+  await page.locator('.monaco-editor .view-line').filter({ hasText: 'instructions:' }).first().click();
+  await page.keyboard.press('F9');
+  await waitFor(async () => (await page.locator('.monaco-editor .codicon-debug-breakpoint').count()) === 0,
+    'the line breakpoint removed', 20_000);
   const lens = page.locator('.monaco-editor .codelens-decoration a').filter({ hasText: 'Debug agent' }).first();
   await lens.waitFor({ timeout: 60_000 });
   const before = fake.state.requests.length;
@@ -27,6 +39,7 @@ export async function debugSession(page, { fake, shot, log, waitFor, explorerOpe
   log('debugger: stopped before model call 1');
   await page.locator('.debug-toolbar').waitFor({ state: 'visible', timeout: 90_000 });
   await page.locator('.debug-call-stack .monaco-list-row').filter({ hasText: 'model call 1' }).first().waitFor({ timeout: 60_000 });
+  await page.locator('.debug-call-stack').filter({ hasText: /paused on function breakpoint/i }).first().waitFor({ timeout: 20_000 });
   if (fake.state.requests.length !== before) throw new Error('the request was sent before the run was continued');
   const context = page.locator('.debug-variables .monaco-list-row').filter({ hasText: /^\s*Context\s*$/ }).first();
   await context.waitFor({ timeout: 30_000 });
