@@ -45,15 +45,19 @@ class Redactor:
         return value
 
     def __call__(self, value: Any) -> Any:
-        if not self.secrets:
-            return value
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {self(k): self(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self(v) for v in value]
-        return value
+        return map_strings(value, self.text) if self.secrets else value
+
+
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` (JSON-like: strings, mappings, lists, tuples) with `change` applied to every string in it, keys
+    included; mappings become dicts and tuples lists."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, Mapping):
+        return {map_strings(k, change): map_strings(v, change) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [map_strings(v, change) for v in value]
+    return value
 
 
 class StreamRedactor:

@@ -30,7 +30,7 @@ from oscova_runtime.tokens import (
 )
 from oscova_runtime.tools import AIFunction
 
-from .events import message_to_dict
+from .events import map_strings, message_to_dict
 
 
 @dataclass(slots=True)
@@ -188,7 +188,7 @@ async def assemble_preview(
         wire_messages, wire_tools = wire_request(messages, options)
         instructions, counted_providers = result["instructions"], providers
         if shown is not None:
-            wire_messages, wire_tools = _mapped(wire_messages, shown), _mapped(wire_tools, shown)
+            wire_messages, wire_tools = map_strings(wire_messages, shown), map_strings(wire_tools, shown)
             instructions = shown(instructions)
             counted_providers = [{**p, "instructions": shown(p["instructions"]) if p.get("instructions") else None}
                                  for p in providers]
@@ -222,14 +222,3 @@ def not_loaded(definition: AgentDefinition, config: HostConfig, plan: tuple[Plan
             found.append({"kind": "provider", "name": planned.type, "source": planned.custom.class_,
                           "reason": NOT_TRUSTED})
     return found
-
-
-def _mapped(value: Any, shown: Callable[[str], str]) -> Any:
-    """`value` (a wire request's messages or tools) with `shown` applied to every string in it."""
-    if isinstance(value, str):
-        return shown(value)
-    if isinstance(value, list):
-        return [_mapped(v, shown) for v in value]
-    if isinstance(value, dict):
-        return {k: _mapped(v, shown) for k, v in value.items()}
-    return value
