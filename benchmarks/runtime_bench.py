@@ -49,15 +49,20 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def full_order_host(model: str) -> HostConfig:
+    """The host configuration whose default order activates every provider (a user, todo, the Library)."""
+    return HostConfig.model_validate({
+        "host": {"user_id": "alice", "todo": True, "library": True},
+        "user": {"name": "Alice", "timezone": "UTC"}, "variables": {"team": "Platform"},
+        "models": {"default": {"model": model, "base_url": "http://127.0.0.1:9/v1"}},
+    })
+
+
 async def main(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_workspace(root)
-        config = HostConfig.model_validate({
-            "host": {"user_id": "alice", "todo": True, "library": True},
-            "user": {"name": "Alice", "timezone": "UTC"}, "variables": {"team": "Platform"},
-            "models": {"default": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}},
-        })
+        config = full_order_host("m")
         helper = AgentDefinition(
             id="helper", name="Helper", instructions="You are {{ agent_name }} for {{ user_name }} of {{ team }}.",
             tools=["current_datetime", "read_file", "list_directory"], agent_tools=["kid"], skills=["triage"],

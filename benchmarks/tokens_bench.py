@@ -21,21 +21,16 @@ from oscova_lsp.runs.preview import assemble_preview  # noqa: E402
 from oscova_runtime.catalogue import plan_providers  # noqa: E402
 from oscova_runtime.definition import AgentDefinition  # noqa: E402
 from oscova_runtime.host import ConfiguredHost  # noqa: E402
-from oscova_runtime.host_config import HostConfig  # noqa: E402
 from oscova_runtime.session import AgentSession  # noqa: E402
 from oscova_runtime.tokens import Tokenizer, openai_encoding  # noqa: E402
-from runtime_bench import InstantChatClient, make_workspace, percentile  # noqa: E402
+from runtime_bench import InstantChatClient, full_order_host, make_workspace, percentile  # noqa: E402
 
 
 async def main(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         make_workspace(root)
-        config = HostConfig.model_validate({
-            "host": {"user_id": "alice", "todo": True, "library": True},
-            "user": {"name": "Alice", "timezone": "UTC"}, "variables": {"team": "Platform"},
-            "models": {"default": {"model": "gpt-4o-mini", "base_url": "http://127.0.0.1:9/v1"}},
-        })
+        config = full_order_host("gpt-4o-mini")
         helper = AgentDefinition(
             id="helper", name="Helper", instructions="You are {{ agent_name }} for {{ user_name }} of {{ team }}.\n"
             "Today is {{ current_date }}.\n" + "Answer with care and cite the runbook. " * 40,
