@@ -34,7 +34,7 @@ from xml.etree import ElementTree
 from oscova_runtime.paths import FileRefused, copy_file, is_inside, scratch_folder, walk
 
 from ..analysis.workspace import workspace_roots
-from ..reporting import display_path, json_text, printable, printable_line
+from ..reporting import display_path, github_data, github_property, json_text, printable, printable_line
 from .errors import RunError
 from .events import describe_exception
 from .transcript import (
@@ -367,11 +367,6 @@ def format_json(results: Sequence[CaseResult]) -> str:
     return json_text({"cases": [r.to_json() for r in results], **_count(results)}, indent=2)
 
 
-def _github_escape(text: str, *, property: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if property else text
-
-
 def format_github(results: Sequence[CaseResult]) -> str:
     """GitHub workflow commands: an `::error` annotation on the case file of each case that failed."""
     lines = []
@@ -381,9 +376,9 @@ def format_github(results: Sequence[CaseResult]) -> str:
             continue
         what = "drifted" if r.status == "failed" else "could not run"
         body = printable("\n".join(x for x in (r.error, r.difference) if x))
-        lines.append(f"::error file={_github_escape(printable_line(display_path(r.case.path)), property=True)},line=1,"
-                     f"title={_github_escape(f'Agent test {printable_line(r.case.name)} {what}', property=True)}::"
-                     f"{_github_escape(body)}")
+        lines.append(f"::error file={github_property(printable_line(display_path(r.case.path)))},line=1,"
+                     f"title={github_property(f'Agent test {printable_line(r.case.name)} {what}')}::"
+                     f"{github_data(body)}")
     lines.append(summary(results))
     return "\n".join(lines)
 
