@@ -45,6 +45,8 @@ def test_an_edit_of_the_instructions_reaches_the_endpoint_and_replays(dap: DapCl
     dap.wait_event("terminated")
     assert fake_openai.requests[0].body == request
     transcript = _transcript(workspace)
+    # Version 4: an oscova-lsp that reads only version 3 refuses it instead of replaying without the edit.
+    assert _records(transcript, "header")[0]["version"] == 4
     (edit,) = _records(transcript, "edit")
     assert edit["step"] == "model" and edit["call"] == 1 and edit["path"] == ["messages", 0, "content"]
     assert edit["value"] == "Answer in French." and "You help" in edit["was"]

@@ -18,7 +18,7 @@ import pytest
 from oscova_lsp.runs import RunService, read_transcript
 from oscova_lsp.runs.diff import diff_transcripts, render_requests, resolve_transcript
 from oscova_lsp.runs.replay import DRIFTED, RecordingError, load_recording, replay_run
-from oscova_lsp.runs.transcript import TRANSCRIPT_VERSION
+from oscova_lsp.runs.transcript import RUN_VERSION
 
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 
@@ -81,7 +81,7 @@ async def record(service: RunService, fake: FakeOpenAI, agent: str = "helper", t
 async def test_a_transcript_records_every_request_response_and_tool_result(service, fake_openai, workspace):
     result = await record(service, fake_openai)
     recording = load_recording(result["transcript"])
-    assert recording.version == TRANSCRIPT_VERSION
+    assert recording.version == RUN_VERSION == 3  # no edits: an oscova-lsp reading version 3 replays it
     assert (recording.agent_id, recording.input, recording.run_id) == ("helper", "When is the launch?",
                                                                        result["runId"])
     # Each model request as the endpoint received it (the key is in a header, never in the body).

@@ -32,6 +32,7 @@ from ..runs.replay import (
     refuse,
 )
 from ..runs.service import RunHandle, RunService, WorkspaceView
+from ..runs.transcript import EDITS_VERSION
 from .breakpoints import Breakpoints
 from .stepper import RunStepper, Stop
 
@@ -179,6 +180,7 @@ def open_run(launch: Launch, breakpoints: Breakpoints, on_stop: Callable[[Stop],
     stepper = RunStepper(launch.agent, ViewLocator(launch.view), breakpoints, on_stop=on_stop,
                          stop_on_entry=launch.stop_on_entry)
     recorder = _recorder(launch)
+    recorder.version = EDITS_VERSION
     stepper.write_edit = recorder.write
     recording = launch.recording
     session_id = continue_recorded_session(launch.service, recording, launch.agent) if recording else None

@@ -34,7 +34,7 @@ from oscova_runtime.recording import TOOL_SCOPE, clock_at, tapped
 from oscova_runtime.session import AgentSession
 
 from .events import jsonable, usage_fields
-from .transcript import TRANSCRIPT_VERSION
+from .transcript import RUN_VERSION
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -125,11 +125,13 @@ class Recorder:
         self._index = itertools.count(1)
         self.clock = _dt.datetime.now(_dt.UTC)
         """The time the run's templates show (`current_date`, `current_time`): its start, for the whole run."""
+        self.version = RUN_VERSION
+        """The transcript version the header states (a debug run's recorder raises it: it may write edits)."""
 
     def header(self, **fields: Any) -> dict[str, Any]:
         """The transcript's first line: the version, `fields` (the run's id, agent, input, root…), the clock
         and the machine's facts the environment provider shows."""
-        return {"record": "header", "version": TRANSCRIPT_VERSION, **fields,
+        return {"record": "header", "version": self.version, **fields,
                 "clock": self.clock.isoformat(timespec="microseconds"), "environment": static_facts()}
 
     def attach(self, sink: Sink, redact: Callable[[Any], Any]) -> None:

@@ -174,11 +174,17 @@ def _text_lines(path: str, root: str | None) -> Iterator[str]:
                            line_limit=MAX_TRANSCRIPT_LINE)
 
 
-TRANSCRIPT_VERSION = 3
-"""Version 1: events only (no header). Version 2: the header, model and tool records. Version 3: tool records
-of agents called as tools too, with the tool call they were made in (`within`)."""
+TRANSCRIPT_VERSION = 4
+"""The newest version this oscova-lsp reads and writes. Version 1: events only (no header). Version 2: the
+header, model and tool records. Version 3: tool records of agents called as tools too, with the tool call they
+were made in (`within`). Version 4: `edit` records of a debugger (only a debug run writes them)."""
 OLDEST_REPLAYABLE = 2
 NESTED_TOOLS_VERSION = 3
+EDITS_VERSION = 4
+RUN_VERSION = NESTED_TOOLS_VERSION
+"""What a run without a debugger writes: it holds no `edit` records, so an oscova-lsp that reads only version 3
+still replays it. A debug run writes `EDITS_VERSION`, which such an oscova-lsp refuses (saying to update)
+rather than replaying without the edits and reporting a false drift."""
 
 
 class RecordingError(Exception):
