@@ -59,6 +59,11 @@ async def test_a_run_saved_from_the_editor_is_listed_run_and_fails_after_an_edit
     assert run["status"] == "completed", run
     saved = await command(editor, "oscova.saveTestCase", {"runId": run["runId"], "name": "launch/when"})
     assert saved["name"] == "launch/when" and saved["agentId"] == "helper"
+    # The workspace's first case says how to commit the cases and not the rest of .oscova/, as the CLI does.
+    assert saved["gitignore"] == [".oscova/*", "!.oscova/tests/"]
+    again_saved = await command(editor, "oscova.saveTestCase", {"runId": run["runId"], "name": "launch/again"})
+    assert "gitignore" not in again_saved
+    Path(again_saved["path"]).unlink()
     assert Path(saved["path"]) == root / ".oscova" / "tests" / "launch" / "when.jsonl"
 
     listed = await command(editor, "oscova.listTests", {"uri": from_fs_path(str(root))})

@@ -104,12 +104,28 @@ export class Runs implements vscode.Disposable {
     if (!name) return;
     try {
       const transcript = transcriptPath(run.transcript ?? '');
-      const saved = await this.ctx.request<{ name?: string }>(SERVER_COMMANDS.saveTestCase, { runId: transcript, name: name.trim(), uri: vscode.Uri.file(transcript).toString() });
+      const saved = await this.ctx.request<{ name?: string; gitignore?: string[] }>(SERVER_COMMANDS.saveTestCase, { runId: transcript, name: name.trim(), uri: vscode.Uri.file(transcript).toString() });
       await this.tests.refresh();
-      void vscode.window.showInformationMessage(`Oscova: saved the test case ${saved?.name ?? name}.`);
+      void this.savedNotice(saved?.name ?? name, saved?.gitignore);
     } catch (error) {
       this.ctx.showError(error);
     }
+  }
+
+  /** On the workspace's first case the server sends the `.gitignore` lines that commit the cases and keep the
+   * rest of `.oscova/` (transcripts, memory: this machine's) out; the notice offers to copy them. */
+  private async savedNotice(name: string, gitignore: string[] | undefined): Promise<void> {
+    if (!gitignore?.length) {
+      void vscode.window.showInformationMessage(`Oscova: saved the test case ${name}.`);
+      return;
+    }
+    const copy = 'Copy .gitignore lines';
+    const choice = await vscode.window.showInformationMessage(
+      `Oscova: saved the test case ${name}. Commit .oscova/tests/: a case is a fixture of your repository. `
+        + `Keep the rest of .oscova/ out with these lines in the .gitignore beside oscova.toml: ${gitignore.join('  ')}`,
+      copy,
+    );
+    if (choice === copy) await vscode.env.clipboard.writeText(gitignore.join('\n') + '\n');
   }
 
   private async start(args: Required<Pick<RunArgs, 'agentId' | 'input'>> & RunArgs, agentName?: string): Promise<void> {

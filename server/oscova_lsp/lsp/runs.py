@@ -602,18 +602,24 @@ async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, An
 
 
 async def save_test_case(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """Promotes a completed run to a case: `{runId, name?, uri?}` → the case as `oscova.listTests` lists it."""
-    from ..runs.cases import CaseError, save_case
+    """Promotes a completed run to a case: `{runId, name?, uri?}` → the case as `oscova.listTests` lists it,
+    with `gitignore` (the lines that commit the cases and keep the rest of `.oscova/` out) on the workspace's
+    first case, as `oscova-lsp test --save` prints them."""
+    from ..runs.cases import GITIGNORE_LINES, CaseError, save_case, tests_dir
 
     args = command_argument(params)
     run_id = _string(args, "runId", params.command, required=True)
     name = _string(args, "name", params.command)
     root = runs.root_for(_string(args, "uri", params.command), params.command)
+    first = not os.path.isdir(tests_dir(root))
     try:
         case = await asyncio.to_thread(save_case, root, run_id or "", name)
     except CaseError as error:
         raise JsonRpcRequestFailed(str(error)) from None
-    return _case_json(case)
+    out = _case_json(case)
+    if first:
+        out["gitignore"] = list(GITIGNORE_LINES)
+    return out
 
 
 async def compare_runs(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
