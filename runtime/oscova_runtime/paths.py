@@ -35,6 +35,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
+import fcntl
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -530,6 +531,34 @@ def _mode(path: str) -> int:
         return 0
 
 
+RESERVE_SUFFIX = ".reserve"
+
+
+def _remove_abandoned_reserves(folder: str, keep: str | None) -> None:
+    """Removes the reserves of `LineLog`s whose process ended without closing them (killed, crashed): a live log
+    holds a lock on its reserve, so a reserve that can be locked is nobody's. Links and other kinds of file are
+    left alone."""
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(".") and e.name.endswith(RESERVE_SUFFIX)]
+    except OSError:
+        return
+    for entry in entries:
+        if entry.path == keep or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: a live log holds it
+                os.unlink(entry.path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
 LINE_LOG_RESERVE = 8192
 """Bytes a `LineLog` sets aside at its start (a file beside it) and gives back when a write fails: room for a
 last line saying why, on a disk that filled up (one block of most file systems, and a tmpfs page, twice)."""
@@ -550,15 +579,17 @@ class LineLog:
         self.failure: OSError | None = None
         """The error that stopped the writes, if one did."""
         folder, name = os.path.split(os.path.realpath(path))
-        self._reserve: str | None = os.path.join(folder, f".{name}.reserve")
+        self._reserve: str | None = os.path.join(folder, f".{name}{RESERVE_SUFFIX}")
+        self._reserve_fd = -1
         try:
-            fd = os.open(self._reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-            try:
-                _write_all(fd, bytes(reserve))
-            finally:
-                os.close(fd)
+            # Held open and locked while the log runs, so that a log opened later in the folder can tell the
+            # reserve of a live run from one a killed process left behind (`_remove_abandoned_reserves`).
+            self._reserve_fd = os.open(self._reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            fcntl.flock(self._reserve_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _write_all(self._reserve_fd, bytes(reserve))
         except OSError:  # no room even for that: the log still runs, without the last word
             self._give_back()
+        _remove_abandoned_reserves(folder, keep=self._reserve)
 
     def append(self, data: bytes, lines: int = 1) -> bool:
         """Appends `data` (whole lines: `lines` of them); False, and nothing of it kept, once a write failed."""
@@ -601,6 +632,9 @@ class LineLog:
             except OSError:
                 pass
             self._reserve = None
+        if self._reserve_fd >= 0:
+            os.close(self._reserve_fd)  # the space comes back here (an unlinked file lives while it is open)
+            self._reserve_fd = -1
 
     def close(self) -> None:
         self._give_back()

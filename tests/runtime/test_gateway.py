@@ -193,6 +193,25 @@ def test_a_full_disk_cuts_a_line_log_at_a_line_end_and_leaves_room_for_why(tmp_p
         assert sorted(p.name for p in folder.iterdir()) == ["run.jsonl"]  # the reserve is given back
 
 
+def test_the_reserve_a_killed_run_left_is_removed_by_the_next_log_and_a_live_ones_kept(tmp_path: Path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "crashed.jsonl").write_bytes(b'{"kind": "started"}\n')
+    (folder / ".crashed.jsonl.reserve").write_bytes(bytes(8192))  # its process was killed: nobody holds it
+    (folder / ".elsewhere.reserve").symlink_to(tmp_path / "outside")  # never followed, never removed
+    (tmp_path / "outside").write_bytes(b"keep")
+    live = LineLog(str(folder / "live.jsonl"), root=str(folder))  # a run still writing
+    second = LineLog(str(folder / "second.jsonl"), root=str(folder))
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == [".elsewhere.reserve", ".live.jsonl.reserve", ".second.jsonl.reserve", "crashed.jsonl",
+                     "live.jsonl", "second.jsonl"], names
+    assert (tmp_path / "outside").read_bytes() == b"keep"
+    second.close()
+    live.close()
+    assert sorted(p.name for p in folder.iterdir()) == [".elsewhere.reserve", "crashed.jsonl", "live.jsonl",
+                                                        "second.jsonl"]
+
+
 # -- a scratch copy of a tree (`review`) ------------------------------------------------------------------
 
 
