@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import operator
 import os
+import re
+import string as _string
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from jinja2 import BaseLoader, Environment, Template, TemplateNotFound, meta, nodes
@@ -34,6 +36,7 @@ MAX_REPEAT = 10_000_000
 """Longest string or list `*` may build, and the largest result `**` may compute (in digits)."""
 _CLOCK_EVERY = 1024
 _BUDGET_FILTER = "_oscova_budget"
+_JOINED_FILTER = "_oscova_joined"
 
 
 class TemplateError(Exception):
@@ -71,24 +74,63 @@ def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
 
 
 class _CountLoops(NodeTransformer):
-    """Wraps the iterable of every `{% for %}` in the budget filter, so each iteration is counted."""
+    """Wraps the iterable of every `{% for %}` in the budget filter, so each iteration is counted, and every
+    `~` in the size check, so a string doubled in a loop stops at `MAX_REPEAT` instead of growing to gigabytes."""
 
     def visit_For(self, node: nodes.For) -> nodes.Node:  # noqa: N802 - the visitor's naming
         self.generic_visit(node)
         node.iter = nodes.Filter(node.iter, _BUDGET_FILTER, [], [], None, None, lineno=node.lineno)
         return node
 
+    def visit_Concat(self, node: nodes.Concat) -> nodes.Node:  # noqa: N802 - the visitor's naming
+        self.generic_visit(node)
+        return nodes.Filter(node, _JOINED_FILTER, [], [], None, None, lineno=node.lineno)
+
+
+def _joined(value: Any) -> Any:
+    """A `~` result, refused once it is longer than `MAX_REPEAT` (each step's operands are then bounded, so
+    nothing much larger is ever built)."""
+    _refuse_size(len(value) if isinstance(value, str) else 0, "`~`")
+    return value
+
+
+def _refuse_size(size: int, how: str) -> None:
+    if size > MAX_REPEAT:
+        raise RenderBudgetExceeded(f"it builds a value of more than {MAX_REPEAT:,} characters with {how}")
+
+
+_FORMAT_NUMBER = re.compile(r"\d+")
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _refuse_format_widths(template: str, args: Iterable[Any], how: str) -> None:
+    """A `str.format` / `%` template whose widths or precisions (written, or given by `{w}` / `*` from the
+    arguments) would build more than `MAX_REPEAT` characters is refused before it is formatted."""
+    if how == "`format`":
+        specs = [spec or "" for _, field, spec, _ in _string.Formatter().parse(template) if field is not None]
+        nested = any("{" in spec for spec in specs)
+        widths = [int(n) for spec in specs for n in _FORMAT_NUMBER.findall(spec)]
+    else:
+        found = _PERCENT_SPEC.findall(template)
+        nested = any("*" in pair for pair in found)
+        widths = [int(n) for pair in found for n in pair if n.isdigit()]
+    if nested:  # the width is an argument: any integer argument may be it
+        widths += [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+    _refuse_size(max(widths, default=0), how)
+
 
 class BoundedEnvironment(SandboxedEnvironment):
     """The sandbox, with every loop step and call counted and `*` / `**` kept from building giant values."""
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.filters[_BUDGET_FILTER] = _counted
+        self.filters[_JOINED_FILTER] = _joined
         for name in _PADDING_FILTERS:  # filters are called directly, not through `call`
             self.filters[name] = _bounded_filter(name, self.filters[name])
+        self.filters["format"] = _bounded_format(self.filters["format"])
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
@@ -99,6 +141,20 @@ class BoundedEnvironment(SandboxedEnvironment):
         _refuse_padding(getattr(__obj, "__self__", None), getattr(__obj, "__name__", ""), args)
         return super().call(__context, __obj, *args, **kwargs)
 
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        """Jinja's sandboxed `str.format` / `format_map`, refusing widths that would build a giant value."""
+        sandboxed = super().wrap_str_format(value)
+        if sandboxed is None:
+            return None
+        template = value.__self__
+
+        def bounded(*args: Any, **kwargs: Any) -> str:
+            mapped = args[0].values() if len(args) == 1 and isinstance(args[0], Mapping) else ()
+            _refuse_format_widths(template, (*args, *kwargs.values(), *mapped), "`format`")
+            return sandboxed(*args, **kwargs)
+
+        return bounded
+
     def call_binop(self, context: Any, operator_name: str, left: Any, right: Any) -> Any:
         _spend()
         if operator_name == "*":
@@ -107,6 +163,14 @@ class BoundedEnvironment(SandboxedEnvironment):
                         and len(sized) * count > MAX_REPEAT):
                     raise RenderBudgetExceeded(f"it builds a value of more than {MAX_REPEAT:,} items with `*`")
             return operator.mul(left, right)
+        if operator_name == "+":
+            if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
+                _refuse_size(len(left) + len(right), "`+`")
+            return operator.add(left, right)
+        if operator_name == "%":
+            if isinstance(left, str):
+                _refuse_format_widths(left, right if isinstance(right, tuple) else (right,), "`%`")
+            return operator.mod(left, right)
         if (isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0
                 and right * max(1, abs(left).bit_length()) > MAX_REPEAT * 3):
             raise RenderBudgetExceeded("it computes a number too large to print with `**`")
@@ -141,6 +205,16 @@ def _bounded_filter(name: str, wrapped: Any) -> Any:
                 raise RenderBudgetExceeded(f"it builds a value of more than {MAX_REPEAT:,} characters with "
                                            f"`|{name}`")
         return wrapped(value, *(() if width is None else (width,)), *args, **kwargs)
+
+    return bounded
+
+
+def _bounded_format(wrapped: Any) -> Any:
+    """The `|format` filter (`%` formatting), refusing widths that would build a giant value."""
+
+    def bounded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        _refuse_format_widths(str(value), (*args, *kwargs.values()), "`|format`")
+        return wrapped(value, *args, **kwargs)
 
     return bounded
 

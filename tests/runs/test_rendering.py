@@ -85,3 +85,38 @@ def test_small_padding_still_renders():
 
     assert TemplateRenderer(".").render_string("[{{ 'ab'.center(6) }}|{{ 'x\ny'|indent(2, first=true) }}]", {}) == \
         "[  ab  |  x\n  y]"
+
+
+GROWN = "{% set ns = namespace(x='ab') %}{% for i in range(24) %}{% set ns.x = ns.x OP ns.x %}{% endfor %}{{ ns.x|length }}"
+"""Doubles a string 24 times: 33 million characters from 24 loop steps (the doubling goes on to gigabytes)."""
+
+
+@pytest.mark.parametrize(("template", "how"), [
+    ("{{ '{:>20000000}'.format('x') }}", "`format`"),
+    ("{{ '{:{w}}'.format('x', w=20000000) }}", "`format`"),
+    ("{{ '{:.20000000f}'.format(1.5) }}", "`format`"),
+    ("{{ '%20000000s' % 'x' }}", "`%`"),
+    ("{{ '%*s' % (20000000, 'x') }}", "`%`"),
+    ("{{ '%20000000s'|format('x') }}", "`|format`"),
+    (GROWN.replace("OP", "~"), "`~`"),
+    (GROWN.replace("OP", "+"), "`+`"),
+])
+def test_a_giant_value_from_a_format_width_or_a_growing_join_is_refused(template: str, how: str):
+    """The render budget bounds what `*`, padding methods and `|indent` build; a width in a format string and a
+    string doubled by `~` or `+` in a loop built gigabytes in few steps (the loop budget never saw them)."""
+    from oscova_runtime.templates import RenderBudgetExceeded, TemplateRenderer
+
+    with pytest.raises(RenderBudgetExceeded) as refused:
+        TemplateRenderer(".").render_string(template, {}, name="instructions")
+    assert (f"The instructions took too long to render (it builds a value of more than 10,000,000 characters "
+            f"with {how})") == str(refused.value)
+
+
+def test_small_formats_and_joins_still_render():
+    from oscova_runtime.templates import TemplateRenderer
+
+    rendered = TemplateRenderer(".").render_string(
+        "{{ '{:>4}|{:.2f}|{:{w}}'.format('x', 1.5, 'y', w=3) }} {{ '%3s|%-*s' % ('a', 2, 'b') }} "
+        "{{ '%s!'|format('hi') }} {{ 'a' ~ 1 ~ 'b' }} {{ [1] + [2] }} {{ 'c' + 'd' }} {{ 7 % 4 }} "
+        + GROWN.replace("OP", "~").replace("range(24)", "range(3)"), {})
+    assert rendered == "   x|1.50|y   " + "  a|b " + " hi! a1b [1, 2] cd 3 16"
