@@ -204,6 +204,26 @@ _CHECKS: dict[str, Any] = {
 }
 
 
+def sides(expectation: Expectation, facts: RunFacts) -> tuple[str, str] | None:
+    """What a failed assertion on the run's output expected and what the run gave, as two texts for a diff
+    view (`equals`, `contains`: the text and the answer; `tools`: a call a line; `tool_called`: the call with
+    its arguments and the calls of that tool); None where there is no second text to set beside the answer."""
+    kind, value = expectation.kind, expectation.value
+    if kind in ("equals", "contains"):
+        return str(value), facts.text
+    if kind == "tools":
+        return "\n".join(value.calls), "\n".join(str(call["name"]) for call in facts.tool_calls)
+    if kind == "tool_called":
+        calls = [c for c in facts.tool_calls if c["name"] == value.name] or facts.tool_calls
+        return _call_line(value.name, value.arguments), "\n".join(_call_line(c["name"], c.get("arguments"))
+                                                                   for c in calls)
+    return None
+
+
+def _call_line(name: str, arguments: Any) -> str:
+    return f"{name} {json.dumps(arguments, ensure_ascii=False, sort_keys=True)}"
+
+
 def judge_messages(rubric: str, input: str, answer: str) -> str:
     """The judge's prompt for one rubric and run (no `str.format`: braces in answers stay as they are)."""
     return JUDGE_PROMPT.replace("{rubric}", rubric).replace("{input}", input).replace("{answer}", answer)
