@@ -5,7 +5,7 @@
  * evaluations name. In Restricted Mode the evaluations are listed but never run.
  */
 import * as vscode from 'vscode';
-import { evalFilesOf, evalOutcomeOf, matrixHtml, modelsOf, type EvalCell, type EvalResult } from './evalCases';
+import { evalFilesOf, evalOutcomeOf, matrixHtml, modelsOf, type EvalCell, type EvalOutcome, type EvalResult } from './evalCases';
 import type { ServerRequest } from './testing';
 
 export const EVAL_COMMANDS = { list: 'oscova.listEvals', run: 'oscova.runEval' } as const;
@@ -108,7 +108,7 @@ export class EvalTests implements vscode.Disposable {
           for (const e of result.evals) for (const cell of e.cases) cells.push({ file: e.file, agent: e.agent, cell });
           run.appendOutput(`${name}: ${outcome.message.replace(/\n/g, '\r\n')}\r\n`, undefined, item);
           if (outcome.passed) run.passed(item, outcome.durationMs);
-          else run.failed(item, new vscode.TestMessage(outcome.message), outcome.durationMs);
+          else run.failed(item, this.messages(item, outcome), outcome.durationMs);
         } catch (error) {
           run.errored(item, new vscode.TestMessage(String((error as Error)?.message ?? error)));
         }
@@ -117,6 +117,14 @@ export class EvalTests implements vscode.Disposable {
       run.end();
       if (cells.length) this.showResults(cells);
     }
+  }
+
+  /** A failed case's messages at its line: the summary, then a diff view (expected → actual) per drifted output. */
+  private messages(item: vscode.TestItem, outcome: EvalOutcome): vscode.TestMessage[] {
+    const messages = [new vscode.TestMessage(outcome.message),
+      ...outcome.diffs.map((d) => vscode.TestMessage.diff(d.message, d.expected, d.actual))];
+    if (item.uri && item.range) for (const m of messages) m.location = new vscode.Location(item.uri, item.range);
+    return messages;
   }
 
   /** The results view: the matrix of the run that just ended (a webview without scripts). */
