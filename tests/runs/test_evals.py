@@ -391,7 +391,7 @@ def test_the_worked_example_passes_against_a_local_model_that_answers_in_bullets
     (ws / "oscova.toml").write_text(host.replace('base_url = "http://127.0.0.1:11434/v1"',
                                                  f'base_url = "{fake_openai.base_url}"'))
     answers = iter(["- The deploy failed twice.\n- Then it passed.", "The deploy passed.",
-                    "* Deploy: two failures, then a success."])
+                    "– The release failed twice, then went out."])  # a paraphrase, with an en-dash bullet
     fake_openai.responder = lambda body: Reply(text=next(answers))
     result = oscova_eval("evals/summarizer.eval.yaml", "--jobs", "1", "--format", "json", cwd=ws)
     assert result.returncode == 0, result.stdout + result.stderr
