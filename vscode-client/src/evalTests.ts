@@ -16,20 +16,32 @@ export class EvalTests implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [this.controller];
   private readonly profiles = new Map<string, vscode.TestRunProfile>();
   private refreshing: Promise<void> | undefined;
+  private listAgain = false;
   private panel: vscode.WebviewPanel | undefined;
 
-  constructor(private readonly request: ServerRequest, private readonly log: (line: string) => void) {
+  /** `fileEvents`: the watched files the server has been told changed (its listing then holds the change). */
+  constructor(private readonly request: ServerRequest, private readonly log: (line: string) => void,
+    fileEvents: vscode.Event<vscode.Uri>) {
     const { controller } = this;
     controller.resolveHandler = async (item) => { if (!item) await this.refresh(); };
     controller.refreshHandler = () => this.refresh();
     controller.createRunProfile('Run', vscode.TestRunProfileKind.Run, (req, token) => this.run(req, token, []), true);
-    const watcher = vscode.workspace.createFileSystemWatcher('**/*.{eval.yaml,eval.yml}');
-    const changed = () => void this.refresh();
-    this.disposables.push(watcher, watcher.onDidCreate(changed), watcher.onDidChange(changed), watcher.onDidDelete(changed));
+    // Not a watcher of its own: its event can come before the server hears of the file, and the listing is the server's.
+    this.disposables.push(fileEvents((uri) => { if (/\.eval\.ya?ml$/.test(uri.path)) void this.refresh(); }));
   }
 
+  /** Lists the evaluations; asked while a listing is under way, lists once more after it (which may predate the change). */
   refresh(): Promise<void> {
-    if (!this.refreshing) this.refreshing = this.list().finally(() => { this.refreshing = undefined; });
+    if (this.refreshing) {
+      this.listAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.listAgain = false;
+        await this.list();
+      } while (this.listAgain);
+    })().finally(() => { this.refreshing = undefined; });
     return this.refreshing;
   }
 
