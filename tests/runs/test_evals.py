@@ -199,6 +199,17 @@ def test_a_drifted_output_carries_what_was_expected_and_what_came_for_a_diff_vie
     assert failures["equals"]["message"].startswith("run 1: expected the answer")
 
 
+def test_a_huge_drifted_answer_is_cut_in_its_diff_side() -> None:
+    from oscova_lsp.runs.grading import MAX_SIDE_CHARS, RunFacts, sides
+    from oscova_runtime.evaluation import Expectation
+
+    facts = RunFacts("c", "default", 1, text="x" * (3 * MAX_SIDE_CHARS))
+    expected, actual = sides(Expectation(equals="y"), facts) or ("", "")
+    assert expected == "y" and len(actual) < MAX_SIDE_CHARS + 100
+    assert actual.endswith(f"… cut: {3 * MAX_SIDE_CHARS} characters in all")
+    assert sides(Expectation(max_tokens=1), facts) is None
+
+
 FLAKY = """\
 agent: triage
 repeat: 4
