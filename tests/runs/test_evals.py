@@ -168,6 +168,48 @@ def test_the_tools_modes_show_both_sequences(tmp_path: Path, fake_openai: FakeOp
     assert "0 of 1 case × model cells met their pass rate" in result.stdout
 
 
+def test_a_drifted_output_carries_what_was_expected_and_what_came_for_a_diff_view(tmp_path: Path,
+                                                                                  fake_openai: FakeOpenAI) -> None:
+    fake_openai.responder = scripted
+    evaluation = """\
+        agent: triage
+        cases:
+          - name: drift
+            input: good
+            expect:
+              - equals: '{"region": "eu-east"}'
+              - contains: eu-east
+              - tools: { mode: exact, calls: [read_file] }
+              - tool_called: { name: read_file, arguments: { path: data/other.txt } }
+              - regex: "eu-east"
+              - status: completed
+        """
+    ws = make_ws(tmp_path / "ws", fake_openai, {"d.eval.yaml": evaluation})
+    result = oscova_eval("--format", "json", cwd=ws)
+    assert result.returncode == 1, result.stderr
+    failures = {f["assertion"].split(":")[0]: f for f in as_json(result)["evals"][0]["cases"][0]["failures"]}
+    assert set(failures) == {"equals", "contains", "tools", "tool_called", "regex"}
+    answer = '{"region": "eu-west"}'
+    assert (failures["equals"]["expected"], failures["equals"]["actual"]) == ('{"region": "eu-east"}', answer)
+    assert (failures["contains"]["expected"], failures["contains"]["actual"]) == ("eu-east", answer)
+    assert (failures["tools"]["expected"], failures["tools"]["actual"]) == ("read_file", "read_file\ncurrent_datetime")
+    assert failures["tool_called"]["expected"] == 'read_file {"path": "data/other.txt"}'
+    assert failures["tool_called"]["actual"] == 'read_file {"path": "data/notes.txt"}'
+    assert set(failures["regex"]) == {"assertion", "message"}  # no second text to set beside the answer
+    assert failures["equals"]["message"].startswith("run 1: expected the answer")
+
+
+def test_a_huge_drifted_answer_is_cut_in_its_diff_side() -> None:
+    from oscova_lsp.runs.grading import MAX_SIDE_CHARS, RunFacts, sides
+    from oscova_runtime.evaluation import Expectation
+
+    facts = RunFacts("c", "default", 1, text="x" * (3 * MAX_SIDE_CHARS))
+    expected, actual = sides(Expectation(equals="y"), facts) or ("", "")
+    assert expected == "y" and len(actual) < MAX_SIDE_CHARS + 100
+    assert actual.endswith(f"… cut: {3 * MAX_SIDE_CHARS} characters in all")
+    assert sides(Expectation(max_tokens=1), facts) is None
+
+
 FLAKY = """\
 agent: triage
 repeat: 4
@@ -360,7 +402,7 @@ def test_the_worked_example_passes_against_a_local_model_that_answers_in_bullets
     (ws / "oscova.toml").write_text(host.replace('base_url = "http://127.0.0.1:11434/v1"',
                                                  f'base_url = "{fake_openai.base_url}"'))
     answers = iter(["- The deploy failed twice.\n- Then it passed.", "The deploy passed.",
-                    "* Deploy: two failures, then a success."])
+                    "– The release failed twice, then went out."])  # a paraphrase, with an en-dash bullet
     fake_openai.responder = lambda body: Reply(text=next(answers))
     result = oscova_eval("evals/summarizer.eval.yaml", "--jobs", "1", "--format", "json", cwd=ws)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -106,6 +106,12 @@ async def test_evaluations_are_listed_and_run_with_events(editor: LanguageClient
     assert [(lens.range.start.line, lens.command.title, plain(lens.command.arguments)) for lens in lenses] == [
         (3, "Run eval", [{"uri": good["uri"], "case": "launch"}]), (7, "Run eval", [{"uri": good["uri"], "case": "greeting"}])]
 
+    # A drifted answer: the failure carries both texts, for the editor's diff view.
+    fake.responder = lambda body: Reply(text="On Monday.")
+    drifted = await command(editor, "oscova.runEval", {"uri": good["uri"], "case": "launch", "repeat": 1})
+    [failure] = drifted["evals"][0]["cases"][0]["failures"]
+    assert (failure["assertion"], failure["expected"], failure["actual"]) == ('contains: "Tuesday"', "Tuesday", "On Monday.")
+
     with pytest.raises(JsonRpcException, match="cannot be evaluated until its errors are fixed"):
         await command(editor, "oscova.runEval", {"uri": broken["uri"]})
     with pytest.raises(JsonRpcException, match="`repeat` must be a whole number"):

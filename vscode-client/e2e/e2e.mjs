@@ -14,6 +14,9 @@
 // 3b. The debugger (also alone: OSCOVA_E2E_ONLY=debug): the `model` function breakpoint added in the
 //    Breakpoints view, the "Debug agent" lens, the stop before model call 1, the instructions read and edited in the
 //    Variables view, the endpoint receiving the edit, the run completing (e2e/debugSession.mjs).
+// 3c. Evaluations (also alone: OSCOVA_E2E_ONLY=evals): an evaluation file written into the run workspace is
+//    listed in the Test Explorer and run from there; one case passes (the judge scripted too), one fails on a
+//    drifted answer; the results view shows the matrix cells, and the failure opens the expected/actual diff.
 // 4. Restricted Mode: a workspace whose `yaml.py`, `uuid.py`, `pydantic.py`, … and custom tool and
 //    provider modules write marker files when imported, opened untrusted, with the server started
 //    through each start path: the console script, `python -m oscova_lsp` and `python -P -m oscova_lsp`
@@ -142,6 +145,24 @@ async function saveCase(dir, agent, input, name) {
   const runId = JSON.parse((await cli('run', agent, '--input', input, '--json')).split('\n')[0]).runId;
   await cli('test', '--save', runId, '--name', name);
 }
+
+// An evaluation of the clock agent: one case passes (its judge is scripted to pass "late"), one drifts from
+// the answer it expects (`equals`), so its failure opens as a diff.
+const CLOCK_EVAL = `agent: clock
+models: [default]
+cases:
+  - name: tells-the-time
+    input: What time is it? Use the tool.
+    expect:
+      - status: completed
+      - tools: { mode: exact, calls: [current_datetime] }
+      - judge: Says what time the clock tool gave.
+  - name: exact-answer
+    input: What time is it? Use the tool.
+    expect:
+      - status: completed
+      - equals: The clock tool says it is early. Done.
+`;
 
 const GREETER = `id: greeter
 name: Greeter
@@ -444,6 +465,109 @@ async function main() {
       if (fake.state.requests.length !== requestsBefore) throw new Error('a run reached the model in Restricted Mode');
     }
 
+    // A Test Explorer row, and its state: its aria-label ("name (Passed)") and its icon (codicon-testing-passed-icon).
+    const row = (name) => page.locator('.part.sidebar .monaco-list-row').filter({ hasText: name }).first();
+    const state = async (name) => {
+      const label = (await row(name).getAttribute('aria-label')) ?? '';
+      const icons = await row(name).locator('.codicon').evaluateAll((els) => els.map((e) => e.className).join(' '));
+      const icon = /testing-(passed|failed|error)/.exec(icons)?.[1];
+      return `${label}${icon ? ` (${icon[0].toUpperCase()}${icon.slice(1)})` : ''}`;
+    };
+
+    async function evaluations() {
+      // ---------------------------------------------------------------------------- evaluations
+      if (!['oscova.listEvals', 'oscova.runEval'].every((c) => offered.includes(c))) {
+        if (CI) throw new Error(`the server does not advertise oscova.listEvals and oscova.runEval (it offers: ${JSON.stringify(offered)})`);
+        log('EVALUATIONS NOT TESTED: the server does not advertise oscova.listEvals / oscova.runEval');
+        return false;
+      }
+      // Written now, not with the workspace: "Run All Tests" of the agent-test step would run it too.
+      log('evaluations: a new evaluation file is listed in the Test Explorer, run there, and its matrix shown');
+      mkdirSync(join(runWs, 'evals'), { recursive: true });
+      writeFileSync(join(runWs, 'evals', 'clock.eval.yaml'), CLOCK_EVAL);
+      const requestsBefore = fake.state.requests.length;
+      const judgedBefore = fake.state.judged.length;
+      if (!await page.locator('.part.sidebar .test-explorer').isVisible()) {
+        // After a failed agent test, the icon's badge ("1 failed tests") covers it, and takes the click for it.
+        await page.locator('.activitybar .action-item [aria-label^="Testing"]').first().click({ force: true });
+      }
+      const file = row('clock.eval.yaml');
+      await file.waitFor({ timeout: 60_000 }).catch(async (error) => {
+        await shot('failure-evals-listed');
+        throw error;
+      });
+      if (!await row('exact-answer').isVisible()) { // a new file's item may come collapsed
+        await file.click();
+        if (await file.getAttribute('aria-expanded') === 'false') await file.press('ArrowRight');
+      }
+      await row('tells-the-time').waitFor({ timeout: 20_000 });
+      await row('exact-answer').waitFor({ timeout: 10_000 });
+      await file.hover();
+      await file.locator('.action-label[aria-label^="Run Test"]').first().click();
+      await waitFor(async () => (await state('tells-the-time')).includes('(Passed)') && (await state('exact-answer')).includes('(Failed)'),
+        'tells-the-time to pass and exact-answer to fail', 90_000).catch(async (error) => {
+        await shot('failure-evals-run');
+        throw new Error(`${error.message}: tells-the-time "${await state('tells-the-time')}", exact-answer "${await state('exact-answer')}"`);
+      });
+      // The judge was asked once, about the case with a judge assertion, with the agent's answer.
+      const judged = fake.state.judged.slice(judgedBefore);
+      if (judged.length !== 1 || !judged[0].answer.includes('The clock tool says it is late. Done.')) {
+        throw new Error(`the judge was asked ${judged.length} times: ${JSON.stringify(judged)}`);
+      }
+      const agentRequests = fake.state.requests.length - requestsBefore - judged.length;
+      if (agentRequests !== 4) throw new Error(`two cases of two model calls each made ${agentRequests} requests`);
+
+      // The results view: the matrix of the run (a row per case, a column per model) and the failure below it.
+      const results = await waitFor(async () => {
+        for (const f of page.frames()) {
+          if ((await f.locator('h1').allInnerTexts().catch(() => [])).includes('Oscova evaluation')) return f;
+        }
+        return undefined;
+      }, 'the Oscova Evaluation results view', 30_000).catch(async (error) => {
+        await shot('failure-evals-results-view');
+        throw error;
+      });
+      const header = (await results.locator('table tr').first().innerText()).replace(/\s+/g, ' ').trim();
+      const cell = async (name) => (await results.locator('tr').filter({ has: results.locator(`th:text-is("${name}")`) }).locator('td').innerText())
+        .replace(/\s+/g, ' ').trim();
+      const [passedCell, failedCell] = [await cell('tells-the-time'), await cell('exact-answer')];
+      if (header !== 'case default') throw new Error(`the matrix's header row: "${header}"`);
+      if (!/^✓ 1\/1 18 tok · \d+\.\ds$/.test(passedCell)) throw new Error(`the matrix cell of tells-the-time: "${passedCell}"`);
+      if (!/^✗ 0\/1 18 tok · \d+\.\ds$/.test(failedCell)) throw new Error(`the matrix cell of exact-answer: "${failedCell}"`);
+      const shade = await results.locator('td').first().getAttribute('style');
+      if (!shade?.includes('hsl(120,')) throw new Error(`the passing cell is not green: ${shade}`);
+      const failures = (await results.locator('body').innerText()).replace(/\s+/g, ' ');
+      if (!failures.includes('✗ exact-answer on default') || !failures.includes('expected the answer "The clock tool says it is early. Done."')) {
+        throw new Error(`the results view's failures: ${failures}`);
+      }
+      log(`evaluations: tells-the-time passed (the judge asked once), exact-answer failed; the results view's cells "${passedCell}", "${failedCell}"`);
+      await shot('12-eval-results-view');
+
+      // The failed case's drifted answer in the diff view: what was expected beside what the agent answered.
+      await runCommand(page, 'Test Results: Focus on Test Results View');
+      const panel = page.locator('.part.panel');
+      const diffRow = panel.locator('.monaco-list-row[aria-level="3"]').filter({ hasText: '[default] equals:' });
+      // The diff's two sides side by side, each wide enough to read: the empty secondary side bar closed.
+      if (await page.locator('.part.auxiliarybar').isVisible()) await runCommand(page, 'Hide Secondary Side Bar');
+      await waitFor(async () => {
+        if (!await diffRow.count()) {
+          const caseRow = panel.locator('.monaco-list-row').filter({ hasText: 'exact-answer' }).first();
+          await caseRow.click();
+          if (await caseRow.getAttribute('aria-expanded') === 'false') await caseRow.press('ArrowRight');
+        }
+        await diffRow.last().click();
+        const diffs = await page.locator('.monaco-diff-editor').allInnerTexts();
+        return diffs.map((t) => t.replace(/\s+/g, ' ')) // the editor's spaces are no-break spaces
+          .some((t) => t.includes('The clock tool says it is early. Done.') && t.includes('The clock tool says it is late. Done.'));
+      }, 'the diff view of the expected and the actual answer', 30_000, 1000).catch(async (error) => {
+        await shot('failure-evals-diff-view');
+        throw new Error(`${error.message}\n${await panel.innerText().catch(() => '(no panel)')}`);
+      });
+      log('evaluations: the failed case\'s message opened the diff view of the expected and the actual answer');
+      await shot('13-eval-diff-view');
+      return true;
+    }
+
     let savedFromRunView = false;
     async function agentTests() {
       // ---------------------------------------------------------------------------- agent tests
@@ -455,14 +579,6 @@ async function main() {
       log('agent tests: the Test Explorer lists the cases');
       const requestsBefore = fake.state.requests.length;
       await page.locator('.activitybar .action-item [aria-label^="Testing"]').first().click();
-      const row = (name) => page.locator('.part.sidebar .monaco-list-row').filter({ hasText: name }).first();
-      // A test row's state: its aria-label ("name (Passed)") and its icon (codicon-testing-passed-icon).
-      const state = async (name) => {
-        const label = (await row(name).getAttribute('aria-label')) ?? '';
-        const icons = await row(name).locator('.codicon').evaluateAll((els) => els.map((e) => e.className).join(' '));
-        const icon = /testing-(passed|failed|error)/.exec(icons)?.[1];
-        return `${label}${icon ? ` (${icon[0].toUpperCase()}${icon.slice(1)})` : ''}`;
-      };
       await row('clock-time').waitFor({ timeout: 60_000 });
       await row('greeting').waitFor({ timeout: 10_000 });
       const rowsText = await page.locator('.test-explorer .monaco-list-row').allInnerTexts();
@@ -548,6 +664,15 @@ async function main() {
       await setApiKey();
       await debugSession(page, debugging);
       return 'debugger only';
+    }
+
+    if (process.env.OSCOVA_E2E_ONLY === 'evals') { // while developing the evaluation part: that part alone
+      await openWorkbench(page, baseUrl, runWs);
+      await explorerOpen(page, 'agents', 'clock.agent.yaml');
+      await runCommand(page, 'Oscova: Show Server Output');
+      await waitFor(() => oscovaLog(userData).includes('[client] starting'), 'the server starting', 90_000);
+      await setApiKey();
+      return await evaluations() ? 'evaluations only' : 'EVALUATIONS NOT TESTED';
     }
 
     if (process.env.OSCOVA_E2E_ONLY === 'tests') { // while developing the agent-test part: that part alone
@@ -709,8 +834,9 @@ async function main() {
 
     await debugSession(page, debugging); // before the agent tests edit clock.agent.yaml
     const tested = await agentTests();
+    const evaluated = await evaluations();
     await restrictedMode();
-    return `diagnostics, runs, ${tested ? 'agent tests' : 'AGENT TESTS NOT TESTED'}, the debugger and restricted mode`;
+    return `diagnostics, runs, ${tested ? 'agent tests' : 'AGENT TESTS NOT TESTED'}, ${evaluated ? 'evaluations' : 'EVALUATIONS NOT TESTED'}, the debugger and restricted mode`;
   } catch (error) {
     for (const [i, p] of page.context().pages().entries()) {
       await p.screenshot({ path: join(screenshots, `failure-${i}.png`) }).catch(() => undefined);

@@ -35,12 +35,16 @@ export class Ctx implements vscode.Disposable {
   private readonly runEvents = new vscode.EventEmitter<RunEvent>();
   private readonly started = new vscode.EventEmitter<void>();
   private readonly stopping = new vscode.EventEmitter<void>();
+  private readonly filesSent = new vscode.EventEmitter<vscode.Uri>();
   /** `oscova/runEvent` notifications of the running server. */
   readonly onRunEvent = this.runEvents.event;
   /** The server started (and answered `initialize`). */
   readonly onDidStart = this.started.event;
   /** The server is about to stop (or restart): what is in flight will get no answer. */
   readonly onWillStop = this.stopping.event;
+  /** A watched file changed and the server has been told (`workspace/didChangeWatchedFiles`, which the client
+   * sends 250 ms late, batched): a listing asked for now sees the change. */
+  readonly onDidSendFileEvent = this.filesSent.event;
 
   constructor(readonly extension: vscode.ExtensionContext) {}
 
@@ -163,7 +167,10 @@ export class Ctx implements vscode.Disposable {
         lint: { ignore: config.get('lint.ignore'), severity: config.get('lint.severity') },
         workspaceTrusted: vscode.workspace.isTrusted,
       },
-      middleware: middleware(),
+      middleware: {
+        ...middleware(),
+        workspace: { didChangeWatchedFile: async (event, next) => { await next(event); this.filesSent.fire(vscode.Uri.parse(event.uri)); } },
+      },
     };
   }
 
@@ -196,5 +203,6 @@ export class Ctx implements vscode.Disposable {
     this.runEvents.dispose();
     this.started.dispose();
     this.stopping.dispose();
+    this.filesSent.dispose();
   }
 }

@@ -10,8 +10,10 @@ export interface EvalFileInfo {
 }
 export interface EvalCell {
   name: string; model: string; runs: number; passed: number; passRate: number; ok: boolean;
-  failures: { assertion: string; message: string }[]; tokens: number; durationMs: number;
+  failures: EvalFailure[]; tokens: number; durationMs: number;
 }
+/** `expected` / `actual`: what a drifted output (`equals`, `contains`, `tools`, `tool_called`) was to be and was. */
+export interface EvalFailure { assertion: string; message: string; expected?: string; actual?: string }
 export interface EvalResult { evals: { file: string; agent: string; cases: EvalCell[] }[]; ok: boolean; cancelled?: boolean }
 
 /** The evaluation files of a listing, each with a list of cases (a file that does not validate has none). */
@@ -26,19 +28,25 @@ export function modelsOf(files: EvalFileInfo[]): string[] {
   return [...new Set(files.flatMap((f) => f.models ?? []))];
 }
 
-export type EvalOutcome = { passed: boolean; message: string; durationMs: number };
+/** A failure with two sides, for the editor's diff view (`TestMessage.diff`). */
+export type EvalDiff = { message: string; expected: string; actual: string };
+export type EvalOutcome = { passed: boolean; message: string; durationMs: number; diffs: EvalDiff[] };
 
 /** One case's outcome over the models it ran on: passed when every model met the pass rate; the message
- * names each cell (`default 3/3 ✓, local 1/3 ✗`) and lists the failures below. */
+ * names each cell (`default 3/3 ✓, local 1/3 ✗`) and lists the failures below; each failure of a drifted
+ * output is a diff too (expected → actual). */
 export function evalOutcomeOf(result: EvalResult, caseName: string): EvalOutcome {
   const cells = result.evals.flatMap((e) => e.cases).filter((c) => c.name === caseName);
-  if (cells.length === 0) return { passed: false, message: `${caseName}: no run${result.cancelled ? ' (cancelled)' : ''}`, durationMs: 0 };
+  if (cells.length === 0) return { passed: false, message: `${caseName}: no run${result.cancelled ? ' (cancelled)' : ''}`, durationMs: 0, diffs: [] };
   const summary = cells.map((c) => `${c.model} ${c.passed}/${c.runs} ${c.ok ? '✓' : '✗'}`).join(', ');
-  const failures = cells.flatMap((c) => c.failures.map((f) => `[${c.model}] ${f.assertion}\n  ${f.message}`));
+  const described = (model: string, f: EvalFailure) => `[${model}] ${f.assertion}\n  ${f.message}`;
+  const diffs = cells.flatMap((c) => c.failures.filter((f) => typeof f.expected === 'string' && typeof f.actual === 'string')
+    .map((f) => ({ message: described(c.model, f), expected: f.expected as string, actual: f.actual as string })));
   return {
     passed: cells.every((c) => c.ok) && !result.cancelled,
-    message: [summary, ...failures].join('\n'),
+    message: [summary, ...cells.flatMap((c) => c.failures.map((f) => described(c.model, f)))].join('\n'),
     durationMs: cells.reduce((sum, c) => sum + c.durationMs, 0),
+    diffs,
   };
 }
 

@@ -5,7 +5,7 @@
  * evaluations name. In Restricted Mode the evaluations are listed but never run.
  */
 import * as vscode from 'vscode';
-import { evalFilesOf, evalOutcomeOf, matrixHtml, modelsOf, type EvalCell, type EvalResult } from './evalCases';
+import { evalFilesOf, evalOutcomeOf, matrixHtml, modelsOf, type EvalCell, type EvalOutcome, type EvalResult } from './evalCases';
 import type { ServerRequest } from './testing';
 
 export const EVAL_COMMANDS = { list: 'oscova.listEvals', run: 'oscova.runEval' } as const;
@@ -16,20 +16,32 @@ export class EvalTests implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [this.controller];
   private readonly profiles = new Map<string, vscode.TestRunProfile>();
   private refreshing: Promise<void> | undefined;
+  private listAgain = false;
   private panel: vscode.WebviewPanel | undefined;
 
-  constructor(private readonly request: ServerRequest, private readonly log: (line: string) => void) {
+  /** `fileEvents`: the watched files the server has been told changed (its listing then holds the change). */
+  constructor(private readonly request: ServerRequest, private readonly log: (line: string) => void,
+    fileEvents: vscode.Event<vscode.Uri>) {
     const { controller } = this;
     controller.resolveHandler = async (item) => { if (!item) await this.refresh(); };
     controller.refreshHandler = () => this.refresh();
     controller.createRunProfile('Run', vscode.TestRunProfileKind.Run, (req, token) => this.run(req, token, []), true);
-    const watcher = vscode.workspace.createFileSystemWatcher('**/*.{eval.yaml,eval.yml}');
-    const changed = () => void this.refresh();
-    this.disposables.push(watcher, watcher.onDidCreate(changed), watcher.onDidChange(changed), watcher.onDidDelete(changed));
+    // Not a watcher of its own: its event can come before the server hears of the file, and the listing is the server's.
+    this.disposables.push(fileEvents((uri) => { if (/\.eval\.ya?ml$/.test(uri.path)) void this.refresh(); }));
   }
 
+  /** Lists the evaluations; asked while a listing is under way, lists once more after it (which may predate the change). */
   refresh(): Promise<void> {
-    if (!this.refreshing) this.refreshing = this.list().finally(() => { this.refreshing = undefined; });
+    if (this.refreshing) {
+      this.listAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.listAgain = false;
+        await this.list();
+      } while (this.listAgain);
+    })().finally(() => { this.refreshing = undefined; });
     return this.refreshing;
   }
 
@@ -108,7 +120,7 @@ export class EvalTests implements vscode.Disposable {
           for (const e of result.evals) for (const cell of e.cases) cells.push({ file: e.file, agent: e.agent, cell });
           run.appendOutput(`${name}: ${outcome.message.replace(/\n/g, '\r\n')}\r\n`, undefined, item);
           if (outcome.passed) run.passed(item, outcome.durationMs);
-          else run.failed(item, new vscode.TestMessage(outcome.message), outcome.durationMs);
+          else run.failed(item, this.messages(item, outcome), outcome.durationMs);
         } catch (error) {
           run.errored(item, new vscode.TestMessage(String((error as Error)?.message ?? error)));
         }
@@ -117,6 +129,14 @@ export class EvalTests implements vscode.Disposable {
       run.end();
       if (cells.length) this.showResults(cells);
     }
+  }
+
+  /** A failed case's messages at its line: the summary, then a diff view (expected → actual) per drifted output. */
+  private messages(item: vscode.TestItem, outcome: EvalOutcome): vscode.TestMessage[] {
+    const messages = [new vscode.TestMessage(outcome.message),
+      ...outcome.diffs.map((d) => vscode.TestMessage.diff(d.message, d.expected, d.actual))];
+    if (item.uri && item.range) for (const m of messages) m.location = new vscode.Location(item.uri, item.range);
+    return messages;
   }
 
   /** The results view: the matrix of the run that just ended (a webview without scripts). */

@@ -38,7 +38,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const server = new Ctx(context);
   ctx = server;
   const tests = new AgentTests((command, arg, token) => server.request(command, arg, token), (line) => server.output.appendLine(line));
-  const evals = new EvalTests((command, arg, token) => server.request(command, arg, token), (line) => server.output.appendLine(line));
+  const evals = new EvalTests((command, arg, token) => server.request(command, arg, token), (line) => server.output.appendLine(line),
+    server.onDidSendFileEvent);
   const features: Features = { ctx: server, tests, evals, runs: new Runs(server, tests), previews: new PreviewDocuments() };
   const restart = () => void server.restart();
   context.subscriptions.push(

@@ -20,11 +20,27 @@ test('a case passes only when every model met its pass rate, and its failures ar
     ({ name: 'c', model, runs: 3, passed, passRate: passed / 3, ok, failures, tokens: 10, durationMs: 100 });
   const failed = evalOutcomeOf({ ok: false, evals: [{ file: 'a', agent: 't', cases: [
     cell('default', 3, true), cell('local', 1, false, [{ assertion: 'contains: "eu"', message: 'run 2: expected …' }])] }] }, 'c');
-  assert.deepEqual(failed, { passed: false, durationMs: 200,
+  assert.deepEqual(failed, { passed: false, durationMs: 200, diffs: [],
     message: 'default 3/3 ✓, local 1/3 ✗\n[local] contains: "eu"\n  run 2: expected …' });
   assert.equal(evalOutcomeOf({ ok: true, evals: [{ file: 'a', agent: 't', cases: [cell('default', 3, true)] }] }, 'c').passed, true);
   assert.equal(evalOutcomeOf({ ok: true, cancelled: true, evals: [{ file: 'a', agent: 't', cases: [cell('d', 3, true)] }] }, 'c').passed, false);
   assert.match(evalOutcomeOf({ ok: false, evals: [] }, 'c').message, /^c: no run/);
+});
+
+test('a drifted output is a diff of what was expected and what came; a failure without two sides is not', () => {
+  const failures = [
+    { assertion: 'equals: "eu-east"', message: 'run 1: expected the answer "eu-east"; the answer was "eu-west"', expected: 'eu-east', actual: 'eu-west' },
+    { assertion: 'regex: "east"', message: 'run 1: expected the answer to match /east/' },
+    { assertion: 'tools: {…}', message: 'run 2: tool calls (exact) differ', expected: 'read_file', actual: 'read_file\ncurrent_datetime' },
+    { assertion: 'contains: "x"', message: 'run 3: …', expected: 'x', actual: 42 as unknown as string },
+  ];
+  const outcome = evalOutcomeOf({ ok: false, evals: [{ file: 'a', agent: 't', cases: [
+    { name: 'c', model: 'local', runs: 3, passed: 0, passRate: 0, ok: false, failures, tokens: 0, durationMs: 0 }] }] }, 'c');
+  assert.deepEqual(outcome.diffs, [
+    { message: '[local] equals: "eu-east"\n  run 1: expected the answer "eu-east"; the answer was "eu-west"', expected: 'eu-east', actual: 'eu-west' },
+    { message: '[local] tools: {…}\n  run 2: tool calls (exact) differ', expected: 'read_file', actual: 'read_file\ncurrent_datetime' },
+  ]);
+  assert.equal(outcome.message.split('\n[local] ').length, 5); // the summary still lists every failure
 });
 
 test('the results matrix colours each cell by its pass rate and escapes what files and models wrote', () => {

@@ -11,7 +11,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from ..reporting import display_path, github_data, github_property, json_text, printable, printable_line
-from .evals import CaseOutcome, EvalReport, transcript_text
+from .evals import CaseOutcome, EvalReport, Failure, transcript_text
 
 
 def _by_file(outcomes: Sequence[CaseOutcome]) -> dict[str, list[CaseOutcome]]:
@@ -49,7 +49,7 @@ def _failures(outcome: CaseOutcome) -> list[str]:
     needed = f"needs {outcome.pass_rate:g} of the runs"
     lines = [f"✗ {printable_line(outcome.case)} on {printable_line(outcome.model)}: {outcome.passed}/{total} runs "
              f"passed ({needed})" + ("" if len(outcome.runs) == total else f"; {len(outcome.runs)} of {total} ran")]
-    for run, assertion, message in outcome.failures:
+    for run, assertion, message, _, _ in outcome.failures:
         body = printable(message).replace("\n", "\n      ")
         lines.append(f"    run {run}: {printable_line(assertion)}\n      {body}")
     return lines
@@ -84,9 +84,16 @@ def _case_json(outcome: CaseOutcome) -> dict[str, Any]:
     total = max(outcome.expected_runs, len(outcome.runs))
     return {"name": outcome.case, "model": outcome.model, "runs": total, "passed": outcome.passed,
             "passRate": round(outcome.passed / total, 4) if total else 0.0, "ok": outcome.ok,
-            "failures": [{"assertion": assertion, "message": f"run {run}: {message}"}
-                         for run, assertion, message in outcome.failures],
+            "failures": [_failure_json(f) for f in outcome.failures],
             "tokens": outcome.tokens, "durationMs": outcome.duration_ms}
+
+
+def _failure_json(failure: Failure) -> dict[str, Any]:
+    """`{assertion, message}`, with `expected` and `actual` when the output drifted (for a diff view)."""
+    out = {"assertion": failure.assertion, "message": f"run {failure.run}: {failure.message}"}
+    if failure.expected is not None and failure.actual is not None:
+        out |= {"expected": failure.expected, "actual": failure.actual}
+    return out
 
 
 def format_json(report: EvalReport) -> str:
@@ -94,7 +101,7 @@ def format_json(report: EvalReport) -> str:
 
 
 def _failure_text(outcome: CaseOutcome) -> str:
-    return printable("\n".join(f"run {run}: {assertion}\n  {message}" for run, assertion, message in outcome.failures))
+    return printable("\n".join(f"run {run}: {assertion}\n  {message}" for run, assertion, message, _, _ in outcome.failures))
 
 
 def _summary(outcome: CaseOutcome) -> str:
@@ -167,7 +174,7 @@ def _html_matrix(file: str, outcomes: list[CaseOutcome]) -> list[str]:
 def _html_runs(report: EvalReport, outcome: CaseOutcome) -> list[str]:
     out = [f"<h3>{html.escape(outcome.case)} on {html.escape(outcome.model)}: {html.escape(_summary(outcome))}</h3>"]
     failed: dict[int, list[str]] = {}
-    for run, assertion, message in outcome.failures:
+    for run, assertion, message, _, _ in outcome.failures:
         failed.setdefault(run, []).append(f"{assertion}\n  {message}")
     for facts in outcome.runs:
         mark = "✗" if facts.repeat in failed else "✓"

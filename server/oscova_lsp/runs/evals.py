@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from oscova_runtime.evaluation import EvalCase, Evaluation
 from oscova_runtime.host import RUN_VARIABLES
@@ -24,7 +24,7 @@ from oscova_runtime.paths import FileRefused, decode_text, is_inside, make_folde
 from ..analysis.diagnostics import Severity
 from ..analysis.files import EvalFile
 from ..analysis.workspace import find_root
-from .grading import RunFacts, Verdict, describe, grade, judge_messages, parse_verdict
+from .grading import RunFacts, Verdict, describe, grade, judge_messages, parse_verdict, sides
 from .service import RunService
 from .transcript import MAX_TRANSCRIPT_BYTES
 
@@ -53,6 +53,16 @@ class LoadedEval:
         return [c for c in self.evaluation.cases if only is None or c.name == only]
 
 
+class Failure(NamedTuple):
+    """One failed assertion of one run; `expected` / `actual` for a drifted output (`grading.sides`)."""
+
+    run: int
+    assertion: str
+    message: str
+    expected: str | None = None
+    actual: str | None = None
+
+
 @dataclass
 class CaseOutcome:
     """One case on one model: its runs and how they graded."""
@@ -64,13 +74,12 @@ class CaseOutcome:
     pass_rate: float
     line: int = 1
     runs: list[RunFacts] = field(default_factory=list)
-    failures: list[tuple[int, str, str]] = field(default_factory=list)
-    """(run number, assertion, message) of each failed assertion."""
+    failures: list[Failure] = field(default_factory=list)
     expected_runs: int = 0
 
     @property
     def passed(self) -> int:
-        failed = {run for run, _, _ in self.failures}
+        failed = {failure.run for failure in self.failures}
         return sum(1 for facts in self.runs if facts.repeat not in failed)
 
     @property
@@ -243,8 +252,9 @@ def _record(outcome: CaseOutcome, case: EvalCase, facts: RunFacts) -> None:
     for expectation in case.expect:
         message = grade(expectation, facts)
         if message is not None:
-            outcome.failures.append((facts.repeat, describe(expectation), message))
-    outcome.failures.sort(key=lambda f: f[0])
+            expected, actual = sides(expectation, facts) or (None, None)
+            outcome.failures.append(Failure(facts.repeat, describe(expectation), message, expected, actual))
+    outcome.failures.sort(key=lambda f: f.run)
 
 
 async def run_case_once(service: RunService, loaded: LoadedEval, case: EvalCase, model: str,

@@ -204,6 +204,36 @@ _CHECKS: dict[str, Any] = {
 }
 
 
+MAX_SIDE_CHARS = 100_000
+"""The most of one side of a diff a failure carries (a longer answer is cut, and says so)."""
+
+
+def sides(expectation: Expectation, facts: RunFacts) -> tuple[str, str] | None:
+    """What a failed assertion on the run's output expected and what the run gave, as two texts for a diff
+    view (`equals`, `contains`: the text and the answer; `tools`: a call a line; `tool_called`: the call with
+    its arguments and the calls of that tool); None where there is no second text to set beside the answer."""
+    kind, value = expectation.kind, expectation.value
+    if kind in ("equals", "contains"):
+        expected, actual = str(value), facts.text
+    elif kind == "tools":
+        expected, actual = "\n".join(value.calls), "\n".join(str(call["name"]) for call in facts.tool_calls)
+    elif kind == "tool_called":
+        calls = [c for c in facts.tool_calls if c["name"] == value.name] or facts.tool_calls
+        expected = _call_line(value.name, value.arguments)
+        actual = "\n".join(_call_line(c["name"], c.get("arguments")) for c in calls)
+    else:
+        return None
+    return _bounded(expected), _bounded(actual)
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= MAX_SIDE_CHARS else f"{text[:MAX_SIDE_CHARS]}\n… cut: {len(text)} characters in all"
+
+
+def _call_line(name: str, arguments: Any) -> str:
+    return f"{name} {json.dumps(arguments, ensure_ascii=False, sort_keys=True)}"
+
+
 def judge_messages(rubric: str, input: str, answer: str) -> str:
     """The judge's prompt for one rubric and run (no `str.format`: braces in answers stay as they are)."""
     return JUDGE_PROMPT.replace("{rubric}", rubric).replace("{input}", input).replace("{answer}", answer)
