@@ -6,6 +6,7 @@ broken) both say they cannot count, never the last figures."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,12 @@ FILES = {
                    '[models.local]\nmodel = "llama3.1:8b"\nbase_url = "http://127.0.0.1:9/v1"\n',
     "agents/helper.agent.yaml": HELPER,
     "agents/local.agent.yaml": "id: local\nmodel: local\ninstructions: Summarize what you are given.\n",
+    "agents/slow.agent.yaml": "id: slow\ninstructions: Wait.\ncontext_providers: [sleeper]\n",
+    "sleeper.py": "import asyncio\nfrom oscova_runtime import AIContext, AIContextProvider\n\n\n"
+                  "class Sleeper(AIContextProvider):\n    async def provide_ai_context(self, context):\n"
+                  "        await asyncio.sleep(3600)\n        return AIContext()\n",
 }
+FILES["oscova.toml"] += '\n[providers.sleeper]\nclass = "sleeper:Sleeper"\ncontributes = ["instructions"]\n'
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +198,16 @@ async def test_a_lens_without_its_data_is_left_as_it_came(client: LanguageClient
                         data={"agentId": 3})
     resolved = await client.code_lens_resolve_async(lens)
     assert resolved.command is None
+
+
+async def test_a_provider_that_never_answers_does_not_hold_the_hover(client: LanguageClient) -> None:
+    editor: Editor = client.editor  # type: ignore[attr-defined]
+    uri = editor.open("agents/slow.agent.yaml")
+    began = time.monotonic()
+    figures = (await hover_text(client, uri, lsp.Position(line=0, character=5))).split("\n\n---\n\n")
+    assert figures[0].startswith("**agent** `slow`")
+    assert figures[-1] == ("**Tokens: cannot count**: still counting after 5 s (a provider or a template is slow); "
+                           "ask again later")
+    assert time.monotonic() - began < 15
+    local = editor.uri("agents/local.agent.yaml")  # the others are counted meanwhile
+    assert "**Tokens** ≈ " in await hover_text(client, local, lsp.Position(line=0, character=5))

@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 MAX_AGE = 30.0
 """Seconds a preview's figures are reused for, at most."""
+FIGURES_WAIT = 5.0
+"""Seconds a hover or lens waits for its figures (a custom provider may never answer); the preview goes on."""
 CANNOT_COUNT = "Tokens: cannot count"
 PREVIEW_COMMAND = "oscova.previewPrompt"
 
@@ -78,7 +80,11 @@ class TokenFigures:
         now = time.monotonic()
         if entry is None or entry.changes != changes or now - entry.made > MAX_AGE or entry.task.cancelled():
             entry = self._entries[key] = _Entry(changes, now, asyncio.ensure_future(self._preview(root, agent_id)))
-        return await asyncio.shield(entry.task)  # a cancelled hover leaves the preview to the next one
+        try:  # a cancelled or timed-out wait leaves the preview running for the next one
+            return await asyncio.wait_for(asyncio.shield(entry.task), FIGURES_WAIT)
+        except TimeoutError:
+            return Figures(None, f"still counting after {FIGURES_WAIT:g} s (a provider or a template is slow); "
+                                 "ask again later")
 
     async def _preview(self, root: str, agent_id: str) -> Figures:
         from ..runs import RunError
