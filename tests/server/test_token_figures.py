@@ -55,18 +55,6 @@ def lsp_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_files(tmp_path_factory.mktemp("figures") / "ws", FILES)
 
 
-@pytest.fixture(scope="module")
-def refreshes(client: LanguageClient) -> list[Any]:
-    """The `workspace/codeLens/refresh` requests the server sent (VS Code declares `refreshSupport`)."""
-    seen: list[Any] = []
-
-    @client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
-    def refresh(params: Any) -> None:
-        seen.append(params)
-
-    return seen
-
-
 def at(text: str, needle: str) -> lsp.Position:
     offset = text.index(needle) + 1
     return lsp.Position(line=text.count("\n", 0, offset), character=offset - (text.rfind("\n", 0, offset) + 1))
@@ -157,8 +145,7 @@ async def test_the_lens_names_the_figures_and_opens_the_preview(client: Language
     assert lens.command.tooltip == "counted with o200k_base"
 
 
-async def test_a_file_that_cannot_be_previewed_gives_no_stale_figures(client: LanguageClient,
-                                                                     refreshes: list[Any]) -> None:
+async def test_a_file_that_cannot_be_previewed_gives_no_stale_figures(client: LanguageClient) -> None:
     editor: Editor = client.editor  # type: ignore[attr-defined]
     rel = "agents/helper.agent.yaml"
     uri = editor.uri(rel)
@@ -174,9 +161,9 @@ async def test_a_file_that_cannot_be_previewed_gives_no_stale_figures(client: La
     assert figures.startswith("**Tokens: cannot count**: agents/helper.agent.yaml has unsaved changes"), figures
 
     (editor.root / rel).write_text(longer)
-    asked = len(refreshes)
+    asked = editor.code_lens_refreshes  # VS Code declares `refreshSupport`
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
-    await editor.wait_for(lambda: len(refreshes) > asked)  # the editor asks for the lenses again
+    await editor.wait_for(lambda: editor.code_lens_refreshes > asked)  # the editor asks for the lenses again
     after = await preview_tokens(client, uri, "helper")
     assert after["total"] > before["total"] + 1000
     title = (await token_lens(client, uri)).command.title  # type: ignore[union-attr]
