@@ -53,6 +53,8 @@ class Editor:
         self.published_versions: dict[str, int | None] = {}
         self.registrations: list[lsp.Registration] = []
         self.config_requests = 0
+        self.code_lens_refreshes = 0
+        """`workspace/codeLens/refresh` requests the server sent (VS Code answers them by asking for lenses again)."""
 
     def uri(self, rel: str) -> str:
         return from_fs_path(str(self.root / rel))
@@ -207,6 +209,10 @@ async def start_session(lsp_client: LanguageClient, root: Path, options: Session
     def publish(params: lsp.PublishDiagnosticsParams) -> None:
         lsp_client.diagnostics[params.uri] = params.diagnostics
         ed.published_versions[params.uri] = params.version
+
+    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params: None) -> None:
+        ed.code_lens_refreshes += 1
 
     if options.settings is not None:
         lsp_client.set_configuration(options.settings, section="oscova")

@@ -1,5 +1,6 @@
 /** `oscova.previewPrompt`'s result as a Markdown document. Pure. */
 import { display } from './runModel';
+import { barLines, figure, tokenBar } from './tokenBar';
 
 function fence(text: string, lang = ''): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
@@ -22,6 +23,29 @@ function word(value: unknown): string {
   return typeof value === 'string' ? value : display(value);
 }
 
+const CACHEABLE_WORDS = { all: 'cacheable', part: 'the cacheable prefix ends inside', none: '' } as const;
+
+/** What the request costs: the figures, the bar of shares in the endpoint's order and its legend; none without figures. */
+export function tokensMarkdown(result: unknown): string[] {
+  const bar = tokenBar(result);
+  if (!bar) return [];
+  const tokens = (result as { tokens: Record<string, unknown> }).tokens;
+  const n = (key: string) => figure(typeof tokens[key] === 'number' ? tokens[key] : 0, bar.exact);
+  const out = [`## Tokens (${bar.exact ? bar.tokenizer : 'estimated: no tokenizer is known for the model'})`, '',
+    `${figure(bar.total, bar.exact)} tokens: instructions ${n('instructions')} · messages ${n('messages')} · tools ${n('tools')}`, ''];
+  if (bar.cacheable) out.push(`${figure(bar.cacheable.tokens, bar.exact)} cacheable: the prefix ends where ${bar.cacheable.endsAt}`, '');
+  const warnings: unknown[] = Array.isArray(tokens.warnings) ? tokens.warnings : [];
+  const notes = [tokens.note, ...warnings].filter((x) => typeof x === 'string' && x);
+  for (const note of notes) out.push(`> ${word(note)}`, '');
+  out.push(fence(barLines(bar).join('\n')), '');
+  for (const s of bar.segments) {
+    const where = CACHEABLE_WORDS[s.cacheable];
+    out.push(`- \`${s.fill}\` ${s.label}: ${figure(s.tokens, bar.exact)} (${Math.round(s.share * 100)} %)${where ? `, ${where}` : ''}`);
+  }
+  out.push('');
+  return out;
+}
+
 export function previewMarkdown(agentId: string, input: string | undefined, result: unknown): string {
   const r = (result && typeof result === 'object' ? result : {}) as Record<string, unknown>;
   const out: string[] = [`# Prompt preview: \`${agentId}\``, ''];
@@ -37,6 +61,7 @@ export function previewMarkdown(agentId: string, input: string | undefined, resu
     if (notLoaded.length) out.push('');
   }
   if (input) out.push('## Input', '', fence(input), '');
+  out.push(...tokensMarkdown(r));
   out.push('## Instructions', '', fence(asText(r.instructions ?? '')), '');
   const messages = Array.isArray(r.messages) ? r.messages : [];
   out.push(`## Messages (${messages.length})`, '');

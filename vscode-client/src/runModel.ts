@@ -34,7 +34,13 @@ export interface ToolItem {
 }
 export type RunItem = AnswerItem | MessageItem | ToolItem;
 
-export interface Usage { inputTokens: number; outputTokens: number; totalTokens: number }
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  /** Input tokens the endpoint read from its prompt cache, where it reports them (`modelCall`'s `cachedInputTokens`). */
+  cachedInputTokens?: number;
+}
 
 /** What a provider left out of the prompt on purpose, and why (`notice` event; docs/runtime.md). */
 export interface Notice {
@@ -113,21 +119,32 @@ function usageOf(value: unknown): Usage | undefined {
   const u = value as Record<string, unknown>;
   const inputTokens = num(u.inputTokens) ?? 0;
   const outputTokens = num(u.outputTokens) ?? 0;
-  return { inputTokens, outputTokens, totalTokens: num(u.totalTokens) ?? inputTokens + outputTokens };
+  const cached = num(u.cachedInputTokens);
+  return { inputTokens, outputTokens, totalTokens: num(u.totalTokens) ?? inputTokens + outputTokens,
+    ...(cached !== undefined ? { cachedInputTokens: cached } : {}) };
 }
 
+/** `23` input tokens, `23 (20 cached)` where the endpoint said how many it read from its cache. */
+export function formatInput(usage: Usage): string {
+  return usage.cachedInputTokens !== undefined ? `${usage.inputTokens} (${usage.cachedInputTokens} cached)` : String(usage.inputTokens);
+}
+
+/** `23 in · 9 out`, `23 in (20 cached) · 9 out` (the terminal summary's words). */
 export function formatTokens(usage: Usage): string {
-  return `${usage.inputTokens} in · ${usage.outputTokens} out`;
+  const cached = usage.cachedInputTokens !== undefined ? ` (${usage.cachedInputTokens} cached)` : '';
+  return `${usage.inputTokens} in${cached} · ${usage.outputTokens} out`;
 }
 
 /** The totals the Run view shows: tokens of every model call, time spent in model calls and in tools. */
 export function callTotals(run: RunState): { modelCalls: number; usage: Usage; modelMs: number; toolCalls: number; toolMs: number } {
   const calls = run.modelCalls ?? [];
-  const summed = calls.reduce((sum, c) => ({
+  const summed: Usage = calls.reduce((sum, c) => ({
     inputTokens: sum.inputTokens + (c.usage?.inputTokens ?? 0),
     outputTokens: sum.outputTokens + (c.usage?.outputTokens ?? 0),
     totalTokens: sum.totalTokens + (c.usage?.totalTokens ?? 0),
   }), { inputTokens: 0, outputTokens: 0, totalTokens: 0 });
+  const reported = calls.filter((c) => c.usage?.cachedInputTokens !== undefined);
+  if (reported.length) summed.cachedInputTokens = reported.reduce((sum, c) => sum + (c.usage?.cachedInputTokens ?? 0), 0);
   const tools = run.items.filter((i): i is ToolItem => i.type === 'tool' && typeof i.durationMs === 'number');
   return {
     modelCalls: calls.length,

@@ -24,3 +24,12 @@ test('an untrusted workspace shows no Run lens; previews stay', () => {
   assert.deepEqual(visibleLenses(lenses, true), lenses);
   assert.deepEqual(visibleLenses(lenses, false).map((l) => l.command?.command), ['oscova.previewPrompt', undefined]);
 });
+
+test('the token lens, once the server resolved it, opens the preview through the client command with its title', () => {
+  const args = [{ agentId: 'writer', uri: 'file:///ws/agents/writer.agent.yaml' }];
+  const resolved = { title: '≈ 1,240 tokens · 1,020 cacheable', command: 'oscova.previewPrompt', arguments: args, tooltip: 'estimated' };
+  assert.deepEqual(rewriteLensCommand(resolved), { ...resolved, command: 'oscova.client.previewPrompt' });
+  // Unresolved (no command yet) it stays, in Restricted Mode too: a preview is allowed there.
+  const unresolved = [{ command: { title: 'Run agent', command: 'oscova.runAgent' } }, {}];
+  assert.equal(visibleLenses(unresolved, false).length, 1);
+});

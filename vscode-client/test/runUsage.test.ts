@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { callTotals, formatTokens, newRun, reduce, type RunEvent, type RunState } from '../src/runModel';
+import { callTotals, formatInput, formatTokens, newRun, reduce, type RunEvent, type RunState } from '../src/runModel';
 
 const ev = (seq: number, kind: string, fields: Record<string, unknown> = {}): RunEvent => ({ runId: 'r1', seq, kind, ...fields });
 
@@ -54,4 +54,28 @@ test('a server without usage or durations (an older one) still gives a well-form
   const tool = run.items.find((i) => i.type === 'tool');
   assert.ok(tool && tool.type === 'tool' && !('durationMs' in tool));
   assert.deepEqual(callTotals(run), { modelCalls: 1, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, modelMs: 0, toolCalls: 0, toolMs: 0 });
+});
+
+test('cached input tokens are shown where the endpoint reported them, and summed over the calls that did', () => {
+  const run = play([
+    ev(1, 'started'),
+    ev(2, 'modelCall', { model: 'm', usage: { inputTokens: 1200, outputTokens: 9, totalTokens: 1209, cachedInputTokens: 1024 } }),
+    ev(3, 'modelCall', { model: 'm', usage: { inputTokens: 40, outputTokens: 2, totalTokens: 42 } }),
+    ev(4, 'modelCall', { model: 'm', usage: { inputTokens: 1300, outputTokens: 5, totalTokens: 1305, cachedInputTokens: 1152 } }),
+  ]);
+  const [first, second] = run.modelCalls ?? [];
+  assert.equal(first.usage?.cachedInputTokens, 1024);
+  assert.equal(formatInput(first.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0 }), '1200 (1024 cached)');
+  assert.equal(formatTokens(second.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0 }), '40 in · 2 out');
+  assert.deepEqual(callTotals(run).usage, { inputTokens: 2540, outputTokens: 16, totalTokens: 2556, cachedInputTokens: 2176 });
+  assert.equal(formatTokens(callTotals(run).usage), '2540 in (2176 cached) · 16 out');
+  const done = play([ev(1, 'started'), ev(2, 'completed', { text: 'x',
+    usage: { inputTokens: 10, outputTokens: 1, totalTokens: 11, cachedInputTokens: 0 } })]);
+  assert.equal(formatTokens(done.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0 }), '10 in (0 cached) · 1 out');
+});
+
+test('an endpoint that does not report cached tokens shows none, and a bad value is ignored', () => {
+  const run = play([ev(1, 'started'), ev(2, 'modelCall', { model: 'm', usage: { inputTokens: 5, outputTokens: 1, cachedInputTokens: 'many' } })]);
+  assert.deepEqual(run.modelCalls?.[0].usage, { inputTokens: 5, outputTokens: 1, totalTokens: 6 });
+  assert.equal('cachedInputTokens' in callTotals(run).usage, false);
 });

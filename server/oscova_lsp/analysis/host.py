@@ -155,6 +155,9 @@ class AnalysisHost:
         self._documents: dict[str, OpenDocument] = {}
         self._disk_changes_while_loading: dict[str, set[str]] = {}
         self._snapshots: weakref.WeakSet[Snapshot] = weakref.WeakSet()
+        self.changes = 0
+        """Counts every change to an analysis (an edit, a disk change, a root read): what was worked out from the
+        workspace at one count holds while the count stays."""
 
     # ------------------------------------------------------------------------------------------ reading
 
@@ -281,6 +284,7 @@ class AnalysisHost:
         loaded applied on top. Returns every file of the root."""
         analysis.lint = self._lint
         self._analyses[root] = analysis
+        self.changes += 1
         self._loaded.add(root)
         for path in sorted(self._disk_changes_while_loading.pop(root, set())):
             if path not in self._documents:
@@ -363,6 +367,7 @@ class AnalysisHost:
     def _writable(self, root: str) -> Analysis:
         """The root's analysis, copied first when a live snapshot holds it (copy on write)."""
         analysis = self._ensure(root)
+        self.changes += 1  # every caller changes it
         if any(s._analyses.get(root) is analysis for s in list(self._snapshots)):
             analysis = self._analyses[root] = analysis.fork()
         return analysis

@@ -9,7 +9,7 @@ from oscova_runtime.definition import AgentDefinition
 
 from ..analysis.bindings import binders, template_bindings
 from ..analysis.diagnostics import Diagnostic
-from ..analysis.files import EvalFile, ParsedFile
+from ..analysis.files import DefinitionFile, EvalFile, ParsedFile
 from ..analysis.rules.registry import RULES
 from ..analysis.text import Position
 from ..analysis.workspace import LISTED_USES, TemplateUse, Workspace
@@ -41,6 +41,19 @@ def hover(ws: Workspace, parsed: ParsedFile, pos: Position, diagnostics: Sequenc
         return None
     where = target.range if target is not None else found.range if found is not None else None
     return Hover("\n\n---\n\n".join(sections), where)
+
+
+def token_question(ws: Workspace, parsed: ParsedFile, pos: Position) -> tuple[str, str | None] | None:
+    """Which token figures a hover at `pos` adds: `(agent id, None)` on a definition's `id` (the prompt's),
+    `(agent id, provider type)` on one of its `context_providers` entries (that provider's share); else None."""
+    if not isinstance(parsed, DefinitionFile) or not parsed.raw_id:
+        return None
+    target = target_at(ws, parsed, pos)
+    if target is None:
+        return None
+    if target.kind == "agent" and target.declaration:
+        return parsed.raw_id, None
+    return (parsed.raw_id, target.value) if target.kind == "provider" else None
 
 
 def describe(ws: Workspace, parsed: ParsedFile, target: Target) -> str | None:

@@ -40,7 +40,7 @@ def server_capabilities(client: dict[str, Any]) -> dict[str, Any]:
         "referencesProvider": True,
         "documentSymbolProvider": True,
         "codeActionProvider": {"codeActionKinds": ["quickfix"]},
-        "codeLensProvider": {"resolveProvider": False},
+        "codeLensProvider": {"resolveProvider": True},
         "documentLinkProvider": {"resolveProvider": False},
         "renameProvider": {"prepareProvider": True} if _client_has(
             client, "textDocument", "rename", "prepareSupport") else True,

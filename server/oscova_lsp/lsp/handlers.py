@@ -11,6 +11,7 @@ ContentModified, or ServerCancelled with `retriggerRequest` for a diagnostics pu
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -60,7 +61,8 @@ def document(ls: OscovaServer, document_uri: str) -> Document | None:
 
 def answer_when_ready(feature: Callable[[OscovaServer, Document, Any], Result]) -> Callable[..., Any]:
     """A document request's handler: waits (bounded) for the document's root to be read, then answers
-    `feature(ls, document, params)` (None for unknown documents).
+    `feature(ls, document, params)` (None for unknown documents). A feature that is a generator itself yields
+    to a coroutine the same way, after answering what it can from the snapshot.
 
     A generator handler (pygls runs it at once, up to its first `yield`): a request about a ready root is
     answered before the next message is read, exactly as a plain function would; only one about a root
@@ -75,7 +77,10 @@ def answer_when_ready(feature: Callable[[OscovaServer, Document, Any], Result]) 
         if not ls.is_ready(root) and not (yield ls.ready, (root,), None):
             raise JsonRpcContentModified(ls.not_ready(root))  # the client asks again; never a partial answer
         found = document(ls, params.text_document.uri)
-        return feature(ls, found, params) if found is not None else None
+        if found is None:
+            return None
+        result = feature(ls, found, params)
+        return (yield from result) if inspect.isgenerator(result) else result
 
     return handler
 
@@ -255,13 +260,17 @@ def on_completion(ls: OscovaServer, doc: Document, params: lsp.CompletionParams)
 
 
 @answer_when_ready
-def on_hover(ls: OscovaServer, doc: Document, params: lsp.HoverParams) -> lsp.Hover | None:
-    result = hover.hover(doc.workspace, doc.parsed, convert.to_position(params.position),
-                         ls.publisher.diagnostics(doc.path, doc.snapshot))
+def on_hover(ls: OscovaServer, doc: Document, params: lsp.HoverParams) -> Generator[Any, Any, lsp.Hover | None]:
+    position = convert.to_position(params.position)
+    result = hover.hover(doc.workspace, doc.parsed, position, ls.publisher.diagnostics(doc.path, doc.snapshot))
     if result is None:
         return None
+    markdown = result.markdown
+    asked = hover.token_question(doc.workspace, doc.parsed, position)
+    if asked is not None:  # the figures come from the preview, kept per agent (`figures.py`)
+        markdown += "\n\n---\n\n" + (yield ls.runs.figures.hover_text, (params.text_document.uri, *asked), None)
     formats = _formats(ls, "text_document", "hover", "content_format")
-    return lsp.Hover(contents=convert.markup(result.markdown, formats),
+    return lsp.Hover(contents=convert.markup(markdown, formats),
                      range=convert.range_(result.range) if result.range else None)
 
 
@@ -320,6 +329,10 @@ def on_code_lens(ls: OscovaServer, doc: Document, params: lsp.CodeLensParams) ->
     if not isinstance(doc.parsed, DefinitionFile):
         return []
     return code_lenses(doc.parsed, params.text_document.uri, trusted=ls.runs.trusted)
+
+
+async def on_code_lens_resolve(ls: OscovaServer, lens: lsp.CodeLens) -> lsp.CodeLens:
+    return await ls.runs.figures.resolve_lens(lens)
 
 
 @answer_when_ready
@@ -382,7 +395,8 @@ FEATURES: list[tuple[str, Callable[..., Any], Any]] = [
     (lsp.TEXT_DOCUMENT_PREPARE_RENAME, on_prepare_rename, None),
     (lsp.TEXT_DOCUMENT_RENAME, on_rename, None),
     (lsp.TEXT_DOCUMENT_CODE_ACTION, on_code_action, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix])),
-    (lsp.TEXT_DOCUMENT_CODE_LENS, on_code_lens, lsp.CodeLensOptions(resolve_provider=False)),
+    (lsp.TEXT_DOCUMENT_CODE_LENS, on_code_lens, lsp.CodeLensOptions(resolve_provider=True)),
+    (lsp.CODE_LENS_RESOLVE, on_code_lens_resolve, None),
     (lsp.TEXT_DOCUMENT_INLAY_HINT, on_inlay_hint, lsp.InlayHintOptions(resolve_provider=False)),
     (lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL, on_document_symbol, None),
     (lsp.WORKSPACE_SYMBOL, on_workspace_symbol, None),

@@ -1,4 +1,4 @@
-"""Runs from the editor: the `oscova.*` commands, the `Run agent` / `Preview prompt` code lenses, streaming
+"""Runs from the editor: the `oscova.*` commands, the `Run agent` / `Preview prompt` / token code lenses, streaming
 (`oscova/runEvent` and work-done progress), cancellation, tool approval and the workspace-trust gate.
 
 One `RunService` per workspace root, created on first use; its module and the runtime's model code are
@@ -33,6 +33,7 @@ from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
 from . import convert
 from .capabilities import COMMANDS
+from .figures import TokenFigures, token_lens
 from .settings import describe_value
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class RunsServer(Protocol):
     def caps(self, *path: str) -> Any: ...
     def spawn(self, coro: Any) -> asyncio.Task[Any]: ...
     def window_log_message(self, params: lsp.LogMessageParams) -> None: ...
+    def workspace_code_lens_refresh(self, params: None) -> Any: ...
     def window_show_message_request_async(self, params: lsp.ShowMessageRequestParams) -> Any: ...
 
 
@@ -127,8 +129,9 @@ def _required(args: dict[str, Any], key: str, command: str) -> str:
 
 
 def code_lenses(parsed: DefinitionFile, document_uri: str, *, trusted: bool = True) -> list[lsp.CodeLens]:
-    """`Run agent` and `Preview prompt` on the `id:` line of a definition; no `Run agent` in an untrusted
-    workspace (a run is refused there, while a preview shows what the built-in providers render)."""
+    """`Run agent`, `Preview prompt` and the prompt's tokens (counted on `codeLens/resolve`) on the `id:` line of a
+    definition; no `Run agent` in an untrusted workspace (a run is refused there, while a preview shows what the
+    built-in providers render)."""
     doc = parsed.doc
     agent_id = parsed.raw_id
     if doc is None or not agent_id:
@@ -141,13 +144,15 @@ def code_lenses(parsed: DefinitionFile, document_uri: str, *, trusted: bool = Tr
     example = parsed.definition.example_input if parsed.definition is not None else None
     preview = lsp.CodeLens(range=rng, command=lsp.Command(
         title="Preview prompt", command="oscova.previewPrompt", arguments=[{"agentId": agent_id, "uri": document_uri}]))
+    tokens = token_lens(rng, agent_id, document_uri)
     if not trusted:
-        return [preview]
+        return [preview, tokens]
     return [
         lsp.CodeLens(range=rng, command=lsp.Command(
             title="Run agent", command="oscova.runAgent",
             arguments=[{"agentId": agent_id, "input": example or "", "uri": document_uri}])),
         preview,
+        tokens,
     ]
 
 
@@ -172,6 +177,9 @@ class Runs:
         self._tokens: dict[Any, _RunRequest] = {}
         """The same, by work-done progress token."""
         self._closing = False
+        self.figures = TokenFigures(self.root_for, self.service, lambda: server.apply_pending_edits(),
+                                    lambda: server.host.changes)
+        """The token figures of hovers and lenses (`figures.py`)."""
 
     # -- services ---------------------------------------------------------------------------------------
 
@@ -238,7 +246,9 @@ class Runs:
         return service
 
     def file_saved(self, path: str) -> None:
-        """A saved or changed file evicts the cached agents it affects in the service of its root."""
+        """A saved or changed file evicts the cached agents it affects in the service of its root, and the token
+        figures (the editor asks for its lenses again)."""
+        self.forget_figures()
         for root, service in list(self.services.items()):
             if root in self._loading or not is_inside(path, service.root):
                 continue
@@ -250,6 +260,10 @@ class Runs:
                 continue
             if evicted:
                 logger.info("%s changed: evicted %s", path, ", ".join(evicted))
+
+    def forget_figures(self) -> None:
+        if self.figures.forget() and self.server.caps("workspace", "code_lens", "refresh_support"):
+            self.server.workspace_code_lens_refresh(None)
 
     def _services_for(self, args: dict[str, Any], command: str) -> list[RunService]:
         document_uri = _string(args, "uri", command)
@@ -296,6 +310,7 @@ class Runs:
             result = await handle
             status = result["status"]
         finally:
+            self.forget_figures()  # a run may have written what a preview reads (memory, the todo list)
             if msg_id is not None:
                 self._requests.pop(msg_id, None)
             if request.token is not None:
@@ -327,7 +342,8 @@ class Runs:
         return {"agentId": agent_id, "instructions": preview.get("instructions") or "",
                 "messages": preview.get("messages", []), "tools": preview.get("tools", []),
                 "providers": preview.get("providers", []), "trusted": preview.get("trusted", self.trusted),
-                "notLoaded": preview.get("notLoaded", [])}
+                "notLoaded": preview.get("notLoaded", []),
+                **({"tokens": preview["tokens"]} if preview.get("tokens") else {})}
 
     def cancel_run(self, params: lsp.ExecuteCommandParams) -> None:
         args = command_argument(params)

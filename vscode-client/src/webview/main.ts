@@ -3,7 +3,7 @@
  * DOM APIs and `textContent` only: model output and tool results are never parsed as HTML.
  */
 import type { Notice, RunItem, RunState } from '../runModel';
-import { callTotals, durationMs, formatDuration, formatTokens, isActive } from '../runModel';
+import { callTotals, durationMs, formatDuration, formatInput, formatTokens, isActive } from '../runModel';
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -77,7 +77,7 @@ function renderCalls(run: RunState): HTMLElement | undefined {
   const totals = callTotals(run);
   const rows = calls.map((c) => el('tr', {},
     el('td', {}, c.agentId ?? ''), el('td', {}, el('code', {}, c.model)),
-    el('td', { class: 'num' }, c.usage ? String(c.usage.inputTokens) : '—'),
+    el('td', { class: 'num' }, c.usage ? formatInput(c.usage) : '—'),
     el('td', { class: 'num' }, c.usage ? String(c.usage.outputTokens) : '—'),
     el('td', { class: 'num' }, c.durationMs !== undefined ? formatDuration(c.durationMs) : '—')));
   const table = el('table', { class: 'calls', 'data-testid': 'model-calls' },
