@@ -5,9 +5,12 @@ import compileall
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support import cli_zygote
 
 pytest_plugins = ["tests.support.fixtures"]
 
@@ -31,6 +34,15 @@ SLOWEST_FIRST = [
 start first so that no worker is left running one of them alone at the end."""
 
 SHARED_SCOPES = ("module", "package", "class")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cli_warm_start() -> Iterator[None]:
+    """The processes the tests start through `cli_zygote.module_command`/`script_command` fork from one warm
+    start a test process rather than import everything again; it starts here, while the first tests run."""
+    cli_zygote.start()
+    yield
+    cli_zygote.stop()
 
 
 def pytest_configure(config: pytest.Config) -> None:
