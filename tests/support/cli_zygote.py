@@ -40,21 +40,27 @@ _lock = threading.Lock()
 _process: subprocess.Popen[bytes] | None = None
 
 
+COLD = os.environ.get("OSCOVA_TESTS_COLD") == "1"
+"""`OSCOVA_TESTS_COLD=1`: every process a fresh interpreter (to compare, or to rule the warm start out)."""
+
+
 def module_command(*args: str) -> list[str]:
     """`[sys.executable, "-m", "oscova_lsp", *args]`, warm-started."""
+    if COLD:
+        return [sys.executable, "-m", "oscova_lsp", *args]
     return [sys.executable, "-I", "-S", LAUNCHER, _SOCKET, "-m", *args]
 
 
 def script_command(exe: str, *args: str) -> list[str]:
     """The console script `exe` with `args`, warm-started."""
-    return [sys.executable, "-I", "-S", LAUNCHER, _SOCKET, exe, *args]
+    return [exe, *args] if COLD else [sys.executable, "-I", "-S", LAUNCHER, _SOCKET, exe, *args]
 
 
 def start() -> None:
     """Starts this process's warm start (once); until it listens, the launcher starts fresh interpreters."""
     global _process
     with _lock:
-        if _process is None:
+        if _process is None and not COLD:
             _process = subprocess.Popen([sys.executable, __file__, _SOCKET], stdin=subprocess.PIPE,
                                         stdout=subprocess.DEVNULL, env=dict(os.environ))
             atexit.register(stop)
@@ -70,7 +76,27 @@ def stop() -> None:
 
 
 def _startup(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith("PYTHON") or k in STARTUP_VARIABLES}
+    return {k: v for k, v in env.items() if (k.startswith("PYTHON") and k != "PYTHONPATH") or k in STARTUP_VARIABLES}
+
+
+def _customizing(env: dict[str, str]) -> list[str] | None:
+    """The folders `env`'s PYTHONPATH puts before this process's, when each holds only a `sitecustomize.py`
+    (a test's guard, which site imports at start-up); None when it adds anything else (it could shadow a module
+    imported here already)."""
+    mine, theirs = os.environ.get("PYTHONPATH", ""), env.get("PYTHONPATH", "")
+    if theirs == mine:
+        return []
+    if mine and not theirs.endswith(os.pathsep + mine):
+        return None
+    folders = [entry for entry in theirs[:len(theirs) - len(mine)].split(os.pathsep) if entry]
+    for folder in folders:
+        try:
+            names = set(os.listdir(folder)) - {"__pycache__"}
+        except OSError:
+            return None
+        if names != {"sitecustomize.py"}:
+            return None
+    return folders
 
 
 def _preload() -> None:
@@ -111,7 +137,7 @@ def _manage(conn: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
     """In the forked manager: forks the process the launcher asked for and reports its pid and exit. Returns,
     in that process only, what it must become."""
     request, fds = _receive(conn)
-    if len(fds) != 3 or _startup(request["env"]) != _startup(dict(os.environ)):
+    if len(fds) != 3 or _startup(request["env"]) != _startup(dict(os.environ)) or _customizing(request["env"]) is None:
         conn.sendall(b"fresh\n")
         os._exit(0)
     pid = os.fork()
@@ -179,6 +205,11 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
         if resource.getrlimit(getattr(resource, name)) != tuple(limits):
             resource.setrlimit(getattr(resource, name), tuple(limits))
     tempfile.tempdir = None  # looked up again from this environment
+    folders = _customizing(request["env"]) or []
+    if folders:  # as site does at start-up: the folders first on the path, their sitecustomize imported
+        sys.path[0:0] = folders
+        sys.modules.pop("sitecustomize", None)
+        importlib.import_module("sitecustomize")
 
 
 def _run(argv: list[str]) -> None:
