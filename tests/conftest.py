@@ -59,12 +59,15 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that share a module-scoped fixture (a server, a workspace) stay on one xdist worker, as a group;
     the others are spread one by one (`--dist loadgroup`). The slowest files are scheduled first."""
+    # One collector a session, not one per worker (it takes 20 s of CPU to start): every test of a file that
+    # uses it goes to its worker, those that share the file's module fixtures with them too.
+    collecting = {item.nodeid.split("::")[0] for item in items if "phoenix" in getattr(item, "fixturenames", ())}
     for item in items:
         fixtures = getattr(item, "_fixtureinfo", None)
         definitions = fixtures.name2fixturedefs.values() if fixtures else []
-        if any(d.scope in SHARED_SCOPES for defs in definitions for d in defs):
+        if item.nodeid.split("::")[0] in collecting:
+            item.add_marker(pytest.mark.xdist_group("phoenix"))
+        elif any(d.scope in SHARED_SCOPES for defs in definitions for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-        elif "phoenix" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("phoenix"))  # one collector a session, not one per worker
     order = {name: rank for rank, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: order.get(item.nodeid.split("::")[0], len(order)))
