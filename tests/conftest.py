@@ -22,9 +22,9 @@ os.environ["OSCOVA_LSP_CACHE_DIR"] = tempfile.mkdtemp(prefix="oscova-test-cache-
 atexit.register(shutil.rmtree, os.environ["OSCOVA_LSP_CACHE_DIR"], True)
 
 SLOWEST_FIRST = [
-    "tests/server/test_startup_race.py",
-    "tests/runs/test_tracing.py",
     "tests/analysis/test_precommit.py",
+    "tests/runs/test_tracing.py",
+    "tests/server/test_startup_race.py",
     "tests/server/test_responsiveness.py",
     "tests/analysis/test_safety_properties.py",
     "tests/server/test_boundary_config.py",
