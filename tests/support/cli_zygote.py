@@ -197,6 +197,7 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
         os.dup2(fd, target)
     for fd in fds:
         os.close(fd)
+    folders = _customizing(request["env"]) or []  # before the environment is theirs
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -205,7 +206,6 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
         if resource.getrlimit(getattr(resource, name)) != tuple(limits):
             resource.setrlimit(getattr(resource, name), tuple(limits))
     tempfile.tempdir = None  # looked up again from this environment
-    folders = _customizing(request["env"]) or []
     if folders:  # as site does at start-up: the folders first on the path, their sitecustomize imported
         sys.path[0:0] = folders
         sys.modules.pop("sitecustomize", None)
