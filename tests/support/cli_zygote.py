@@ -57,13 +57,17 @@ def script_command(exe: str, *args: str) -> list[str]:
 
 
 def start() -> None:
-    """Starts this process's warm start (once); until it listens, the launcher starts fresh interpreters."""
+    """Starts this process's warm start (once) and waits until it listens (processes started meanwhile queue
+    while it imports); when it cannot start, the launcher starts fresh interpreters."""
     global _process
     with _lock:
         if _process is None and not COLD:
             _process = subprocess.Popen([sys.executable, __file__, _SOCKET], stdin=subprocess.PIPE,
                                         stdout=subprocess.DEVNULL, env=dict(os.environ))
             atexit.register(stop)
+            deadline = time.monotonic() + 30
+            while not os.path.exists(_SOCKET) and _process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)  # bound before it imports: from here on every process is forked warm
 
 
 def stop() -> None:
