@@ -33,9 +33,6 @@ SLOWEST_FIRST = [
 """The files whose single tests (or shared set-up) take longest, measured with `--durations` on 2 cores; they
 start first so that no worker is left running one of them alone at the end."""
 
-SHARED_SCOPES = ("module", "package", "class")
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _cli_warm_start() -> Iterator[None]:
     """The processes the tests start through `cli_zygote.module_command`/`script_command` fork from one warm
@@ -57,17 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that share a module-scoped fixture (a server, a workspace) stay on one xdist worker, as a group;
-    the others are spread one by one (`--dist loadgroup`). The slowest files are scheduled first."""
-    # One collector a session, not one per worker (it takes 20 s of CPU to start): every test of a file that
-    # uses it goes to its worker, those that share the file's module fixtures with them too.
-    collecting = {item.nodeid.split("::")[0] for item in items if "phoenix" in getattr(item, "fixturenames", ())}
-    for item in items:
-        fixtures = getattr(item, "_fixtureinfo", None)
-        definitions = fixtures.name2fixturedefs.values() if fixtures else []
-        if item.nodeid.split("::")[0] in collecting:
-            item.add_marker(pytest.mark.xdist_group("phoenix"))
-        elif any(d.scope in SHARED_SCOPES for defs in definitions for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    """The slowest files are scheduled first (`--dist loadfile` keeps each file's tests on one worker, so the
+    tests that share a module-scoped server or workspace share it there)."""
     order = {name: rank for rank, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: order.get(item.nodeid.split("::")[0], len(order)))
