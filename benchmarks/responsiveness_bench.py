@@ -11,7 +11,11 @@ Scenarios (each on a fresh server):
 - `clique`: 30 templates that all include each other: a hover while they load (budget < 10 s), then one
   edited every 100 ms; hover and completion p95 (budget p95 < 50 ms);
 - `hostile`: an untrusted workspace whose cases and transcripts are links to `/proc/self/fd/0`, `/dev/zero`,
-  `/etc/shadow` and FIFOs; hovers sent while `oscova.listTests` runs (budget: 9 of 10 under 100 ms).
+  `/etc/shadow` and FIFOs; hovers sent while `oscova.listTests` runs (budget: 9 of 10 under 100 ms);
+- `cancel`: `oscova-lsp run` streaming from the endpoint, then Ctrl-C (SIGINT): until it has exited
+  (budget < 2 s; tests/runs/test_cli.py checks that it cancels cleanly);
+- `yaml`: an alias bomb, a recursive alias and 200 levels of block and flow nesting parsed as definitions
+  (budget: each under 1 s; tests/analysis/test_robustness.py checks that each is OSC001).
 
 The tests check the behaviour (answered, right, in order); these figures are measured here, on an idle
 machine, because a test's timing is luck on a shared one. The budgets are the old tests' assertions; each
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -274,28 +279,70 @@ def hostile_scenario(base: Path) -> dict[str, Any]:
             "under_100_ms": sum(h < 0.1 for h in hovers)}
 
 
+def cancel_scenario(base: Path, tries: int = 5) -> dict[str, Any]:
+    waits = []
+    with fast_endpoint(400_000) as endpoint:
+        root = write_workspace(base / "cancel", host_toml(endpoint, None))
+        for _ in range(tries):
+            process = subprocess.Popen([sys.executable, "-m", "oscova_lsp", "run", "echo", "--input", "talk"],
+                                       cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+            assert process.stdout is not None
+            process.stdout.read(5)  # streaming
+            process.send_signal(signal.SIGINT)
+            began = time.perf_counter()
+            process.communicate(timeout=60)
+            waits.append(time.perf_counter() - began)
+    return {"exit_after_sigint": summary(waits)}
+
+
+def yaml_scenario() -> dict[str, Any]:
+    from oscova_lsp.analysis.files import parse_definition
+
+    bomb = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    bomb += [f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9) + "]" for i in range(1, 9)]
+    documents = {"alias_bomb": "id: x\n" + "\n".join(bomb) + "\n", "recursive_alias": "id: x\nchat_options: &a\n  self: *a\n",
+                 "block_nesting": "id: x\nchat_options:\n" + "".join(" " * (i + 1) + f"k{i}:\n" for i in range(200))
+                 + " " * 201 + "v\n", "flow_nesting": "id: x\nchat_options: {a: " + "[" * 200 + "]" * 200 + "}\n",
+                 "open_brackets": "[" * 100_000}
+    seconds = {}
+    for name, text in documents.items():
+        began = time.perf_counter()
+        parse_definition("x.agent.yaml", text)
+        seconds[name] = round(time.perf_counter() - began, 3)
+    return {"parse_s": seconds}
+
+
 def met(name: str, result: dict[str, Any]) -> bool:
     """Whether `result` of scenario `name` is within the budget its test used to assert."""
     if name in ("runs", "clique"):
         loaded = name == "runs" or result["hover_during_load_s"] < 10
         return loaded and result["hover"]["p95_ms"] < 50 and result["completion"]["p95_ms"] < 50
+    if name == "cancel":
+        return result["exit_after_sigint"]["max_ms"] < 2000
+    if name == "yaml":
+        return max(result["parse_s"].values()) < 1.0
     if name == "render":
         return result["hover_while_rendering"]["max_ms"] < 1000 and bool(result["refused"])
     return result["under_100_ms"] >= 9 and result["hover_while_listing"]["max_ms"] < 1000
 
 
+SCENARIOS = ["runs", "render", "clique", "hostile", "cancel", "yaml"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", action="append", choices=["runs", "render", "clique", "hostile"])
+    parser.add_argument("--scenario", action="append", choices=SCENARIOS)
     parser.add_argument("--samples", type=int, default=100, help="hovers and completions each, per scenario")
     args = parser.parse_args()
-    chosen = args.scenario or ["runs", "render", "clique", "hostile"]
+    chosen = args.scenario or SCENARIOS
     results: dict[str, Any] = {"cpus": os.cpu_count(), "load_average": round(os.getloadavg()[0], 1)}
     with tempfile.TemporaryDirectory(prefix="oscova-responsive-") as folder:
         base = Path(folder)
         scenarios = {"runs": lambda: runs_scenario(base, args.samples), "render": lambda: render_scenario(base),
                      "clique": lambda: clique_scenario(base, args.samples * 3 // 2),
-                     "hostile": lambda: hostile_scenario(base)}
+                     "hostile": lambda: hostile_scenario(base), "cancel": lambda: cancel_scenario(base),
+                     "yaml": yaml_scenario}
         for name in chosen:
             results[name] = scenarios[name]()
             results[name]["met"] = met(name, results[name])

@@ -5,9 +5,12 @@ import compileall
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support import cli_zygote
 
 pytest_plugins = ["tests.support.fixtures"]
 
@@ -19,9 +22,9 @@ os.environ["OSCOVA_LSP_CACHE_DIR"] = tempfile.mkdtemp(prefix="oscova-test-cache-
 atexit.register(shutil.rmtree, os.environ["OSCOVA_LSP_CACHE_DIR"], True)
 
 SLOWEST_FIRST = [
-    "tests/server/test_startup_race.py",
-    "tests/runs/test_tracing.py",
     "tests/analysis/test_precommit.py",
+    "tests/runs/test_tracing.py",
+    "tests/server/test_startup_race.py",
     "tests/server/test_responsiveness.py",
     "tests/analysis/test_safety_properties.py",
     "tests/server/test_boundary_config.py",
@@ -30,7 +33,13 @@ SLOWEST_FIRST = [
 """The files whose single tests (or shared set-up) take longest, measured with `--durations` on 2 cores; they
 start first so that no worker is left running one of them alone at the end."""
 
-SHARED_SCOPES = ("module", "package", "class")
+@pytest.fixture(scope="session", autouse=True)
+def _cli_warm_start() -> Iterator[None]:
+    """The processes the tests start through `cli_zygote.module_command`/`script_command` fork from one warm
+    start a test process rather than import everything again; it starts here, while the first tests run."""
+    cli_zygote.start()
+    yield
+    cli_zygote.stop()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -45,14 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that share a module-scoped fixture (a server, a workspace) stay on one xdist worker, as a group;
-    the others are spread one by one (`--dist loadgroup`). The slowest files are scheduled first."""
-    for item in items:
-        fixtures = getattr(item, "_fixtureinfo", None)
-        definitions = fixtures.name2fixturedefs.values() if fixtures else []
-        if any(d.scope in SHARED_SCOPES for defs in definitions for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-        elif "phoenix" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("phoenix"))  # one collector a session, not one per worker
+    """The slowest files are scheduled first (`--dist loadfile` keeps each file's tests on one worker, so the
+    tests that share a module-scoped server or workspace share it there)."""
     order = {name: rank for rank, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: order.get(item.nodeid.split("::")[0], len(order)))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from tests.support.cli_zygote import script_command
 from tests.support.host_files import MODELS
 
 MEMORY_LIMIT = 1_500_000_000
@@ -42,7 +43,7 @@ def check(*args: str, cwd: Path, timeout: float = TIME_LIMIT) -> Result:
     assert exe, "the console script `oscova-lsp` is installed"
     env = {**os.environ, "OSCOVA_LSP_JOBS": "1"}
     env.pop("OSCOVA_LSP_TRACEBACK", None)
-    process = subprocess.Popen([exe, "check", *args], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    process = subprocess.Popen(script_command(exe, "check", *args), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=env, preexec_fn=_limit_memory)
     # Not `communicate`: it closes stdin at once, and a reader of `/dev/stdin` would then see its end.
     chunks: dict[str, bytes] = {}

@@ -20,6 +20,7 @@ from oscova_lsp.analysis.lint import LintOptions
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from workspace_gen import generate  # noqa: E402
 
+from tests.support.cli_zygote import script_command
 from tests.support.host_files import MODELS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def check(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("oscova-lsp", path=str(Path(sys.executable).parent))
     assert exe, "the console script `oscova-lsp` is installed"
-    return subprocess.run([exe, "check", "--format", "json", *args], capture_output=True, text=True, timeout=300,
+    return subprocess.run(script_command(exe, "check", "--format", "json", *args), capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
 
 

@@ -12,13 +12,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from oscova_lsp.analysis.engine import Analysis
 
+from tests.support.cli_zygote import module_command
 from tests.support.host_files import MODELS
 
 from .test_cache import cache_home  # noqa: F401 - the autouse fixture: a cache folder of the test's own
@@ -73,7 +73,7 @@ CHANGES: dict[str, Callable[[Path, Path], dict[str, str]]] = {
 
 
 def check(root: Path, *extra: str, env: dict[str, str]) -> tuple[int, str, str]:
-    result = subprocess.run([sys.executable, "-m", "oscova_lsp", "check", "--format", "json", *extra, str(root)],
+    result = subprocess.run(module_command("check", "--format", "json", *extra, str(root)),
                             capture_output=True, text=True, timeout=300, env={**os.environ, **env})
     return result.returncode, result.stdout, result.stderr
 

@@ -14,11 +14,12 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from oscova_lsp.analysis import cache
+
+from tests.support.cli_zygote import module_command
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -30,7 +31,7 @@ OTHER_USER = 4242
 def check(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != cache.ENV_OFF}
     env[cache.ENV_DIR] = str(home)
-    return subprocess.run([sys.executable, "-m", "oscova_lsp", "check", "--format", "json", *args],
+    return subprocess.run(module_command("check", "--format", "json", *args),
                           capture_output=True, text=True, timeout=DEADLINE, env=env)
 
 

@@ -15,6 +15,7 @@ from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.lint import LintOptions
 from oscova_lsp.lsp.settings import Settings
 
+from tests.support.cli_zygote import script_command
 from tests.support.host_files import UNREACHABLE, models_default
 
 from .support import make_workspace
@@ -25,7 +26,7 @@ MODELS = models_default(base_url=UNREACHABLE)
 def oscova(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("oscova-lsp", path=str(Path(sys.executable).parent))
     assert exe, "the console script `oscova-lsp` is installed"
-    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(script_command(exe, *args), cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

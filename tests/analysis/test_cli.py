@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 from oscova_lsp.analysis.rules.registry import RULES
 
+from tests.support.cli_zygote import script_command
 from tests.support.host_files import MODELS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +22,7 @@ BROKEN = ROOT / "examples" / "broken"
 def oscova(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("oscova-lsp", path=str(Path(sys.executable).parent))
     assert exe, "the console script `oscova-lsp` is installed"
-    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(script_command(exe, *args), cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 def test_sarif_output_is_valid_sarif_2_1_0() -> None:

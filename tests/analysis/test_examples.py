@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -12,12 +11,14 @@ import yaml
 from oscova_lsp.analysis.rules.registry import RULES
 from oscova_runtime.definition import definition_json_schema
 
+from tests.support.cli_zygote import module_command
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oscova_lsp", *args], cwd=cwd, capture_output=True,
+    return subprocess.run(module_command(*args), cwd=cwd, capture_output=True,
                           text=True, timeout=60)
 
 

@@ -7,13 +7,13 @@ import json
 import os
 import random
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from oscova_lsp.analysis.files import DefinitionFile, TemplateFile
 from oscova_lsp.analysis.workspace import TemplateUse, Workspace
 
+from tests.support.cli_zygote import module_command
 from tests.support.include_graph import HOST, clique, cycle, write_include_graph
 
 from .support import make_workspace
@@ -21,7 +21,7 @@ from .support import make_workspace
 
 def check_json(root: Path) -> tuple[list[dict], float]:
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "oscova_lsp", "check", str(root), "--format", "json"],
+    result = subprocess.run(module_command("check", str(root), "--format", "json"),
                             capture_output=True, text=True, timeout=120)
     elapsed = time.perf_counter() - start
     assert result.returncode == 1, result.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tests.support.cli_zygote import script_command
 from tests.support.host_files import MODELS
 
 ESCAPES = '"x\\e]0;pwned\\a\\e[2K\\e[1A\\x9b": 1\n'
@@ -25,7 +26,7 @@ RAW = ("\x1b", "\x07", "\x9b")
 def oscova(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
     exe = shutil.which("oscova-lsp", path=str(Path(sys.executable).parent))
     assert exe, "the console script `oscova-lsp` is installed"
-    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, timeout=60)
+    return subprocess.run(script_command(exe, *args), cwd=cwd, capture_output=True, timeout=60)
 
 
 def strings(value: object) -> list[str]:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from tests.support.cli_zygote import module_command
 
 GUARD = '''
 import os, socket
@@ -85,7 +86,7 @@ def review(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: fl
     base = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     full = {**base, "PYTHONPATH": os.pathsep.join([str(guard), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
             "REVIEW_NETWORK_LOG": str(network_log(cwd)), "NO_COLOR": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "oscova_lsp", "review", *args], cwd=cwd, env=full,
+    return subprocess.run(module_command("review", *args), cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,9 +1,8 @@
 """The endpoint's cached input tokens (`usage.prompt_tokens_details.cached_tokens`), where it reports them, in
-`modelCall` events, transcripts, the terminal summary and spans (issue 25)."""
+`modelCall` events, transcripts and the terminal summary (issue 25); in spans: test_tracing.py, beside the
+session's one Phoenix."""
 
 from __future__ import annotations
-
-import json
 
 from oscova_lsp.runs import RunService, read_transcript
 from oscova_lsp.runs.terminal import call_summary
@@ -11,7 +10,6 @@ from oscova_lsp.runs.terminal import call_summary
 from tests.support.fake_openai import Reply
 
 from .conftest import Recorder
-from .test_cli import cli_env, oscova
 
 
 async def test_cached_input_tokens_reach_events_transcripts_and_the_summary(workspace, fake_openai, canary_key):
@@ -32,14 +30,3 @@ async def test_cached_input_tokens_reach_events_transcripts_and_the_summary(work
     assert recorded[0]["usage"]["cachedInputTokens"] == 1536
     assert "1900 in (1536 cached) · 7 out" in call_summary([first])[0]
     assert "1900 in · 7 out" in call_summary([second])[0]
-
-
-def test_a_span_carries_the_cache_read_attribute(tmp_path, workspace, fake_openai, phoenix):
-    fake_openai.enqueue(Reply(text="Tuesday.", prompt_tokens=1900, cached_tokens=1536))
-    result = oscova("run", "helper", "--input", "When is the launch?", "--json", cwd=workspace,
-                    env=cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix.otlp))
-    assert result.returncode == 0, result.stderr
-    session = json.loads(result.stdout.splitlines()[0])["sessionId"]
-    chat = [s for s in phoenix.trace_of(session, 2) if s["name"].startswith("chat ")]
-    assert [s["attributes"]["gen_ai.usage.cache_read.input_tokens"] for s in chat] == [1536]
-    assert chat[0]["attributes"]["gen_ai.usage.input_tokens"] == 1900

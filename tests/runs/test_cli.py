@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli_zygote import module_command
 from tests.support.fake_openai import Reply, ToolCall
 
 from .conftest import CANARY_KEY, KEY_VARIABLE, host_toml, make_workspace
@@ -25,7 +25,7 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 def oscova(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None,
            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oscova_lsp", *args], cwd=cwd, env=env or cli_env(),
+    return subprocess.run(module_command(*args), cwd=cwd, env=env or cli_env(),
                           input=stdin if stdin is not None else "", capture_output=True, text=True, timeout=60)
 
 
@@ -104,15 +104,13 @@ def test_ctrl_c_cancels_the_run_cleanly(workspace, fake_openai):
         first = process.stdout.read(6)
         assert first == "first "
         process.send_signal(signal.SIGINT)
-        began = time.monotonic()
-        stdout, stderr = process.communicate(timeout=10)
+        stdout, stderr = process.communicate(timeout=60)  # a hang guard (how soon: responsiveness_bench `cancel`)
     finally:
         process.kill()
-    assert time.monotonic() - began < 2
     assert process.returncode == 1
     assert "cancelled" in stderr and "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     request = fake_openai.requests[0]
-    assert request.finished.wait(2) and request.closed_early
+    assert request.finished.wait(30) and request.closed_early
     saved = [json.loads(line) for line in next((workspace / ".oscova" / "runs").glob("*.jsonl")).read_text().splitlines()]
     assert saved[-1]["kind"] == "cancelled"
 

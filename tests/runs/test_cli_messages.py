@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.support.cli_zygote import module_command
 from tests.support.fake_openai import Reply, ToolCall
 from tests.support.host_files import UNREACHABLE, models_default
 
@@ -26,7 +27,7 @@ EXAMPLES = ROOT / "examples"
 def oscova(*args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     env["NO_COLOR"] = "1"
-    return subprocess.run([sys.executable, "-m", "oscova_lsp", *args], cwd=cwd, env=env, input=stdin,
+    return subprocess.run(module_command(*args), cwd=cwd, env=env, input=stdin,
                           capture_output=True, text=True, timeout=60)
 
 

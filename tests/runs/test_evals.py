@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli_zygote import module_command
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 
 from .conftest import CANARY_KEY, host_toml
@@ -56,7 +57,7 @@ def make_ws(root: Path, fake: FakeOpenAI, evals: dict[str, str], *, local: str |
 
 
 def oscova_eval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oscova_lsp", "eval", *args], cwd=cwd, env=cli_env(),
+    return subprocess.run(module_command("eval", *args), cwd=cwd, env=cli_env(),
                           capture_output=True, text=True, timeout=120)
 
 

@@ -14,12 +14,12 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli_zygote import module_command
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.run_workspace import write_workspace
 from tests.support.special_files import READ_ONLY_WORDS, mounted_tmpfs, read_only
@@ -38,7 +38,7 @@ def oscova(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The command line with stdin a pipe that stays open: a read of the process's stdin never ends."""
     read_end, write_end = os.pipe()
     try:
-        return subprocess.run([sys.executable, "-m", "oscova_lsp", *args], cwd=cwd, env=cli_env(), stdin=read_end,
+        return subprocess.run(module_command(*args), cwd=cwd, env=cli_env(), stdin=read_end,
                               capture_output=True, text=True, timeout=DEADLINE)
     finally:
         os.close(read_end)

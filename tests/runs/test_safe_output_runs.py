@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli_zygote import module_command
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 
 from .conftest import make_workspace
@@ -29,7 +29,7 @@ HOSTILE = {
 
 
 def oscova(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "oscova_lsp", *args], cwd=cwd, env=cli_env(), input=b"",
+    return subprocess.run(module_command(*args), cwd=cwd, env=cli_env(), input=b"",
                           capture_output=True, timeout=60)
 
 

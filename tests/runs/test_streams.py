@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from oscova_lsp.runs.transcript import read_transcript
 
+from tests.support.cli_zygote import module_command
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 from .conftest import CANARY_KEY
@@ -28,7 +28,7 @@ LONG_STREAM_LIMIT = 90
 
 def run_events(workspace: Path, agent: str = "echo", timeout: float = 60) -> list[dict[str, Any]]:
     try:
-        result = subprocess.run([sys.executable, "-m", "oscova_lsp", "run", agent, "--input", "hi", "--json"],
+        result = subprocess.run(module_command("run", agent, "--input", "hi", "--json"),
                                 cwd=workspace, env=cli_env(), stdin=subprocess.DEVNULL, capture_output=True,
                                 text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

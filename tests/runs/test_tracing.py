@@ -14,6 +14,8 @@ from typing import Any
 
 from oscova_lsp.runs import RunService, tracing
 
+from tests.support.fake_openai import Reply
+
 from . import delegation
 from .conftest import CANARY_KEY, host_toml, make_workspace
 from .test_cli import cli_env, oscova
@@ -113,3 +115,14 @@ async def test_capture_content_from_oscova_toml_adds_messages_and_redacts_keys(t
     assert "Tuesday" in read["gen_ai.tool.call.result"]
     repeated = names["execute_tool repeater"][0]["attributes"]["gen_ai.tool.call.result"]
     assert repeated == f"{delegation.REPEATER_ANSWER} (key ***)"  # the leaked key, redacted
+
+
+def test_a_span_carries_the_cache_read_attribute(tmp_path, workspace, fake_openai, phoenix):
+    fake_openai.enqueue(Reply(text="Tuesday.", prompt_tokens=1900, cached_tokens=1536))
+    result = oscova("run", "helper", "--input", "When is the launch?", "--json", cwd=workspace,
+                    env=cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix.otlp))
+    assert result.returncode == 0, result.stderr
+    session = json.loads(result.stdout.splitlines()[0])["sessionId"]
+    chat = [s for s in phoenix.trace_of(session, 2) if s["name"].startswith("chat ")]
+    assert [s["attributes"]["gen_ai.usage.cache_read.input_tokens"] for s in chat] == [1536]
+    assert chat[0]["attributes"]["gen_ai.usage.input_tokens"] == 1900

@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -20,13 +19,15 @@ from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from tests.support import cli_zygote
 from tests.support.fake_openai import FakeOpenAI
 
 HERE = Path(__file__).parent
 WORKSPACE = HERE / "workspace"
 VSCODE_INITIALIZE = Path("/work/shared/recipes/vscode-1.139-initialize.json")
 _LOCAL_VSCODE = HERE / "vscode-1.139-initialize.json"
-SERVER_COMMAND = [sys.executable, "-m", "oscova_lsp"]
+SERVER_COMMAND = cli_zygote.module_command()
+"""`python -m oscova_lsp`, warm-started (tests/support/cli_zygote.py)."""
 
 
 def vscode_capabilities(converter: Any) -> lsp.ClientCapabilities:

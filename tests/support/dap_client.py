@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.cli_zygote import module_command
+
 
 class DapClient:
     def __init__(self, cwd: Path, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "oscova_lsp", "debug"], cwd=cwd, env=env,
+        self.process = subprocess.Popen(module_command("debug"), cwd=cwd, env=env,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.messages: list[dict[str, Any]] = []
         self.raw_problems: list[str] = []

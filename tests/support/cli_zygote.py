@@ -1,0 +1,284 @@
+"""A warm start for the several hundred `oscova-lsp` processes the tests spawn (servers and commands).
+
+A fresh interpreter spends ~0.5 s of CPU importing the server and its libraries before it does anything; on
+2 cores that was a third of the suite. One warm start a test process (`start`) imports them once and, for
+each process a test starts through `module_command`/`script_command`, forks a copy that becomes that process:
+the launcher's (tests/support/cli_launch.py) stdin, stdout and stderr, argv, working folder, environment,
+umask and limits, then `python -m oscova_lsp` (or the console script) run as the interpreter runs it, ended
+by the interpreter's own exit (atexit, threads, flushed streams). It is still a process of its own: what it
+writes, reads, exits with or is killed by is what the test sees; only the imports are done already. So a
+test of what importing does (lean start-up, shadowed modules) starts `sys.executable` itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import importlib
+import json
+import os
+import pkgutil
+import resource
+import runpy
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+LAUNCHER = str(Path(__file__).with_name("cli_launch.py"))
+STARTUP_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE")
+"""Besides PYTHON*: the variables a fresh interpreter reads before any test code runs (its stream encodings)."""
+
+_SOCKET = str(Path(tempfile.mkdtemp(prefix="oscova-zygote-")) / "s")
+_lock = threading.Lock()
+_process: subprocess.Popen[bytes] | None = None
+
+
+COLD = os.environ.get("OSCOVA_TESTS_COLD") == "1"
+"""`OSCOVA_TESTS_COLD=1`: every process a fresh interpreter (to compare, or to rule the warm start out)."""
+
+
+def module_command(*args: str) -> list[str]:
+    """`[sys.executable, "-m", "oscova_lsp", *args]`, warm-started."""
+    if COLD:
+        return [sys.executable, "-m", "oscova_lsp", *args]
+    return [sys.executable, "-I", "-S", LAUNCHER, _SOCKET, "-m", *args]
+
+
+def script_command(exe: str, *args: str) -> list[str]:
+    """The console script `exe` with `args`, warm-started."""
+    return [exe, *args] if COLD else [sys.executable, "-I", "-S", LAUNCHER, _SOCKET, exe, *args]
+
+
+def start() -> None:
+    """Starts this process's warm start (once) and waits until it listens (processes started meanwhile queue
+    while it imports); when it cannot start, the launcher starts fresh interpreters."""
+    global _process
+    with _lock:
+        if _process is None and not COLD:
+            _process = subprocess.Popen([sys.executable, __file__, _SOCKET], stdin=subprocess.PIPE,
+                                        stdout=subprocess.DEVNULL, env=dict(os.environ))
+            atexit.register(stop)
+            deadline = time.monotonic() + 30
+            while not os.path.exists(_SOCKET) and _process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)  # bound before it imports: from here on every process is forked warm
+
+
+def stop() -> None:
+    global _process
+    with _lock:
+        if _process is not None:
+            _process.stdin.close()  # type: ignore[union-attr]  # its end of input: it exits
+            _process.wait(10)
+            _process = None
+
+
+def _startup(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if (k.startswith("PYTHON") and k != "PYTHONPATH") or k in STARTUP_VARIABLES}
+
+
+def _customizing(env: dict[str, str]) -> list[str] | None:
+    """The folders `env`'s PYTHONPATH puts before this process's, when each holds only a `sitecustomize.py`
+    (a test's guard, which site imports at start-up); None when it adds anything else (it could shadow a module
+    imported here already)."""
+    mine, theirs = os.environ.get("PYTHONPATH", ""), env.get("PYTHONPATH", "")
+    if theirs == mine:
+        return []
+    if mine and not theirs.endswith(os.pathsep + mine):
+        return None
+    folders = [entry for entry in theirs[:len(theirs) - len(mine)].split(os.pathsep) if entry]
+    for folder in folders:
+        try:
+            names = set(os.listdir(folder)) - {"__pycache__"}
+        except OSError:
+            return None
+        if names != {"sitecustomize.py"}:
+            return None
+    return folders
+
+
+def _preload() -> None:
+    import oscova_lsp
+    import oscova_runtime
+
+    for package in (oscova_lsp, oscova_runtime):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not info.name.endswith("__main__"):
+                try:
+                    importlib.import_module(info.name)
+                except ImportError:  # an optional extra that is not installed
+                    pass
+    for name in ("openai", "tiktoken", "jsonschema", "pygls.lsp.server"):  # imported when first needed
+        importlib.import_module(name)
+    from oscova_runtime import tokens
+
+    for encoding in ("o200k_base", "cl100k_base"):  # read and decoded once (0.7 s of CPU for o200k_base)
+        try:
+            tokens.openai_encoding(encoding)
+        except tokens.TokenizerUnavailable:  # each process then says so itself, as a fresh one does
+            pass
+
+
+def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
+    size = int.from_bytes(data[:8], "big")
+    body = data[8:]
+    while len(body) < size:
+        chunk = conn.recv(size - len(body))
+        if not chunk:
+            raise EOFError
+        body += chunk
+    return json.loads(body), fds
+
+
+def _manage(conn: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """In the forked manager: forks the process the launcher asked for and reports its pid and exit. Returns,
+    in that process only, what it must become."""
+    request, fds = _receive(conn)
+    if len(fds) != 3 or _startup(request["env"]) != _startup(dict(os.environ)) or _customizing(request["env"]) is None:
+        conn.sendall(b"fresh\n")
+        os._exit(0)
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        return request, fds
+    for fd in fds:
+        os.close(fd)
+    conn.sendall(f"pid {pid}\n".encode())
+    ended = os.pidfd_open(pid)
+    while ended not in select.select([conn.fileno(), ended], [], [])[0]:
+        if not conn.recv(1):  # the launcher was killed: so is its process
+            os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    try:
+        conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+    finally:
+        os._exit(0)
+
+
+def _reap(managers: set[int], within: float) -> None:
+    deadline = time.monotonic() + within
+    while managers and time.monotonic() < deadline:
+        managers -= {pid for pid in managers if os.waitpid(pid, os.WNOHANG)[0]}
+        time.sleep(0.05)
+
+
+def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    managers: set[int] = set()
+    while True:
+        ready = select.select([listener, sys.stdin], [], [], 1.0)[0]
+        # Reaped, not ignored: so their CPU time counts in the test process's (`/usr/bin/time`, rusage).
+        managers -= {pid for pid in managers if os.waitpid(pid, os.WNOHANG)[0]}
+        if sys.stdin in ready:  # the test process ended
+            _reap(managers, within=3.0)
+            sys.exit(0)
+        if listener not in ready:
+            continue
+        conn, _ = listener.accept()
+        manager = os.fork()
+        if manager:
+            managers.add(manager)
+        else:
+            listener.close()
+            try:
+                became = _manage(conn)
+            except BaseException:
+                os._exit(70)
+            if became is not None:
+                return became
+        conn.close()
+
+
+def _become(request: dict[str, Any], fds: list[int]) -> None:
+    """This process turns into `request`'s: its streams, folder, environment, umask and limits."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        os.close(fd)
+    folders = _customizing(request["env"]) or []  # before the environment is theirs
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.umask(request["umask"])
+    for name, limits in request["limits"].items():
+        if resource.getrlimit(getattr(resource, name)) != tuple(limits):
+            resource.setrlimit(getattr(resource, name), tuple(limits))
+    tempfile.tempdir = None  # looked up again from this environment
+    if folders:  # as site does at start-up: the folders first on the path, their sitecustomize imported
+        sys.path[0:0] = folders
+        sys.modules.pop("sitecustomize", None)
+        importlib.import_module("sitecustomize")
+
+
+def _run(argv: list[str]) -> None:
+    if argv[1:3] == ["-m", "oscova_lsp"]:
+        sys.argv = ["-m", *argv[3:]]
+        sys.path.insert(0, os.getcwd())  # as `python -m` does (oscova_lsp/__main__.py drops it)
+        runpy.run_module("oscova_lsp", run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = list(argv)
+        sys.path.insert(0, os.path.dirname(argv[0]))  # as running a script does
+        runpy.run_path(argv[0], run_name="__main__")
+
+
+def _exit_code(ended: SystemExit) -> int:
+    """The status the interpreter exits with on `ended` (printing a non-integer code, as it does)."""
+    if ended.code is None or isinstance(ended.code, int):
+        return ended.code or 0
+    print(ended.code, file=sys.stderr)
+    return 1
+
+
+def _finish(code: int) -> None:
+    """The interpreter's exit without tearing down the modules: that teardown touches every object the warm
+    start imported, copying its memory (0.4 s of CPU a process, more than the command itself took)."""
+    threading._shutdown()  # type: ignore[attr-defined]  # as Py_FinalizeEx: threads, atexit, the streams
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        code = 120
+    os._exit(code)
+
+
+def main() -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sys.argv[1])
+    listener.listen(64)
+    sys.path[:] = [entry for entry in sys.path if entry != os.path.dirname(__file__)]
+    _preload()
+    gc.freeze()  # what is imported stays out of the children's collections (fewer copied pages)
+    request, fds = _serve(listener)
+    _become(request, fds)
+    try:
+        _run(request["argv"])
+    except SystemExit as ended:
+        _finish(_exit_code(ended))
+    except KeyboardInterrupt:
+        sys.excepthook(*sys.exc_info())  # type: ignore[arg-type]
+        _finish_by(signal.SIGINT)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())  # type: ignore[arg-type]
+        _finish(1)
+    _finish(0)
+
+
+def _finish_by(number: int) -> None:
+    """As the interpreter ends on an uncaught KeyboardInterrupt: killed by SIGINT."""
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(number, signal.SIG_DFL)
+    os.kill(os.getpid(), number)
+
+
+if __name__ == "__main__":
+    main()
