@@ -96,7 +96,9 @@ class EarlyPhase:
         try:
             self._begin()
             while not (self._initialized or self.stopped or self._eof or self._inbox):
-                self._poll(fd, framer, None)
+                self._drain(framer)  # the read that brought `initialize` may have brought `initialized` too
+                if not (self._initialized or self.stopped or self._inbox):
+                    self._poll(fd, framer, None)
             self._poll(fd, framer, 0)
             if self._eof:  # a client already gone needs no head start; what it sent is the server's
                 self.stopped = True
@@ -237,6 +239,14 @@ class EarlyPhase:
                 continue
             checks[root] = check = check_by_stat(root, settings)
             queue += [(n, folder) for n in check.nested or [] if is_inside(n, folder, real=False)]
+        if not all(check.decided for check in checks.values()):  # a folder changed: read, as the server will
+            host = self._host()
+            for root in host.discover_roots():
+                check = checks.get(root) or check_by_stat(root, settings)
+                if not check.decided:
+                    found = host.stored_results(root)
+                    check = StatCheck(found[0], found[1]) if found is not None else StatCheck(None)
+                checks[root] = check
         opened = {roots.root_of(path) for path in self._documents}
         return dict(sorted(checks.items(), key=lambda item: item[0] not in opened))
 
