@@ -200,7 +200,8 @@ def identity(path: str, *, root: Boundary) -> Identity | None:
     recent to be believed, git's "racy" rule, is the caller's)."""
     if "\x00" in path:
         return None
-    absolute = path if os.path.isabs(path) and ".." not in path.split(os.sep) else os.path.abspath(path)
+    plain = path.startswith(os.sep) and f"{os.sep}..{os.sep}" not in f"{path}{os.sep}"  # absolute, no `..`
+    absolute = path if plain else os.path.abspath(path)
     try:
         if absolute != root.root and not root.holds_folder(absolute.rpartition(os.sep)[0] or os.sep):
             return None

@@ -465,21 +465,25 @@ def world_digest(root: str, settings: str, states: Iterable[tuple[str, str]]) ->
     return hasher.hexdigest()
 
 
-def _holding(root: str, body: dict[str, Any] | None, world: str) -> StoredResults | None:
+def _holding(root: str, body: dict[str, Any] | None, world: str, inside: frozenset[str] = frozenset()) \
+        -> StoredResults | None:
     """The stored results in `body` when they were computed from `world` and every disk probe the checks made
-    still gets the same answer."""
+    still gets the same answer (`_probes_hold`)."""
     if body is None or body.get("world") != world:
         return None
     try:
         stored = _results_from_json(body)
     except Exception:  # noqa: BLE001 - a stored result of the wrong shape is recomputed, never trusted
         return None
-    return stored if _probes_hold(root, stored.probes) else None
+    return stored if _probes_hold(root, stored.probes, inside) else None
 
 
-def _probes_hold(root: str, probes: dict[tuple[str, str], DiskAnswer]) -> bool:
+def _probes_hold(root: str, probes: dict[tuple[str, str], DiskAnswer], inside: frozenset[str] = frozenset()) -> bool:
+    """Whether every disk question gets its recorded answer again; `inside`: paths known inside the root in this
+    pass (a regular file, not a link, in a folder inside it: `paths.identity` said so just now)."""
     boundary = Boundary(root)
-    return all(ask_disk(kind, path, root, boundary) == answer for (kind, path), answer in probes.items())
+    return all((answer is True if kind == "inside" and path in inside else ask_disk(kind, path, root, boundary) == answer)
+               for (kind, path), answer in probes.items())
 
 
 def _results_to_json(world: str, stored: StoredResults) -> dict[str, Any]:
@@ -622,34 +626,40 @@ def check_by_stat(root: str, settings: str) -> StatCheck:
             return StatCheck(None, decided=False)
         if found is None:
             return StatCheck(None, decided=False)
-        states, nested = found
-        stored = _holding(root, body, world_digest(root, settings, states.items()))
+        states, nested, inside = found
+        stored = _holding(root, body, world_digest(root, settings, states.items()), inside)
     return StatCheck(stored, states, nested)
 
 
-def _by_stat(root: str, manifest: dict[str, Any]) -> tuple[dict[str, str], list[str]] | None:
-    """The state of every file the discovery would find, and the nested workspaces it would leave out; None
-    when a folder's identity changed or was not believed."""
+def _by_stat(root: str, manifest: dict[str, Any]) -> tuple[dict[str, str], list[str], frozenset[str]] | None:
+    """The state of every file the discovery would find, the nested workspaces it would leave out and the
+    files whose identity was taken (so inside the root); None when a folder's identity changed or was not
+    believed."""
     boundary = Boundary(root)
+    prefix = root.rstrip(os.sep) + os.sep
 
     def place(key: Any) -> str:
-        if type(key) is not str:
-            raise ValueError("path")
-        return os.path.join(root, key) if key else root
+        if type(key) is not str or os.path.isabs(key) or ".." in key.split(os.sep):
+            raise ValueError("path")  # a key names a path under the root, as `Manifest` wrote it
+        return prefix + key if key else root
 
     for key, *recorded in manifest["listing"]:
         if not recorded or list(identity(place(key), root=boundary) or ()) != recorded:
             return None
     states: dict[str, str] = {}
+    inside: set[str] = set()
     for key, state, *recorded in manifest["files"]:
         path = place(key)
         if type(state) is not str:
             raise ValueError("state")
-        if not recorded or list(identity(path, root=boundary) or ()) != recorded:
+        now = identity(path, root=boundary)
+        if now is not None:
+            inside.add(path)
+        if not recorded or list(now or ()) != recorded:
             text, skipped = read_text(path, boundary)
             state = text_digest(text) if text is not None else f"-{skipped}"
         states[path] = state
-    return states, [place(key) for key in manifest["nested"]]
+    return states, [place(key) for key in manifest["nested"]], frozenset(inside)
 
 
 def __getattr__(name: str) -> Any:

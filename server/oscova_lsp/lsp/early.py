@@ -90,6 +90,8 @@ class EarlyPhase:
         self.host: AnalysisHost | None = None
         self._pending: list[bytes] = []
         self._pending_bytes = 0
+        self._published: dict[str, list[Diagnostic]] = {}
+        """Each file's last publication here (its result id goes to `Handover.published`)."""
 
     def run(self, fd: int, framer: Framer, start_loader: Callable[[], Any]) -> Handover:
         """Reads and handles messages until the pygls server (imported by `start_loader()`'s thread) is ready."""
@@ -115,6 +117,8 @@ class EarlyPhase:
                 loader.join()
             else:
                 self._poll(fd, framer, POLL_SECONDS)
+        # The result ids of what went out, computed once the publications are out (not on their way).
+        self.handover.published = {path: result_id(path, found) for path, found in self._published.items()}
         return self.handover
 
     # ------------------------------------------------------------------------------------------ reading
@@ -326,7 +330,7 @@ class EarlyPhase:
         found = self._diagnostics(path, snapshot)
         version = snapshot.version(path)
         if sweep and version is None and (not found and path not in self.handover.shown or
-                                          self.handover.published.get(path) == result_id(path, found)):
+                                          self._published.get(path) == found):
             return
         self._send(path, found, version)
 
@@ -337,7 +341,7 @@ class EarlyPhase:
         if version is not None:
             params["version"] = version
         self._write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
-        self.handover.published[path] = result_id(path, found)
+        self._published[path] = found
         if found:
             self.handover.shown.add(path)
         else:
