@@ -316,7 +316,8 @@ class FactsCache:
                 continue
             self._kept[self._key(parsed.path)] = [digest, facts]
             added += 1
-        if not added and not self._stale and self._kept.keys() == self._entries.keys():
+        entries = self._entries  # read first: whether the file on disk is stale is known once it is read
+        if not added and not self._stale and self._kept.keys() == entries.keys():
             return
         self.report.written = _write(self.folder, _FILE, self.engine, os.path.realpath(self.root), self._kept)
 
@@ -513,15 +514,19 @@ def _diagnostic_to_json(d: Diagnostic) -> list[Any]:
             d.data]
 
 
+_SEVERITIES = {int(level): level for level in Severity}
+
+
 def _diagnostic(row: Any) -> Diagnostic:
     path, rng, code, message, severity, related, fixes, data = row
-    if type(data) is not dict or type(related) is not list or type(fixes) is not list:
+    if type(data) is not dict or type(related) is not list or type(fixes) is not list or type(path) is not str \
+            or type(code) is not str or type(message) is not str or type(severity) is not int:
         raise ValueError("diagnostic")
     return Diagnostic(
-        _text(path), range_from_row(rng), _text(code), _text(message), Severity(severity),
-        tuple(Related(_text(p), range_from_row(r), _text(m)) for p, r, m in related),
+        path, range_from_row(rng), code, message, _SEVERITIES[severity],
+        tuple(Related(_text(p), range_from_row(r), _text(m)) for p, r, m in related) if related else (),
         tuple(Fix(_text(title), tuple(TextEdit(_text(p), range_from_row(r), _text(t)) for p, r, t in edits))
-              for title, edits in fixes),
+              for title, edits in fixes) if fixes else (),
         data)
 
 
