@@ -12,7 +12,8 @@ Two layers:
   digest (or why it was not read), the lint options and the engine key — and every question the checks
   asked the disk (is this path inside the root after symlinks, is there a file there) gets the same answer
   again. Any difference, however small, runs the checks on the current facts, so stored results can never
-  hide a problem that the files on disk would show.
+  hide a problem that the files on disk would show. A start tells that they hold without reading the files
+  (`check_by_stat`): the results carry a `Manifest` of the identities of the files and folders read (below).
 
 Where: in the user's cache directory (`$OSCOVA_LSP_CACHE_DIR`, else `$XDG_CACHE_HOME/oscova-lsp`, else
 `~/.cache/oscova-lsp`), one folder per workspace root, named by a hash of the root's real path, both created
