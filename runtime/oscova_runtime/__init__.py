@@ -1,16 +1,16 @@
 """oscova_runtime: the definition model, the provider catalogue and the embedded agent runtime.
 
 Importing the package, the definition model or the catalogue never imports `openai`; the model client
-is loaded on first use. Runtime types are exported lazily.
+is loaded on first use. Every export is lazy, the definition model's too: importing a submodule (the file
+gateway `paths`, which the language server's first milliseconds use) builds no pydantic model.
 """
 
 from importlib import import_module
 from typing import Any
 
-from .definition import AgentDefinition, ProviderEntry, definition_json_schema
-from .host_config import HostConfig
-
 _LAZY = {
+    "AgentDefinition": "definition", "ProviderEntry": "definition", "definition_json_schema": "definition",
+    "HostConfig": "host_config",
     "AIContext": "context", "AIContextProvider": "context", "InvokingContext": "context",
     "InvokedContext": "context", "InvalidOperationError": "context",
     "ChatMessage": "messages", "ChatOptions": "messages", "MessageSource": "messages",

@@ -11,7 +11,8 @@ written under a temporary name created exclusively beside them and renamed into 
 
 - `is_inside(path, folder)`: compares real paths (or, with `real=False`, the paths as written); `Boundary`
   answers it for the many paths of one pass.
-- Reading: `read_bytes` / `read_text` (a whole file, at most `limit`), `read_head` (the first bytes of a file
+- Reading: `identity` (a file's size, times and inode, for a cache that compares them instead of reading),
+  `read_bytes` / `read_text` (a whole file, at most `limit`), `read_head` (the first bytes of a file
   that may be cut short), `read_lines` (a text file streamed line by line: transcripts and cases),
   `open_regular` (a descriptor, for `filecache`).
 - Writing: `write_file` (a whole file, atomically, optionally only when none exists), `copy_file`,
@@ -83,6 +84,7 @@ class Boundary:
         self.real_root = os.path.realpath(self.root)
         self._prefix = self.real_root.rstrip(os.sep) + os.sep
         self._folders: dict[str, str] = {}
+        self._held: dict[str, bool] = {}
 
     def real(self, path: str | os.PathLike[str]) -> str:
         """`os.path.realpath(path)`, with the folder part remembered."""
@@ -106,6 +108,16 @@ class Boundary:
 
     def contains(self, path: str | os.PathLike[str]) -> bool:
         return self.holds(self.real(path))
+
+    def holds_folder(self, folder: str) -> bool:
+        """Whether the folder `folder` (absolute, as written) is, after symlinks, the root or below it, and not
+        in a view of the running system (`/proc`); remembered for the pass."""
+        found = self._held.get(folder)
+        if found is None:
+            real = self.real(folder + os.sep)
+            found = self._held[folder] = self.holds(real) and not any(
+                real == v or real.startswith(v + os.sep) for v in _SYSTEM_VIEWS)
+        return found
 
     def holds(self, real: str) -> bool:
         """Whether the real path `real` (already resolved) is the root or below it."""
@@ -176,6 +188,30 @@ def _resolve(path: str, root: str | Boundary | None, done: str = "read") -> str:
     if view is not None:
         raise FileRefused(f"it is in {view}, a view of the running system, not a file, and was not {done}")
     return real
+
+
+Identity = tuple[int, int, int, int, int]
+"""A file's or folder's identity as a cache compares it: (size, mtime_ns, ctime_ns, inode, device)."""
+
+
+def identity(path: str, *, root: Boundary) -> Identity | None:
+    """The identity of the regular file or folder at `path` itself (`lstat`: a link is not followed), or None:
+    missing, a link, anything else, in a folder whose real path leaves `root`, or in `/proc`. What a cache
+    compares to know a file unchanged without reading it, as git's index does (whether the identity is too
+    recent to be believed, git's "racy" rule, is the caller's)."""
+    if "\x00" in path:
+        return None
+    plain = path.startswith(os.sep) and f"{os.sep}..{os.sep}" not in f"{path}{os.sep}"  # absolute, no `..`
+    absolute = path if plain else os.path.abspath(path)
+    try:
+        if absolute != root.root and not root.holds_folder(absolute.rpartition(os.sep)[0] or os.sep):
+            return None
+        info = os.lstat(absolute)
+    except OSError:
+        return None
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        return None
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev
 
 
 def check_inside(path: str, root: str | Boundary | None, done: str = "read") -> None:

@@ -16,10 +16,12 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from oscova_lsp.analysis.cache import RACY_NS
 
 from tests.support.lsp_frames import frame, read_frame
 
@@ -270,7 +272,26 @@ def test_a_client_that_pulls_gets_the_settled_servers_diagnostics_early_and_none
     assert server.stop() == 0
 
 
+def aged(root: Path) -> None:
+    """Waits until every file and folder of `root` is older than the racy window of a check starting now
+    (`cache.RACY_NS`): their identities are then believed, and a warm start reads none of them."""
+    newest = max(os.lstat(p).st_ctime_ns for p in [root, *root.rglob("*")])
+    while time.time_ns() - newest <= RACY_NS * 2:
+        time.sleep(0.05)
+
+
+def stored_check(root: Path) -> dict[str, list[Any]]:
+    """`oscova-lsp check`'s findings (the run stores its results), by URI."""
+    check = subprocess.run([sys.executable, "-m", "oscova_lsp", "check", "--format", "json", str(root)],
+                           capture_output=True, text=True, timeout=300, cwd=str(root))
+    stored: dict[str, list[Any]] = {}
+    for finding in json.loads(check.stdout):
+        stored.setdefault((root / finding["path"]).resolve().as_uri(), []).append(finding)
+    return stored
+
+
 def test_a_warm_start_publishes_the_stored_results_before_pygls(root: Path, tmp_path: Path):
+    aged(root)  # the identities are believed: the stored results are told to hold without reading a file
     check = subprocess.run([sys.executable, "-m", "oscova_lsp", "check", "--format", "json", str(root)],
                            capture_output=True, text=True, timeout=300, cwd=str(root))
     stored: dict[str, list[Any]] = {}
@@ -299,3 +320,112 @@ def test_a_warm_start_publishes_the_stored_results_before_pygls(root: Path, tmp_
     finally:
         server.proc.kill()
         server.proc.wait()
+
+
+def early_publications(server: RawServer, quiet: float = 1.0) -> dict[str, list[Any]]:
+    """What the phase before pygls publishes (reading held back, so only stored results can come), until
+    `quiet` seconds pass without a publication."""
+    initialize(server, pull=False)
+    server.send(server.notify("initialized", {}))
+    early: dict[str, list[Any]] = {}
+    while True:
+        try:
+            message = server.inbox.get(timeout=quiet)
+        except queue.Empty:
+            return early
+        assert message is not None
+        if message.get("method") == "textDocument/publishDiagnostics":
+            early[message["params"]["uri"]] = message["params"]["diagnostics"]
+
+
+def same_size_edit(path: Path) -> None:
+    """The definition's duplicate id made unique, its size and modification time kept as they were (an edit
+    a size-and-mtime check cannot see)."""
+    before = os.stat(path)
+    text = path.read_text()
+    path.write_text(text.replace("id: duplicate", "id: unique_12", 1))
+    assert os.stat(path).st_size == before.st_size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+@pytest.mark.parametrize("change", ["same-size edit", "file added"])
+def test_a_warm_start_after_a_change_that_keeps_sizes_and_times_publishes_nothing_stale(
+        root: Path, tmp_path: Path, change: str):
+    aged(root)
+    stored = stored_check(root)
+    broken = root / "agents/duplicate-a.agent.yaml"
+    assert stored[broken.resolve().as_uri()]  # the duplicate id, found and stored
+    if change == "same-size edit":
+        same_size_edit(broken)
+    else:  # a new agent takes the same id: the folder's listing changed, no stored file did
+        (root / "agents/duplicate-c.agent.yaml").write_text(broken.read_text())
+    aged(root)  # the change is not racy either: only the identities tell it
+    server = RawServer(root, tmp_path / "gate", env={"OSCOVA_LSP_TEST_SCAN_GATE": str(tmp_path / "scan")})
+    try:
+        early = early_publications(server)
+        assert not server.imported("lsprotocol.types")
+        lint_only = [uri for uri in stored if "/lint-only/" in uri]
+        assert lint_only and all(early.get(uri) for uri in lint_only)  # its nested workspace did not change
+        # The changed workspace's stored results no longer hold: none of its files shows what they say.
+        assert all("/lint-only/" in uri for uri in early), sorted(early)
+        (tmp_path / "scan").write_text("open")
+        settled = settled_pulls(server, tracked(root))
+        duplicates = {d["code"] for d in settled["agents/duplicate-a.agent.yaml"]["items"]}
+        assert ("OSC005" in duplicates) == (change == "file added")  # what the settled server says of the change
+        assert server.stop() == 0
+    finally:
+        server.proc.kill()
+        server.proc.wait()
+
+
+def manifest_of(root: Path) -> dict[str, Any]:
+    from oscova_lsp.analysis.cache import cache_folder
+
+    data = (Path(cache_folder(str(root))) / "results.json").read_bytes()
+    return json.loads(data.partition(b"\n")[2])["manifest"]
+
+
+def test_files_changed_within_the_racy_window_of_a_check_are_read_at_every_start(root: Path):
+    from oscova_lsp.analysis.engine import Analysis
+
+    aged(root)
+    racy = root / "agents/duplicate-a.agent.yaml"
+    racy.write_text(racy.read_text())  # written as the check starts: its times are those of the check's start
+    Analysis(str(root)).check_all(jobs=1)  # in this process, at once: a subprocess would start too late
+    files = {key: recorded for key, _state, *recorded in manifest_of(root)["files"]}
+    # An edit within the same timestamp tick as the check's reading keeps size and times: that identity is
+    # not believed, so a later start reads the file instead of trusting what the check read.
+    assert files["agents/duplicate-a.agent.yaml"] == []
+    assert all(recorded for key, recorded in files.items() if key != "agents/duplicate-a.agent.yaml")
+
+
+def test_the_warm_start_imports_no_parser_and_no_pydantic(root: Path):
+    aged(root)
+    stored_check(root)
+    probe = subprocess.run([sys.executable, "-c", (
+        "import json, sys\n"
+        "from oscova_lsp.analysis.cache import check_by_stat\n"
+        "from oscova_lsp.analysis.lint import lint_key\n"
+        f"found = check_by_stat({str(root)!r}, lint_key(None))\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'jinja2', 'yaml', 'lsprotocol'))\n"
+        "print(json.dumps([found.decided, found.stored is not None, heavy]))")],
+        capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(probe.stdout) == [True, True, []]
+
+
+def test_a_client_that_sends_initialized_with_initialize_and_waits_gets_the_diagnostics(server: RawServer):
+    # `initialized` in the same write as `initialize` (a client that does not wait for the answer), then
+    # nothing: the phase before pygls must not wait for another message before it publishes.
+    root = server.root.as_uri()
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "processId": os.getpid(), "rootUri": root, "capabilities": {},
+        "workspaceFolders": [{"uri": root, "name": "ws"}]}}, server.notify("initialized", {}))
+    published_early: list[dict[str, Any]] = []
+    while not published_early:
+        message = server.inbox.get(timeout=30)
+        assert message is not None
+        if message.get("method") == "textDocument/publishDiagnostics":
+            published_early.append(message)
+    assert not server.imported("lsprotocol.types"), "published only once pygls was imported"
+    server.open_gate()
+    assert server.stop() == 0

@@ -12,7 +12,8 @@ Two layers:
   digest (or why it was not read), the lint options and the engine key — and every question the checks
   asked the disk (is this path inside the root after symlinks, is there a file there) gets the same answer
   again. Any difference, however small, runs the checks on the current facts, so stored results can never
-  hide a problem that the files on disk would show.
+  hide a problem that the files on disk would show. A start tells that they hold without reading the files
+  (`check_by_stat`): the results carry a `Manifest` of the identities of the files and folders read (below).
 
 Where: in the user's cache directory (`$OSCOVA_LSP_CACHE_DIR`, else `$XDG_CACHE_HOME/oscova-lsp`, else
 `~/.cache/oscova-lsp`), one folder per workspace root, named by a hash of the root's real path, both created
@@ -41,11 +42,10 @@ least recently written go first).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import gc
 import hashlib
-import itertools
+import importlib.util
 import json
 import logging
 import os
@@ -53,11 +53,14 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from oscova_runtime.paths import (
+    Boundary,
     FileRefused,
+    Identity,
     NotPrivate,
+    identity,
     private_folder,
     read_bytes,
     remove_file,
@@ -66,24 +69,16 @@ from oscova_runtime.paths import (
     write_file,
 )
 
-from .diagnostics import Diagnostic, Fix, Problem, Related, Severity, TextEdit
-from .files import (
-    DefinitionFile,
-    FileKind,
-    ParsedFile,
-    TemplateFile,
-    file_kind,
-    parse_definition,
-    parse_template,
-)
-from .jinja_source import TemplateFacts, WireFacts, facts_from_wire, facts_to_wire
-from .text import LineIndex, Position, Range
-from .workspace import DISK_QUESTIONS, DiskAnswer, ask_disk
-from .yaml_source import Path, Span, YamlDocument
+from .diagnostics import Diagnostic, Fix, Related, Severity, TextEdit
+from .disk import DISK_QUESTIONS, DiskAnswer, FileKind, ask_disk, file_kind, read_text
+from .text import range_from_row, range_to_row
+
+if TYPE_CHECKING:
+    from .files import ParsedFile
 
 FACTS_FORMAT = 2
 """Raised whenever the shape of the cached facts changes."""
-RESULTS_FORMAT = 2
+RESULTS_FORMAT = 3
 """Raised whenever the shape of the stored results changes."""
 ENV_DIR = "OSCOVA_LSP_CACHE_DIR"
 ENV_OFF = "OSCOVA_LSP_NO_CACHE"
@@ -98,6 +93,15 @@ _RESULTS_FILE = "results.json"
 
 Texts = dict[str, tuple[str | None, str | None]]
 """Path -> (text, why it was not read), as `read_text` returns them."""
+
+RACY_NS = 100_000_000
+"""An identity whose times are not this much older than the start of the reading that recorded it is not
+believed (git's "racy" rule): a change within the file system's timestamp granularity, or the kernel clock's
+tick, keeps size and times equal. Times in whole seconds (a file system that keeps no more) get `RACY_COARSE_NS`."""
+RACY_COARSE_NS = 3_000_000_000
+THIRD_PARTIES = ("jinja2", "yaml", "pydantic", "pydantic_core")
+"""The libraries the facts and the checks come from, in the engine key by the identity of their `__init__.py`
+(any reinstall changes it) rather than their version: reading the version would import them."""
 
 log = logging.getLogger(__name__)
 _told: set[str] = set()
@@ -126,13 +130,10 @@ def cache_folder(root: str) -> str:
 
 
 def engine_key() -> str:
-    """Everything the per-file facts and the checks depend on besides the files: the versions of this package,
-    the parsers and Python, the formats, and a fingerprint of the modules that compute the facts and run the
-    checks (so an edited source tree with an unchanged version number does not reuse what the old code made)."""
-    import jinja2
-    import pydantic
-    import yaml
-
+    """Everything the per-file facts and the checks depend on besides the files: this package's version, Python's,
+    the formats, the installed parsers and pydantic (`THIRD_PARTIES`), and a fingerprint of the modules that
+    compute the facts and run the checks (so an edited source tree with an unchanged version number does not
+    reuse what the old code made). Imports none of them: the warm start checks the key before any parser loads."""
     from .. import __version__
 
     stamps = []
@@ -142,9 +143,16 @@ def engine_key() -> str:
         except OSError:
             continue
         stamps.append(f"{source}:{info.st_size}:{info.st_mtime_ns}")
-    fingerprint = hashlib.blake2b("\n".join(stamps).encode(), digest_size=8).hexdigest()
-    return (f"{FACTS_FORMAT}.{RESULTS_FORMAT}/{__version__}/py{sys.version_info[0]}.{sys.version_info[1]}/jinja2-{jinja2.__version__}"
-            f"/pyyaml-{yaml.__version__}/pydantic-{pydantic.VERSION}/{fingerprint}")
+    for name in THIRD_PARTIES:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        stamp = None
+        with contextlib.suppress(OSError, TypeError):
+            info = os.stat(origin or "")
+            stamp = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        stamps.append(f"{name}:{origin}:{stamp}")
+    fingerprint = hashlib.blake2b("\n".join(stamps).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return f"{FACTS_FORMAT}.{RESULTS_FORMAT}/{__version__}/py{sys.version_info[0]}.{sys.version_info[1]}/{fingerprint}"
 
 
 def engine_sources() -> list[str]:
@@ -182,30 +190,37 @@ class CacheReport:
 class FactsCache:
     """The cache of one workspace root for one load: `lookup` before parsing, `save` after."""
 
-    def __init__(self, root: str, folder: str, engine: str, entries: dict[str, Any]) -> None:
+    def __init__(self, root: str, folder: str, engine: str) -> None:
         self.root = os.path.abspath(root)
         self.folder = folder
         self.engine = engine
-        self._entries = entries
+        self._read: dict[str, Any] | None = None
         self._kept: dict[str, Any] = {}
         self._pending: dict[str, str] = {}  # path -> digest of a text parsed in this load
         self._digests: dict[str, str] = {}
         self._stale = False
         self.report = CacheReport()
+        self.manifest = Manifest(self.root)
+        """The identities of what this load reads, stored with its results (`Manifest`)."""
 
     @classmethod
     def open(cls, root: str) -> FactsCache | None:
-        """The cache of `root`, its entries read if they are valid; None when caching is turned off."""
+        """The cache of `root` (its entries are read on first use: stored results need none); None when
+        caching is turned off."""
         if cache_disabled():
             return None
         folder = cache_folder(root)
         if not _private(folder):
             return None
-        engine = engine_key()
-        entries = _read_entries(os.path.join(folder, _FILE), engine, os.path.realpath(root))
-        cache = cls(root, folder, engine, entries if entries is not None else {})
-        cache._stale = entries is None
-        return cache
+        return cls(root, folder, engine_key())
+
+    @property
+    def _entries(self) -> dict[str, Any]:
+        if self._read is None:
+            entries = _read_entries(os.path.join(self.folder, _FILE), self.engine, os.path.realpath(self.root))
+            self._read = entries if entries is not None else {}
+            self._stale = entries is None
+        return self._read
 
     def _key(self, path: str) -> str:
         prefix = self.root.rstrip(os.sep) + os.sep
@@ -221,6 +236,8 @@ class FactsCache:
         return hits, misses
 
     def _lookup(self, paths: Iterable[str], texts: Texts, hits: dict[str, ParsedFile], misses: Texts) -> None:
+        from . import facts_json
+
         for path in paths:
             text, skipped = texts[path]
             kind = file_kind(path)
@@ -233,7 +250,7 @@ class FactsCache:
             parsed = None
             if isinstance(entry, list) and len(entry) == 2 and entry[0] == digest:
                 try:
-                    parsed = _decode(path, kind, text, entry[1])
+                    parsed = facts_json.decode(path, kind, text, entry[1])
                 except Exception:  # noqa: BLE001 - an entry of the wrong shape is rebuilt, never trusted
                     parsed = None
             if parsed is None:
@@ -257,34 +274,27 @@ class FactsCache:
     def world(self, paths: list[str], texts: Texts, settings: str) -> str:
         """The digest of everything a whole check reads besides the disk probes: the root, the files found
         (in order), each one's text digest or the reason it was not read, and `settings` (the lint options)."""
-        hasher = hashlib.blake2b(digest_size=16)
-        hasher.update(f"{self.root}\0{settings}\n".encode("utf-8", "surrogatepass"))
         for path in paths:
             text, skipped = texts[path]
-            state = self.digest(path, text) if text is not None else f"-{skipped}"
-            hasher.update(f"{path}\0{state}\n".encode("utf-8", "surrogatepass"))
-        return hasher.hexdigest()
+            self.manifest.states[path] = self.digest(path, text) if text is not None else f"-{skipped}"
+        return world_digest(self.root, settings, ((path, self.manifest.states[path]) for path in paths))
 
     def results(self, world: str) -> StoredResults | None:
         """The stored results of the last whole check when they were computed from `world` and every disk
         probe the checks made still gets the same answer; None otherwise (the checks run again)."""
         with _collector_paused():
             body = _read_entries(os.path.join(self.folder, _RESULTS_FILE), self.engine, os.path.realpath(self.root))
-            if body is None or body.get("world") != world:
-                return None
-            try:
-                stored = _results_from_json(body)
-            except Exception:  # noqa: BLE001 - a stored result of the wrong shape is recomputed, never trusted
-                return None
-        if not _probes_hold(self.root, stored.probes):
-            return None
-        self.report.results_reused = True
+            stored = _holding(self.root, body, world)
+        if stored is not None:
+            self.report.results_reused = True
         return stored
 
     def save_results(self, world: str, stored: StoredResults) -> None:
-        """Stores a whole check's results (a cache that cannot be written is left alone)."""
+        """Stores a whole check's results with the manifest of the files read (a cache that cannot be written
+        is left alone)."""
         with _collector_paused():
             body = _results_to_json(world, stored)
+            body["manifest"] = self.manifest.to_json()
             _write(self.folder, _RESULTS_FILE, self.engine, os.path.realpath(self.root), body)
 
     def save(self, parsed_files: Iterable[ParsedFile]) -> None:
@@ -294,18 +304,21 @@ class FactsCache:
             self._save(parsed_files)
 
     def _save(self, parsed_files: Iterable[ParsedFile]) -> None:
+        from . import facts_json
+
         added = 0
         for parsed in parsed_files:
             digest = self._pending.get(parsed.path)
             if digest is None or parsed.skipped is not None:
                 continue
             try:
-                facts = _encode(parsed)
-            except _Uncacheable:
+                facts = facts_json.encode(parsed)
+            except facts_json.Uncacheable:
                 continue
             self._kept[self._key(parsed.path)] = [digest, facts]
             added += 1
-        if not added and not self._stale and self._kept.keys() == self._entries.keys():
+        entries = self._entries  # read first: whether the file on disk is stale is known once it is read
+        if not added and not self._stale and self._kept.keys() == entries.keys():
             return
         self.report.written = _write(self.folder, _FILE, self.engine, os.path.realpath(self.root), self._kept)
 
@@ -424,207 +437,6 @@ def _prune(home: str, current: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# Facts as JSON, and back with every value checked
-
-
-class _Uncacheable(Exception):
-    """A value the JSON form cannot hold exactly: the file is parsed every time instead."""
-
-
-def _encode(parsed: ParsedFile) -> list[Any]:
-    if isinstance(parsed, TemplateFile) and parsed.facts is not None:
-        return ["t", _template_to_json(facts_to_wire(parsed.facts))]
-    if isinstance(parsed, DefinitionFile) and parsed.doc is not None:
-        doc = parsed.doc
-        value, marked = _value_to_json(doc.value)
-        # Keyed by the path's repr (exact for tuples of str, int and bool, and cheap to compute on lookup).
-        spans = json.dumps({repr(path): [list(path), _range_to_json(span.key), _range_to_json(span.value), span.style,
-                                         span.start_offset, span.end_offset] for path, span in doc.spans.items()},
-                           ensure_ascii=False, separators=(",", ":"))
-        problems = [[p.code, _range_to_json(p.range), p.message, [[_range_to_json(rng), words] for rng, words in p.related]]
-                    for p in doc.problems]
-        inline = _template_to_json(facts_to_wire(parsed.inline.facts)) if parsed.inline is not None else None
-        return ["d", value, marked, spans, problems, doc.ok, doc.recovered, inline]
-    raise _Uncacheable
-
-
-def _decode(path: str, kind: FileKind, text: str, data: Any) -> ParsedFile | None:
-    """The parsed file from its cached facts; None (or an exception) when the entry does not fit."""
-    if kind is FileKind.TEMPLATE and data[0] == "t" and len(data) == 2:
-        return parse_template(path, text, _template_from_json(text, data[1]))
-    if kind is FileKind.DEFINITION and data[0] == "d" and len(data) == 8:
-        _, value, marked, spans, problems, ok, recovered, inline = data
-        if not (type(marked) is bool and type(ok) is bool and type(recovered) is bool and type(spans) is str):
-            return None
-        doc = _CachedDocument(text, LineIndex(text), _value_from_json(value) if marked else value, {},
-                              [_problem(row) for row in problems], ok, recovered)
-        doc.rows = spans
-        return parse_definition(path, text, doc, None if inline is None else _template_from_json(text, inline))
-    return None
-
-
-class _CachedDocument(YamlDocument):
-    """A YAML document whose spans stay JSON until used, and are then decoded one path at a time: the checks
-    of a definition read a few of its spans (its `id`, its `agent_tools`), most cached definitions none."""
-
-    rows: Any = None
-    """The spans as JSON text, then as the decoded mapping of path keys to rows; None once all are decoded."""
-
-    @property  # type: ignore[override]
-    def spans(self) -> dict[Path, Span]:
-        rows = self._rows()
-        if rows is not None:
-            self.rows = None
-            self._spans = {_path(row[0]): _span(row) for row in rows.values()}
-        return self._spans
-
-    @spans.setter
-    def spans(self, value: dict[Path, Span]) -> None:
-        self._spans = value
-
-    def span(self, path: Path) -> Span | None:
-        rows = self._rows()
-        if rows is None:
-            return self._spans.get(path)
-        found = self._spans.get(path)
-        if found is None:
-            row = rows.get(repr(path))
-            if row is not None:
-                found = self._spans[path] = _span(row)
-        return found
-
-    def _rows(self) -> dict[str, Any] | None:
-        if isinstance(self.rows, str):
-            decoded = json.loads(self.rows)
-            if type(decoded) is not dict:
-                raise ValueError("spans")
-            self.rows = decoded
-        return self.rows
-
-
-def _path(parts: Any) -> Path:
-    if not (type(parts) is list and all(type(part) in _PATH_PARTS for part in parts)):
-        raise ValueError("path")
-    return tuple(parts)
-
-
-def _range_to_json(rng: Range | None) -> list[int] | None:
-    return None if rng is None else [rng.start.line, rng.start.character, rng.end.line, rng.end.character]
-
-
-def _range(value: Any) -> Range:
-    a, b, c, d = value
-    if not (type(a) is int and type(b) is int and type(c) is int and type(d) is int):
-        raise ValueError("range")
-    return Range(Position(a, b), Position(c, d))
-
-
-_PATH_PARTS = (str, int, bool)
-
-
-def _span(row: Any) -> Span:
-    _, key, value, style, start, end = row
-    if not (type(start) is int and type(end) is int and (style is None or type(style) is str)):
-        raise ValueError("span")
-    return Span(None if key is None else _range(key), _range(value), style, start, end)
-
-
-def _problem(row: Any) -> Problem:
-    """A parser's finding (a parser's have no fix)."""
-    code, rng, message, related = row
-    if not (type(code) is str and type(message) is str and type(related) is list
-            and all(type(pair) is list and len(pair) == 2 and type(pair[1]) is str for pair in related)):
-        raise ValueError("problem")
-    return Problem(code, _range(rng), message, tuple((_range(place), words) for place, words in related))
-
-
-# A template's wire form (`facts_to_wire`) with frozensets as sorted lists; each column's types, checked exactly.
-_INT, _STR, _BOOL, _NONE = (int,), (str,), (bool,), (type(None),)
-_USE = (_STR, _INT, _INT, _INT)
-_REFERENCE = (_STR, _STR, _INT, _INT, _INT, _BOOL, _BOOL)
-_ERROR = (_STR, _INT, _INT, _INT + _NONE)
-_INTERVAL = (_INT, _INT)
-
-
-def _template_to_json(wire: WireFacts) -> list[Any]:
-    uses, refs, errors, local_names, suppressions, delimited = wire
-    return [uses, refs, errors, sorted(local_names),
-            [[line, None if codes is None else sorted(codes)] for line, codes in suppressions], delimited]
-
-
-def _template_from_json(text: str, data: Any) -> TemplateFacts:
-    uses, refs, errors, local_names, suppressions, delimited = data
-    if not (_rows(uses, _USE) and _rows(refs, _REFERENCE) and _rows(errors, _ERROR) and _rows(delimited, _INTERVAL)
-            and type(local_names) is list and all(type(name) is str for name in local_names)
-            and type(suppressions) is list):
-        raise ValueError("template facts")
-    lines: list[tuple[int, frozenset[str] | None]] = []
-    for line, codes in suppressions:
-        if type(line) is not int or not (codes is None or (type(codes) is list and all(type(c) is str for c in codes))):
-            raise ValueError("suppression")
-        lines.append((line, None if codes is None else frozenset(codes)))
-    return facts_from_wire(text, (uses, refs, errors, local_names, lines, [tuple(pair) for pair in delimited]))
-
-
-def _rows(value: Any, shape: tuple[tuple[type, ...], ...]) -> bool:
-    allowed = _ROW_TYPES.get(shape)
-    if allowed is None:
-        allowed = _ROW_TYPES[shape] = frozenset(itertools.product(*shape))
-    # A row's exact cell types as one tuple, looked up among the allowed ones (mapped in C: entries are many).
-    return type(value) is list and all(type(row) is list and tuple(map(type, row)) in allowed for row in value)
-
-
-_ROW_TYPES: dict[tuple[tuple[type, ...], ...], frozenset[tuple[type, ...]]] = {}
-
-
-# A YAML value: JSON's own types as they are; what JSON cannot hold (mappings with keys other than strings,
-# bytes from `!!binary`) as a one-key object whose key starts with NUL, which no YAML key of a valid entry
-# can (such a mapping is stored as pairs itself). `marked` says whether any such object is in the value.
-
-_PAIRS, _BYTES = "\x00pairs", "\x00bytes"
-
-
-def _value_to_json(value: Any) -> tuple[Any, bool]:
-    marked = False
-
-    def encode(item: Any) -> Any:
-        nonlocal marked
-        kind = type(item)
-        if item is None or kind in (str, int, float, bool):
-            return item
-        if kind is list:
-            return [encode(x) for x in item]
-        if kind is dict:
-            if all(type(k) is str and not k.startswith("\x00") for k in item):
-                return {k: encode(v) for k, v in item.items()}
-            marked = True
-            return {_PAIRS: [[encode(k), encode(v)] for k, v in item.items()]}
-        if kind is bytes:
-            marked = True
-            return {_BYTES: base64.b64encode(item).decode("ascii")}
-        raise _Uncacheable
-
-    return encode(value), marked
-
-
-def _value_from_json(value: Any) -> Any:
-    if type(value) is list:
-        return [_value_from_json(x) for x in value]
-    if type(value) is dict:
-        if len(value) == 1 and _PAIRS in value:
-            return {_hashable(_value_from_json(k)): _value_from_json(v) for k, v in value[_PAIRS]}
-        if len(value) == 1 and _BYTES in value:
-            return base64.b64decode(value[_BYTES], validate=True)
-        return {k: _value_from_json(v) for k, v in value.items()}
-    return value
-
-
-def _hashable(key: Any) -> Any:
-    hash(key)  # a list or mapping here is a forged entry: TypeError, and the file is parsed again
-    return key
-
-
-# --------------------------------------------------------------------------------------------------
 # The results of a whole check: reused only when nothing they were computed from changed
 #
 # The checks are a function of the files found, their texts, the lint options, the engine (all in the
@@ -644,11 +456,36 @@ class StoredResults:
     """(kind, path) -> the answer, for each question of `workspace.DISK_QUESTIONS` the checks asked."""
 
 
-def _probes_hold(root: str, probes: dict[tuple[str, str], DiskAnswer]) -> bool:
-    from oscova_runtime.paths import Boundary
+def world_digest(root: str, settings: str, states: Iterable[tuple[str, str]]) -> str:
+    """The digest of everything a whole check reads besides the disk probes: the root, the files found (in
+    order) with each one's state (its text digest, or "-" and the reason it was not read), and `settings`
+    (the lint options)."""
+    hasher = hashlib.blake2b(digest_size=16)
+    hasher.update(f"{os.path.abspath(root)}\0{settings}\n".encode("utf-8", "surrogatepass"))
+    for path, state in states:
+        hasher.update(f"{path}\0{state}\n".encode("utf-8", "surrogatepass"))
+    return hasher.hexdigest()
 
+
+def _holding(root: str, body: dict[str, Any] | None, world: str, inside: frozenset[str] = frozenset()) \
+        -> StoredResults | None:
+    """The stored results in `body` when they were computed from `world` and every disk probe the checks made
+    still gets the same answer (`_probes_hold`)."""
+    if body is None or body.get("world") != world:
+        return None
+    try:
+        stored = _results_from_json(body)
+    except Exception:  # noqa: BLE001 - a stored result of the wrong shape is recomputed, never trusted
+        return None
+    return stored if _probes_hold(root, stored.probes, inside) else None
+
+
+def _probes_hold(root: str, probes: dict[tuple[str, str], DiskAnswer], inside: frozenset[str] = frozenset()) -> bool:
+    """Whether every disk question gets its recorded answer again; `inside`: paths known inside the root in this
+    pass (a regular file, not a link, in a folder inside it: `paths.identity` said so just now)."""
     boundary = Boundary(root)
-    return all(ask_disk(kind, path, root, boundary) == answer for (kind, path), answer in probes.items())
+    return all((answer is True if kind == "inside" and path in inside else ask_disk(kind, path, root, boundary) == answer)
+               for (kind, path), answer in probes.items())
 
 
 def _results_to_json(world: str, stored: StoredResults) -> dict[str, Any]:
@@ -672,21 +509,25 @@ def _results_from_json(body: dict[str, Any]) -> StoredResults:
 
 
 def _diagnostic_to_json(d: Diagnostic) -> list[Any]:
-    return [d.path, _range_to_json(d.range), d.code, d.message, int(d.severity),
-            [[r.path, _range_to_json(r.range), r.message] for r in d.related],
-            [[f.title, [[e.path, _range_to_json(e.range), e.new_text] for e in f.edits]] for f in d.fixes],
+    return [d.path, range_to_row(d.range), d.code, d.message, int(d.severity),
+            [[r.path, range_to_row(r.range), r.message] for r in d.related],
+            [[f.title, [[e.path, range_to_row(e.range), e.new_text] for e in f.edits]] for f in d.fixes],
             d.data]
+
+
+_SEVERITIES = {int(level): level for level in Severity}
 
 
 def _diagnostic(row: Any) -> Diagnostic:
     path, rng, code, message, severity, related, fixes, data = row
-    if type(data) is not dict or type(related) is not list or type(fixes) is not list:
+    if type(data) is not dict or type(related) is not list or type(fixes) is not list or type(path) is not str \
+            or type(code) is not str or type(message) is not str or type(severity) is not int:
         raise ValueError("diagnostic")
     return Diagnostic(
-        _text(path), _range(rng), _text(code), _text(message), Severity(severity),
-        tuple(Related(_text(p), _range(r), _text(m)) for p, r, m in related),
-        tuple(Fix(_text(title), tuple(TextEdit(_text(p), _range(r), _text(t)) for p, r, t in edits))
-              for title, edits in fixes),
+        path, range_from_row(rng), code, message, _SEVERITIES[severity],
+        tuple(Related(_text(p), range_from_row(r), _text(m)) for p, r, m in related) if related else (),
+        tuple(Fix(_text(title), tuple(TextEdit(_text(p), range_from_row(r), _text(t)) for p, r, t in edits))
+              for title, edits in fixes) if fixes else (),
         data)
 
 
@@ -694,3 +535,143 @@ def _text(value: Any) -> str:
     if type(value) is not str:
         raise ValueError("text")
     return value
+
+
+# --------------------------------------------------------------------------------------------------
+# The warm start: the stored results checked by the identities of what they were computed from, nothing read
+#
+# A load that will store its results records a `Manifest`: the identity (size, times, inode: `paths.identity`)
+# of each file it reads, taken before the file is read, with the file's state, and of each folder the
+# discovery lists (taken before it is listed) and each nested workspace it leaves out, with the `pyproject.toml`
+# they hold (whose text decides whether a folder is a workspace of its own). A later start (`check_by_stat`)
+# takes the identities again: every folder's unchanged means the discovery finds the same files (a name added,
+# removed or renamed in a folder changes its times); a file's unchanged means its recorded state holds, and
+# only the others are read. An identity too recent to be believed (git's "racy" rule: its times not older than
+# the start of the reading, less `RACY_NS`) is recorded as unknown: that file is read every time, that folder
+# sends the start to the full reading.
+
+
+def _racy(found: Identity, started: int) -> bool:
+    _, mtime, ctime, _, _ = found
+    slack = RACY_COARSE_NS if mtime % 1_000_000_000 == 0 or ctime % 1_000_000_000 == 0 else RACY_NS
+    return max(mtime, ctime) >= started - slack
+
+
+class Manifest:
+    """The identities of what one load read (see above), filled while it reads."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.started = time.time_ns()
+        self.boundary = Boundary(root)
+        self.listing: dict[str, Identity | None] = {}
+        self.nested: list[str] = []
+        self.files: dict[str, Identity | None] = {}
+        self.states: dict[str, str] = {}
+        """Each file's state as `world_digest` takes it (filled by `FactsCache.world`)."""
+
+    def listed(self, folder: str, nested: bool) -> None:
+        """`Workspace.discover`'s call before it lists `folder` (or leaves out the nested workspace `folder`)."""
+        self.listing[folder] = self._believed(folder)
+        pyproject = os.path.join(folder, "pyproject.toml")
+        found = self._believed(pyproject)
+        if found is not None or os.path.lexists(pyproject):
+            self.listing[pyproject] = found
+        if nested:
+            self.nested.append(folder)
+
+    def reading(self, path: str) -> None:
+        """Before `path` is read."""
+        self.files[path] = self._believed(path)
+
+    def _believed(self, path: str) -> Identity | None:
+        found = identity(path, root=self.boundary)
+        return None if found is None or _racy(found, self.started) else found
+
+    def to_json(self) -> dict[str, Any]:
+        key = self._key
+        return {"listing": [[key(p), *(found or ())] for p, found in self.listing.items()],
+                "nested": [key(p) for p in self.nested],
+                "files": [[key(p), self.states[p], *(self.files.get(p) or ())] for p in self.states]}
+
+    def _key(self, path: str) -> str:
+        return os.path.relpath(path, self.root) if path != self.root else ""
+
+
+@dataclass
+class StatCheck:
+    """What `check_by_stat` found."""
+
+    stored: StoredResults | None
+    """The stored results, when they hold for the files as they are now."""
+    states: dict[str, str] = field(default_factory=dict)
+    """Each file's state (text digest, or "-" and why it was not read), by path."""
+    nested: list[str] | None = None
+    """The nested workspaces the discovery would leave out, when it is known to find the same files."""
+    decided: bool = True
+    """False: the identities cannot tell (a folder changed or too recent): the files must be read to know."""
+
+
+def check_by_stat(root: str, settings: str) -> StatCheck:
+    """The stored results of `root`'s last whole check (its lint options as `settings`) when the identities of
+    the files and folders they were computed from tell that they hold, reading only the files whose identity
+    changed or was not believed, parsing nothing and importing no parser."""
+    root = os.path.abspath(root)
+    if cache_disabled():
+        return StatCheck(None)
+    folder = cache_folder(root)
+    if not _private(folder):
+        return StatCheck(None)
+    with _collector_paused():
+        body = _read_entries(os.path.join(folder, _RESULTS_FILE), engine_key(), os.path.realpath(root))
+        if body is None:
+            return StatCheck(None)
+        try:
+            found = _by_stat(root, body["manifest"])
+        except (KeyError, TypeError, ValueError):  # no manifest, or one of the wrong shape: read to know
+            return StatCheck(None, decided=False)
+        if found is None:
+            return StatCheck(None, decided=False)
+        states, nested, inside = found
+        stored = _holding(root, body, world_digest(root, settings, states.items()), inside)
+    return StatCheck(stored, states, nested)
+
+
+def _by_stat(root: str, manifest: dict[str, Any]) -> tuple[dict[str, str], list[str], frozenset[str]] | None:
+    """The state of every file the discovery would find, the nested workspaces it would leave out and the
+    files whose identity was taken (so inside the root); None when a folder's identity changed or was not
+    believed."""
+    boundary = Boundary(root)
+    prefix = root.rstrip(os.sep) + os.sep
+
+    def place(key: Any) -> str:
+        if type(key) is not str or os.path.isabs(key) or ".." in key.split(os.sep):
+            raise ValueError("path")  # a key names a path under the root, as `Manifest` wrote it
+        return prefix + key if key else root
+
+    for key, *recorded in manifest["listing"]:
+        if not recorded or list(identity(place(key), root=boundary) or ()) != recorded:
+            return None
+    states: dict[str, str] = {}
+    inside: set[str] = set()
+    for key, state, *recorded in manifest["files"]:
+        path = place(key)
+        if type(state) is not str:
+            raise ValueError("state")
+        now = identity(path, root=boundary)
+        if now is not None:
+            inside.add(path)
+        if not recorded or list(now or ()) != recorded:
+            text, skipped = read_text(path, boundary)
+            state = text_digest(text) if text is not None else f"-{skipped}"
+        states[path] = state
+    return states, [place(key) for key in manifest["nested"]], frozenset(inside)
+
+
+def __getattr__(name: str) -> Any:
+    """The facts' JSON form, as this module named it before it moved to `facts_json` (imported on first use)."""
+    if name in ("_encode", "_decode"):
+        from . import facts_json
+
+        return getattr(facts_json, name[1:])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

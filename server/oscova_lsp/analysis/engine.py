@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from oscova_runtime.paths import is_inside
 
-from .cache import CacheReport, FactsCache, StoredResults, Texts
+from .cache import CacheReport, FactsCache, StoredResults, Texts, check_by_stat
 from .checks import Checker
 from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
-from .lint import LintOptions, apply_lint
+from .lint import LintOptions, apply_lint, lint_key
 from .rules.syntax import could_not_check
 from .workspace import DiskAnswer, Workspace, find_root, read_text
 
@@ -66,12 +65,21 @@ class Analysis:
         self._results_target = target
         self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context, like)
 
-    def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, Texts] | None:
+    def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, dict[str, str]] | None:
         """The stored results of the last whole check of this root when they hold for the files as they are
-        now (`cache.py`), with the texts read to know it; nothing is parsed. None: they do not hold."""
-        _, texts, target = self._read_all(cache)
+        now (`cache.py`), with each file's state (its text digest) as found to know it; nothing is parsed.
+        The identities of the files and folders tell first (`check_by_stat`); the files are read only when
+        they cannot. None: the results do not hold."""
+        if not cache:
+            return None
+        found = check_by_stat(self.root, lint_key(self.lint))
+        if found.decided:
+            if found.stored is not None:
+                self.cache_report = CacheReport(results_reused=True)
+            return (found.stored, found.states) if found.stored is not None else None
+        _, _, target = self._read_all(cache)
         stored = self._stored(target)
-        return (stored, texts) if stored is not None else None
+        return (stored, target[0].manifest.states) if stored is not None and target is not None else None
 
     def check_loaded(self) -> dict[str, list[Diagnostic]]:
         """Every file's diagnostics after `load`, the disk questions the checks ask recorded; stored as the
@@ -129,11 +137,16 @@ class Analysis:
     def _read_all(self, cache: bool) -> tuple[list[str], Texts, tuple[FactsCache, str] | None]:
         """The files of the workspace and their texts, read in one pass (`Workspace.one_pass`), and with the
         cache on, the cache and the `world` digest of what was read (what stored results are keyed by)."""
+        store = FactsCache.open(self.root) if cache else None  # first: its manifest's clock starts before reading
+        manifest = store.manifest if store is not None else None
         with self.workspace.one_pass():
-            paths = self.workspace.discover()
-            texts = {path: self.workspace.read(path) for path in paths}
-        store = FactsCache.open(self.root) if cache else None
-        return paths, texts, (store, store.world(paths, texts, _lint_key(self.lint))) if store is not None else None
+            paths = self.workspace.discover(manifest.listed if manifest is not None else None)
+            texts: Texts = {}
+            for path in paths:
+                if manifest is not None:
+                    manifest.reading(path)
+                texts[path] = self.workspace.read(path)
+        return paths, texts, (store, store.world(paths, texts, lint_key(self.lint))) if store is not None else None
 
     def _stored(self, target: tuple[FactsCache, str] | None) -> StoredResults | None:
         """The stored results that hold for the files read (`_read_all`), or None."""
@@ -214,14 +227,6 @@ def _same_files(other: Analysis, root: str, paths: list[str], texts: Texts) -> d
                 and before.text == text and file_kind(path) is not FileKind.HOST:
             found[path] = dataclasses.replace(before, path=path)
     return found
-
-
-def _lint_key(lint: LintOptions | None) -> str:
-    """The lint options as one canonical string (a set's order changes between processes; None is the
-    default options)."""
-    lint = lint or LintOptions()
-    return json.dumps([None if lint.select is None else sorted(lint.select), sorted(lint.ignore),
-                       sorted((lint.severity or {}).items())])
 
 
 def _parse_one(root: str, path: str, texts: Texts | None = None) -> ParsedFile:

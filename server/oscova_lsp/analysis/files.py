@@ -10,16 +10,24 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.evaluation import Evaluation
 from oscova_runtime.host_config import HostConfig
-from oscova_runtime.paths import MAX_TEXT_BYTES, FileRefused, decode_text, too_large
+from oscova_runtime.paths import MAX_TEXT_BYTES, too_large
 from pydantic import ValidationError
 
 from .diagnostics import Problem
+from .disk import (  # noqa: F401  (the file kinds, named here too: every parser's caller imports them from here)
+    DEFINITION_SUFFIXES,
+    EVAL_SUFFIXES,
+    HOST_FILENAMES,
+    TEMPLATE_SUFFIXES,
+    FileKind,
+    decode,
+    file_kind,
+)
 from .jinja_source import TemplateFacts, TemplateReference, VariableUse, analyze_template
 from .rules import schema, syntax
 from .text import LineIndex, Position, Range
@@ -29,32 +37,6 @@ from .yaml_source import Path, Span, YamlDocument, parse_yaml, yaml_suppressions
 MAX_FILE_BYTES = MAX_TEXT_BYTES
 TOO_LARGE = "the file is larger than 1 MB"
 """How every too-large reason begins (`paths.too_large`): a notice, not a finding."""
-
-DEFINITION_SUFFIXES = (".agent.yaml", ".agent.yml")
-TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2")
-EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
-HOST_FILENAMES = ("oscova.toml", "pyproject.toml")
-
-
-class FileKind(Enum):
-    DEFINITION = "definition"
-    TEMPLATE = "template"
-    HOST = "host"
-    EVAL = "eval"
-
-
-def file_kind(path: str) -> FileKind | None:
-    name = os.path.basename(path)
-    if name.endswith(DEFINITION_SUFFIXES):
-        return FileKind.DEFINITION
-    if name.endswith(TEMPLATE_SUFFIXES):
-        return FileKind.TEMPLATE
-    if name in HOST_FILENAMES:
-        return FileKind.HOST
-    if name.endswith(EVAL_SUFFIXES):
-        return FileKind.EVAL
-    return None
-
 
 # --------------------------------------------------------------------------------------------------
 # Inline templates: positions inside a YAML scalar mapped back to the file
@@ -158,16 +140,6 @@ class HostFile(ParsedFile):
     """False for a pyproject.toml without `[tool.oscova]`."""
     borrowed: bool = False
     """Whether `config` is the last good one, standing in while this file does not parse."""
-
-
-def decode(data: bytes) -> tuple[str | None, str | None]:
-    """(text, None) or (None, why it cannot be read): UTF-8 with or without a BOM, UTF-16/32 with one."""
-    if len(data) > MAX_FILE_BYTES:
-        return None, too_large(len(data), MAX_FILE_BYTES)
-    try:
-        return decode_text(data), None
-    except FileRefused as refused:
-        return None, str(refused)
 
 
 def parse_file(path: str, text: str | None, skipped: str | None = None) -> ParsedFile:

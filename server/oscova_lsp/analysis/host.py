@@ -28,22 +28,15 @@ from typing import Any
 
 from oscova_runtime.paths import is_inside
 
-from .cache import StoredResults, Texts
+from .cache import StoredResults, text_digest
 from .diagnostics import Diagnostic
+from .disk import SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots
 from .engine import Analysis
 from .files import TOO_LARGE, ParsedFile, file_kind
 from .lint import LintOptions
-from .workspace import NEVER_SCANNED, find_root, read_text, workspace_roots
+from .workspace import NEVER_SCANNED, read_text, workspace_roots
 
 logger = logging.getLogger(__name__)
-
-SCAN_DELAY_ENV = "OSCOVA_LSP_TEST_SCAN_DELAY"
-"""Test only: seconds `AnalysisHost.load` sleeps before reading a root, so tests can send requests while the
-initial scan surely still runs (tests/server/test_startup_race.py). Unset in real use."""
-SCAN_GATE_ENV = "OSCOVA_LSP_TEST_SCAN_GATE"
-"""Test only: a file path; `AnalysisHost.load` waits (at most 120 s) until that file exists before reading a
-root, so a test decides when "before the workspace is read" ends, however loaded the machine is."""
-
 
 @dataclass(frozen=True, slots=True)
 class OpenDocument:
@@ -53,32 +46,11 @@ class OpenDocument:
     version: int | None
 
 
-class _Roots:
-    """Which workspace root holds a path: the nearest `oscova.toml` (or `[tool.oscova]` pyproject) above it,
-    else the innermost editor folder holding it, else its own folder. Lookups are cached per folder."""
-
-    def __init__(self, folders: Iterable[str]) -> None:
-        self.folders: tuple[str, ...] = tuple(os.path.abspath(f) for f in folders)
-        self._cache: dict[str, str | None] = {}
-
-    def root_of(self, path: str) -> str:
-        return self.root_of_folder(os.path.dirname(path))
-
-    def root_of_folder(self, folder: str) -> str:
-        if folder not in self._cache:
-            self._cache[folder] = find_root(folder)
-        found = self._cache[folder]
-        if found is not None:
-            return found
-        inside = [f for f in self.folders if is_inside(folder, f)]
-        return max(inside, key=len) if inside else folder
-
-
 class Snapshot:
     """The workspace state at one moment: later changes to the host do not alter it."""
 
     def __init__(self, analyses: dict[str, Analysis], loaded: frozenset[str], documents: dict[str, OpenDocument],
-                 roots: _Roots) -> None:
+                 roots: Roots) -> None:
         self._analyses = analyses
         self._documents = documents
         self._roots = roots
@@ -148,7 +120,7 @@ class AnalysisHost:
     """Owns the documents and the analyses of every workspace root; hands out `Snapshot`s."""
 
     def __init__(self, folders: Iterable[str] = (), lint: LintOptions | None = None) -> None:
-        self._roots = _Roots(folders)
+        self._roots = Roots(folders)
         self._lint = lint
         self._analyses: dict[str, Analysis] = {}
         self._loaded: set[str] = set()
@@ -213,7 +185,7 @@ class AnalysisHost:
         folder = os.path.abspath(folder)
         if folder in self._roots.folders:
             return None
-        self._roots = _Roots((*self._roots.folders, folder))
+        self._roots = Roots((*self._roots.folders, folder))
         root = self._roots.root_of_folder(folder)
         self._ensure(root)
         return root
@@ -256,26 +228,27 @@ class AnalysisHost:
             self.install(root, analysis)
         return found, list(analysis.workspace.notices)
 
-    def stored_results(self, root: str) -> tuple[StoredResults, Texts] | None:
-        """The stored results of `root`'s last whole check when they hold for its files on disk now, with the
-        texts read (`Analysis.stored_results`); call it in a worker thread. None: they do not, or no cache."""
+    def stored_results(self, root: str) -> tuple[StoredResults, dict[str, str]] | None:
+        """The stored results of `root`'s last whole check when they hold for its files on disk now, with each
+        file's state (`Analysis.stored_results`); call it in a worker thread. None: they do not, or no cache."""
         return Analysis(root, self._lint).stored_results()
 
-    def overlays(self, root: str, analysis: Analysis | None, texts: Texts | None = None) -> bool:
-        """Whether `install` would change what a freshly loaded `analysis` of `root` (or the files `texts` read
-        from disk) says: an open document whose text is not the file's, a disk change seen while it loaded, or
-        other lint options. When not, diagnostics computed from the files hold for the installed state."""
+    def overlays(self, root: str, analysis: Analysis | None, states: dict[str, str] | None = None) -> bool:
+        """Whether `install` would change what a freshly loaded `analysis` of `root` (or the files whose states,
+        text digests, are `states`) says: an open document whose text is not the file's, a disk change seen
+        while it loaded, or other lint options. When not, diagnostics computed from the files hold for the
+        installed state."""
         if self._disk_changes_while_loading.get(root) or analysis is not None and analysis.lint != self._lint:
             return True
         for path, document in self._documents.items():
             if self.root_of(path) != root or not self.is_tracked(path):
                 continue
-            if texts is not None:
-                on_disk = texts.get(path, (None, None))[0]
-            else:
-                parsed = analysis.workspace.files.get(path) if analysis is not None else None
-                on_disk = parsed.text if parsed is not None else None
-            if on_disk != document.text:
+            if states is not None:
+                if states.get(path) != text_digest(document.text):
+                    return True
+                continue
+            parsed = analysis.workspace.files.get(path) if analysis is not None else None
+            if (parsed.text if parsed is not None else None) != document.text:
                 return True
         return False
 
@@ -342,7 +315,7 @@ class AnalysisHost:
         if path in self._documents or not self.is_tracked(path) or self._never_scanned(path):
             return set()
         if os.path.basename(path) in ("oscova.toml", "pyproject.toml"):
-            self._roots = _Roots(self._roots.folders)  # where roots are may have changed
+            self._roots = Roots(self._roots.folders)  # where roots are may have changed
         root = self.root_of(path)
         pending = self._disk_changes_while_loading.get(root)
         if pending is not None and root not in self._loaded:

@@ -4,17 +4,18 @@ through (`apply_lint`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from oscova_runtime.host_config import HostConfig
+from typing import TYPE_CHECKING
 
 from .diagnostics import Diagnostic, Severity
-from .files import HostFile, ParsedFile
-from .rules.common import value_place
-from .rules.registry import RULES
-from .rules.schema import SCHEMA
-from .toml_source import TomlDocument
+
+if TYPE_CHECKING:  # the rules are imported on first use: the editor settings are read before any parser loads
+    from oscova_runtime.host_config import HostConfig
+
+    from .files import HostFile, ParsedFile
+    from .toml_source import TomlDocument
 
 CODE_FORM = "codes look like OSC101 or OSC1"
 
@@ -26,6 +27,8 @@ def normal_code(code: str) -> str:
 
 def is_known_code(code: str) -> bool:
     """A code or a prefix of one (`OSC1` is every OSC1xx, `OSC` every code), in any case."""
+    from .rules.registry import RULES
+
     normal = normal_code(code)
     return normal.startswith("OSC") and any(known.startswith(normal) for known in RULES)
 
@@ -59,6 +62,9 @@ UNFILTERED = "unfiltered"
 def lint_table(parsed: HostFile, doc: TomlDocument, config: HostConfig) -> list[Diagnostic]:
     """OSC002 on each code of `[lint]` that names no rule (a typo must not pass for a clean check). No
     `select` or `ignore` hides it: it is about them (`UNFILTERED`)."""
+    from .rules.common import value_place
+    from .rules.schema import SCHEMA
+
     out: list[Diagnostic] = []
     lint, prefix = config.lint, parsed.prefix
     entries = [((*prefix, "lint", key, index), code, f"`[lint] {key}`", False)
@@ -126,3 +132,11 @@ def _most_specific(code: str, levels: dict[str, str]) -> str | None:
     """The level of the longest code or prefix in `levels` that `code` starts with."""
     matches = [prefix for prefix in levels if code.startswith(prefix)]
     return levels[max(matches, key=len)] if matches else None
+
+
+def lint_key(lint: LintOptions | None) -> str:
+    """The lint options as one canonical string (a set's order changes between processes; None is the
+    default options)."""
+    lint = lint or LintOptions()
+    return json.dumps([None if lint.select is None else sorted(lint.select), sorted(lint.ignore),
+                       sorted((lint.severity or {}).items())])

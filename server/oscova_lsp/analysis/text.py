@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -33,6 +34,19 @@ class Range:
 
 
 ZERO_RANGE = Range.of(0, 0, 0, 0)
+
+
+def range_to_row(rng: Range | None) -> list[int] | None:
+    """A range as the cache stores it: [start line, start character, end line, end character]."""
+    return None if rng is None else [rng.start.line, rng.start.character, rng.end.line, rng.end.character]
+
+
+def range_from_row(value: Any) -> Range:
+    """`range_to_row` back, every cell checked (a stored row of the wrong shape raises)."""
+    a, b, c, d = value
+    if not (type(a) is int and type(b) is int and type(c) is int and type(d) is int):
+        raise ValueError("range")
+    return Range(Position(a, b), Position(c, d))
 
 
 _BREAK_RE = re.compile(r"\r\n?|\n")

@@ -9,14 +9,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from copy import copy as _shallow_copy
 from dataclasses import dataclass
 
 from oscova_runtime.host_config import HostConfig
-from oscova_runtime.paths import Boundary, FileRefused, is_inside, read_bytes, walk
-from oscova_runtime.workspace import home_folder
+from oscova_runtime.paths import Boundary, walk
 
+from .disk import NEVER_SCANNED, DiskAnswer, ask_disk, find_root, host_config_path, read_text
 from .files import (
     DefinitionFile,
     EvalFile,
@@ -24,60 +24,11 @@ from .files import (
     HostFile,
     ParsedFile,
     TemplateFile,
-    decode,
     file_kind,
     parse_file,
     parse_template,
 )
 from .jinja_source import TemplateFacts, analyze_template
-
-NEVER_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".oscova"})
-
-DiskAnswer = bool | str
-DISK_QUESTIONS: dict[str, type] = {"inside": bool, "file": bool, "real": str, "home": str}
-"""Every question the checks ask the disk (`ask_disk`), with the type of its answer: whether a path is inside
-the root after symlinks, whether a file is there, a path's real path, the home folder's real path."""
-
-
-def ask_disk(kind: str, path: str, root: str, boundary: Boundary | None = None) -> DiskAnswer:
-    """The one place the checks' disk questions are answered: `Workspace` records each while the checks run
-    (`Workspace.probes`), and the results cache asks them again before it reuses stored results."""
-    if kind == "inside":
-        return boundary.contains(path) if boundary is not None else is_inside(path, root)
-    if kind == "file":
-        return os.path.isfile(path)
-    if kind == "real":
-        return os.path.realpath(path)
-    if kind == "home":
-        return home_folder()
-    raise ValueError(f"not a disk question: {kind}")
-
-
-def host_config_path(folder: str) -> str | None:
-    """`oscova.toml`, else a `pyproject.toml` with `[tool.oscova]`, in `folder`; None when it holds neither."""
-    candidate = os.path.join(folder, "oscova.toml")
-    if os.path.isfile(candidate):
-        return candidate
-    pyproject = os.path.join(folder, "pyproject.toml")
-    if os.path.isfile(pyproject):
-        text, _ = read_text(pyproject, folder)  # through the read limits: a FIFO, a device or a link out is not read
-        if text is not None and "[tool.oscova" in text:
-            return pyproject
-    return None
-
-
-def find_root(start: str) -> str | None:
-    """The nearest folder at or above `start` holding `oscova.toml` or a `pyproject.toml` with `[tool.oscova]`."""
-    current = os.path.abspath(start)
-    if os.path.isfile(current):
-        current = os.path.dirname(current)
-    while True:
-        if host_config_path(current) is not None:
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
 
 
 def excluded_dirs(root: str, host_path: str | None) -> set[str]:
@@ -109,16 +60,6 @@ def workspace_roots(path: str) -> list[str]:
         dirnames[:] = sorted(d for d in dirnames
                              if d not in NEVER_SCANNED and os.path.join(dirpath, d) not in excluded)
     return roots
-
-
-def read_text(path: str, root: str | Boundary | None = None) -> tuple[str | None, str | None]:
-    """(text, None) or (None, why it was not read): a regular file, inside `root` when given (after symlinks),
-    read up to the size limit and no further."""
-    try:
-        data = read_bytes(path, root=root)
-    except FileRefused as refused:
-        return None, str(refused)
-    return decode(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,18 +153,27 @@ class Workspace:
             return self.host_file.config
         return _DEFAULT_HOST
 
-    def discover(self) -> list[str]:
+    def discover(self, listed: Callable[[str, bool], None] | None = None) -> list[str]:
         """Every definition, template and host file under the root, minus never-scanned folders and
-        nested workspaces (each a workspace of its own)."""
+        nested workspaces (each a workspace of its own). `listed(folder, nested)`: called for the root and each
+        folder walked before it is listed, and for each nested workspace left out (`nested`), so the results
+        cache can tell later, by their identities, that the same files would be found (`cache.Manifest`)."""
         found: list[str] = []
+        if listed is not None:
+            listed(self.root, False)
         host_path = self._host_path()
         excluded = self._excluded_dirs(host_path)
         for dirpath, dirnames, filenames in walk(self.root, root=self.root):
-            dirnames[:] = sorted(
-                d for d in dirnames
-                if d not in NEVER_SCANNED and os.path.join(dirpath, d) not in excluded
-                and host_config_path(os.path.join(dirpath, d)) is None
-            )
+            kept = []
+            for d in sorted(dirnames):
+                if d in NEVER_SCANNED or os.path.join(dirpath, d) in excluded:
+                    continue
+                nested = host_config_path(os.path.join(dirpath, d)) is not None
+                if listed is not None:
+                    listed(os.path.join(dirpath, d), nested)
+                if not nested:
+                    kept.append(d)
+            dirnames[:] = kept
             for name in sorted(filenames):
                 path = os.path.join(dirpath, name)
                 kind = file_kind(path)

@@ -2,10 +2,12 @@
 lsprotocol are still unimported (about a second of imports), over the project's own transport.
 
 `launch` answers `initialize`; this phase then reads what follows (`initialized`, the documents the editor
-opens), builds an `AnalysisHost` from the `initialize` params, publishes the stored results of each root's
-last check that hold for its files (a warm start), reads and checks each small root and publishes its
-diagnostics, and answers hover, completion and diagnostic pulls about the roots it read. Only then does a
-thread import the pygls server; the phase goes on answering until it is ready.
+opens), publishes the stored results of each root's last check that hold for its files (a warm start: told
+by the identities of the files and folders, `cache.check_by_stat`, with no parser, pydantic model or analysis
+host imported), then reads and checks each small root on an `AnalysisHost` built from the `initialize` params
+and publishes its diagnostics, and answers hover, completion and diagnostic pulls about the roots it read.
+Only then does a thread import the pygls server; the phase goes on answering until it is ready. The
+publications go out in one write per batch, not one per file.
 
 The hand-over (`Handover`): the pygls server receives every message read here, in order, and handles them on
 a fresh host exactly as if it had read them itself (its diagnostics are computed again: the same code on the
@@ -24,16 +26,21 @@ import os
 import select
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..analysis.host import SCAN_DELAY_ENV, SCAN_GATE_ENV, AnalysisHost, Snapshot
-from ..analysis.rules.syntax import could_not_check
-from ..analysis.workspace import Workspace
-from ..ide import completion, hover
+from oscova_runtime.paths import is_inside
+
+from ..analysis.cache import StatCheck, check_by_stat, text_digest
+from ..analysis.disk import SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots, file_kind, find_root, more_files_than
+from ..analysis.lint import lint_key
 from . import wire_json
 from .settings import Settings
-from .transport import CHUNK, Dropped, Framer, Message, write_message
+from .transport import CHUNK, Dropped, Framer, Message, frame
 from .wire_json import diagnostic, path_of, result_id, uri
+
+if TYPE_CHECKING:  # the analysis host, its parsers and pydantic are imported once a root is read here
+    from ..analysis.diagnostics import Diagnostic
+    from ..analysis.host import AnalysisHost, Snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +49,8 @@ EARLY_LOAD_FILES = 300
 thread: below the engine's `PARALLEL_THRESHOLD`); a larger one is read by the pygls server only (reading
 it here too would do the work twice), and only its stored results go out early."""
 POLL_SECONDS = 0.05
+WRITE_BATCH = 1 << 18
+"""Publications are written out once this many bytes are pending (and whenever the phase waits)."""
 HANDLED_NOTIFICATIONS = frozenset({"initialized", "textDocument/didOpen", "$/setTrace", "$/cancelRequest"})
 ANSWERED_REQUESTS = frozenset({"textDocument/hover", "textDocument/completion", "textDocument/diagnostic"})
 
@@ -74,14 +83,24 @@ class EarlyPhase:
         self._eof = False
         self._inbox: list[Message | Dropped] = []
         """Read, not handled yet (behind a request that waits for the workspace to be read)."""
-        self.host = AnalysisHost()
+        self._folders: list[str] = []
+        self._lint: Any = None
+        self._documents: dict[str, tuple[str, int]] = {}
+        """The open documents (text, version) by path, until the analysis host is built (`_host`)."""
+        self.host: AnalysisHost | None = None
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._published: dict[str, list[Diagnostic]] = {}
+        """Each file's last publication here (its result id goes to `Handover.published`)."""
 
     def run(self, fd: int, framer: Framer, start_loader: Callable[[], Any]) -> Handover:
         """Reads and handles messages until the pygls server (imported by `start_loader()`'s thread) is ready."""
         try:
             self._begin()
             while not (self._initialized or self.stopped or self._eof or self._inbox):
-                self._poll(fd, framer, None)
+                self._drain(framer)  # the read that brought `initialize` may have brought `initialized` too
+                if not (self._initialized or self.stopped or self._inbox):
+                    self._poll(fd, framer, None)
             self._poll(fd, framer, 0)
             if self._eof:  # a client already gone needs no head start; what it sent is the server's
                 self.stopped = True
@@ -91,12 +110,15 @@ class EarlyPhase:
             logger.exception("the start before pygls failed; the server takes over")
             self.stopped = True
         self._process()
+        self._flush()
         loader = start_loader()
         while loader.is_alive():
             if self._eof:
                 loader.join()
             else:
                 self._poll(fd, framer, POLL_SECONDS)
+        # The result ids of what went out, computed once the publications are out (not on their way).
+        self.handover.published = {path: result_id(path, found) for path, found in self._published.items()}
         return self.handover
 
     # ------------------------------------------------------------------------------------------ reading
@@ -104,6 +126,7 @@ class EarlyPhase:
     def _poll(self, fd: int, framer: Framer, timeout: float | None) -> None:
         """Handles the messages already framed, then those of one read if bytes come within `timeout`."""
         self._drain(framer)
+        self._flush()
         if self._eof or not select.select([fd], [], [], timeout)[0]:
             return
         data = os.read(fd, CHUNK)
@@ -139,7 +162,7 @@ class EarlyPhase:
                 isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool):
             answer = self._try_answer(method, value.get("params"))
             if answer is not None:
-                write_message(self._out, {"jsonrpc": "2.0", "id": msg_id, "result": answer[0]})
+                self._write({"jsonrpc": "2.0", "id": msg_id, "result": answer[0]})
                 return
         if "id" in value or method not in HANDLED_NOTIFICATIONS:
             self._stop(item)
@@ -161,54 +184,102 @@ class EarlyPhase:
     # -------------------------------------------------------------------------------------- the workspace
 
     def _begin(self) -> None:
-        """The host over the editor's folders with the lint options of `initializationOptions` (as the pygls
-        server's `initialize` handler builds it)."""
+        """The editor's folders and the lint options of `initializationOptions` (as the pygls server's
+        `initialize` handler reads them)."""
         params = self._params
         folders = [path_of(f.get("uri")) for f in params.get("workspaceFolders") or [] if isinstance(f, dict)]
         if not folders and params.get("rootUri"):
             folders = [path_of(params["rootUri"])]
         elif not folders and isinstance(params.get("rootPath"), str):
             folders = [params["rootPath"]]
-        lint = Settings.parse(params.get("initializationOptions")).lint_options()
-        self.host = AnalysisHost([f for f in folders if f], lint)
+        self._folders = [f for f in folders if f]
+        self._lint = Settings.parse(params.get("initializationOptions")).lint_options()
+
+    def _host(self) -> AnalysisHost:
+        """The analysis host (its import loads the parsers and the definition model), the documents opened so
+        far opened in it."""
+        if self.host is None:
+            from ..analysis.host import AnalysisHost
+
+            self.host = AnalysisHost(self._folders, self._lint)
+            for path, (text, version) in self._documents.items():
+                self.host.open(path, text, version)
+        return self.host
 
     def _work(self) -> None:
-        """The stored results of every root (open documents' roots first), then each small root read and its
-        diagnostics published (none pushed to a client that pulls them)."""
+        """The stored results of every root (open documents' roots first) that hold, then each small root read
+        and its diagnostics published (none pushed to a client that pulls them)."""
         collecting = gc.isenabled()
         gc.disable()  # as the server's root loads: a large graph with few cycles
         try:
-            host = self.host
-            opened = {host.root_of(path) for path in host.snapshot().documents}
-            roots = sorted(host.discover_roots(), key=lambda root: root not in opened)
-            for root in roots:
-                host.ensure_root(root)
-                if not self._pulls():
-                    self._publish_stored(root)
+            checks = self._stored_roots()
+            if not self._pulls():
+                for root, check in checks.items():
+                    self._publish_stored(root, check)
+            self._flush()
             held = os.environ.get(SCAN_GATE_ENV) or os.environ.get(SCAN_DELAY_ENV)  # tests hold reading back
-            for root in roots if not held else []:
-                if len(Workspace(root).discover()) <= EARLY_LOAD_FILES:
-                    self._load(root)
+            small = [root for root, check in checks.items() if not self._large(root, check)] if not held else []
+            if small:
+                host = self._host()
+                opened = {host.root_of(path) for path in self._documents}
+                for root in sorted(dict.fromkeys(host.discover_roots() + small), key=lambda r: r not in opened):
+                    if root in small or not self._large(root, None):
+                        self._load(root)
         finally:
             if collecting:
                 gc.enable()
         self._worked = True
 
-    def _publish_stored(self, root: str) -> None:
+    def _stored_roots(self) -> dict[str, StatCheck]:
+        """Each editor folder's workspace root and the roots nested in it as far as the identities of the
+        stored results tell (`cache.check_by_stat`, which reads no file it need not), with what they told."""
+        settings = lint_key(self._lint)
+        roots = Roots(self._folders)
+        checks: dict[str, StatCheck] = {}
+        queue = [(find_root(f) or (f if os.path.isdir(f) else os.path.dirname(f)), f) for f in self._folders]
+        while queue:
+            root, folder = queue.pop(0)
+            if root in checks:
+                continue
+            checks[root] = check = check_by_stat(root, settings)
+            queue += [(n, folder) for n in check.nested or [] if is_inside(n, folder, real=False)]
+        if not all(check.decided for check in checks.values()):  # a folder changed: read, as the server will
+            host = self._host()
+            for root in host.discover_roots():
+                check = checks.get(root) or check_by_stat(root, settings)
+                if not check.decided:
+                    found = host.stored_results(root)
+                    check = StatCheck(found[0], found[1]) if found is not None else StatCheck(None)
+                checks[root] = check
+        opened = {roots.root_of(path) for path in self._documents}
+        return dict(sorted(checks.items(), key=lambda item: item[0] not in opened))
+
+    @staticmethod
+    def _large(root: str, check: StatCheck | None) -> bool:
+        if check is not None and check.decided and check.stored is not None:
+            return len(check.states) > EARLY_LOAD_FILES
+        return more_files_than(root, EARLY_LOAD_FILES)
+
+    def _publish_stored(self, root: str, check: StatCheck) -> None:
         """As `OscovaServer._publish_stored`, when the stored results hold for the files on disk and the open
         documents: the files with findings, and each open document (its text is the file's, so they hold
         for its version too) with its version, so the editor need not wait for the root to be read."""
-        found = self.host.stored_results(root)
-        if found is None or self.host.overlays(root, None, found[1]):
+        if check.stored is None:
             return
-        for path, diagnostics in found[0].diagnostics.items():
-            version = self.host.version(path)
-            if diagnostics or version is not None:
-                self._send(path, diagnostics, version)
+        roots = Roots(self._folders)
+        for path, (text, _) in self._documents.items():
+            if roots.root_of(path) == root and file_kind(path) is not None and \
+                    check.states.get(path) != text_digest(text):
+                return
+        for path, diagnostics in check.stored.diagnostics.items():
+            document = self._documents.get(path)
+            if diagnostics or document is not None:
+                self._send(path, diagnostics, document[1] if document is not None else None)
 
     def _load(self, root: str) -> None:
-        files = self.host.install(root, self.host.load(root))
-        snapshot = self.host.snapshot()
+        host = self._host()
+        files = host.install(root, host.load(root))
+        snapshot = host.snapshot()
         for path in sorted(files):
             self._publish(path, snapshot, sweep=True)
 
@@ -220,6 +291,9 @@ class EarlyPhase:
             raise ValueError("not a TextDocumentItem")
         path = path_of(document.get("uri"))
         if path is None:
+            return
+        self._documents[path] = (text, version)
+        if self.host is None:
             return
         affected = self.host.open(path, text, version) | {path}
         if self._worked:  # as the server's `did_open`: every affected file of a root read so far
@@ -243,6 +317,8 @@ class EarlyPhase:
         try:
             return list(snapshot.diagnostics(path))
         except Exception as error:  # as the publisher: a bug in the lint step said on the file
+            from ..analysis.rules.syntax import could_not_check
+
             logger.exception("checking %s failed", path)
             return [could_not_check(path, error)]
 
@@ -254,22 +330,36 @@ class EarlyPhase:
         found = self._diagnostics(path, snapshot)
         version = snapshot.version(path)
         if sweep and version is None and (not found and path not in self.handover.shown or
-                                          self.handover.published.get(path) == result_id(path, found)):
+                                          self._published.get(path) == found):
             return
         self._send(path, found, version)
 
-    def _send(self, path: str, found: list[Any], version: int | None) -> None:
+    def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
         related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
         params: dict[str, Any] = {"uri": uri(path), "diagnostics": [
             diagnostic(d, True if related is None else bool(related)) for d in found]}
         if version is not None:
             params["version"] = version
-        write_message(self._out, {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
-        self.handover.published[path] = result_id(path, found)
+        self._write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
+        self._published[path] = found
         if found:
             self.handover.shown.add(path)
         else:
             self.handover.shown.discard(path)
+
+    def _write(self, payload: dict[str, Any]) -> None:
+        """Queues a message; they go out in order, in batches (`_flush`)."""
+        data = frame(payload)
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= WRITE_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._out.write(b"".join(self._pending))
+            self._out.flush()
+            self._pending, self._pending_bytes = [], 0
 
     # ------------------------------------------------------------------------------------------ requests
 
@@ -285,8 +375,10 @@ class EarlyPhase:
     def _answer(self, method: str, params: Any) -> tuple[Any] | None:
         document = params.get("textDocument") if isinstance(params, dict) else None
         path = wire_json.path_of(document.get("uri")) if isinstance(document, dict) else None
-        if path is None or not self.host.is_tracked(path):
+        if path is None or self.host is None or not self.host.is_tracked(path):
             return None
+        from ..ide import completion, hover  # on the first request: the server's start does not wait for them
+
         snapshot = self.host.snapshot()
         if not snapshot.is_loaded(path):
             return None

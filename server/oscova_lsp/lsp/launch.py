@@ -7,10 +7,8 @@ bytes already read."""
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
-import socket
 import sys
 import threading
 import time
@@ -88,6 +86,9 @@ def _report(dropped: Dropped) -> None:
 def loopback_only(host: str) -> str | None:
     """Why `host` may not be listened on, or None: the server runs the workspace's agents and tools for
     whoever connects, so only this machine may."""
+    import ipaddress
+    import socket  # here: a start over stdio needs neither
+
     try:
         addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
     except (OSError, UnicodeError):

@@ -176,10 +176,15 @@ def _show(raw: bytes) -> str:
 
 # ------------------------------------------------------------------------------------------ writing
 
+def frame(payload: dict[str, Any]) -> bytes:
+    """One message to the client as it goes on the wire: the header, then the JSON body."""
+    body = json.dumps(payload).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
 def write_message(stream: BinaryIO, payload: dict[str, Any]) -> None:
     """One message to the client, framed (the writes before the pygls server takes over: `launch`, `early`)."""
-    body = json.dumps(payload).encode("utf-8")
-    stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    stream.write(frame(payload))
     stream.flush()
 
 

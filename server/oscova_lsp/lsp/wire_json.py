@@ -7,6 +7,7 @@ here once: `convert.py` maps them to lsprotocol's enums.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
@@ -26,7 +27,9 @@ COMPLETION_KIND: dict[model.ItemKind, int] = {
 MARKDOWN, PLAINTEXT = "markdown", "plaintext"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def uri(path: str) -> str:
+    """The `file:` URI of `path` (remembered: a start publishes thousands, related locations repeat them)."""
     return from_fs_path(path) or path
 
 
