@@ -329,6 +329,10 @@ async function main() {
   cleanups.push(() => fake.close());
   const runWs = join(work, 'run-ws');
   writeRunWorkspace(runWs, fake.baseUrl);
+  // The evaluations' folder exists from the start and the file is written into it later: a file written into a
+  // folder made the same instant can be missed by the editor's file watcher (inotify sees the folder, and the
+  // file lands before the folder is watched), which made this step fail once in CI with no file event at all.
+  mkdirSync(join(runWs, 'evals'), { recursive: true });
   if (testsOffered) {
     log('recording two runs with the CLI and saving them as agent tests');
     writeFileSync(join(runWs, 'agents', 'greeter.agent.yaml'), GREETER);
@@ -483,7 +487,6 @@ async function main() {
       }
       // Written now, not with the workspace: "Run All Tests" of the agent-test step would run it too.
       log('evaluations: a new evaluation file is listed in the Test Explorer, run there, and its matrix shown');
-      mkdirSync(join(runWs, 'evals'), { recursive: true });
       writeFileSync(join(runWs, 'evals', 'clock.eval.yaml'), CLOCK_EVAL);
       const requestsBefore = fake.state.requests.length;
       const judgedBefore = fake.state.judged.length;
