@@ -4,6 +4,7 @@ import atexit
 import compileall
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,11 @@ from tests.support import cli_zygote
 pytest_plugins = ["tests.support.fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# pytest keeps the test modules it rewrote (for its assertion messages) as bytecode only where writing bytecode
+# is allowed; under PYTHONDONTWRITEBYTECODE (set on our machines) each xdist worker rewrote and compiled every
+# test module again, 7 s of CPU a worker. The sources' own bytecode is written below (`pytest_configure`).
+sys.dont_write_bytecode = False
 
 # The facts cache of every test (and of every server or `check` they start) goes to a throwaway folder: the
 # suite never reads or writes the user's own cache. Each xdist worker imports this file: a folder each.
