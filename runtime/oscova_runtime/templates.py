@@ -191,8 +191,7 @@ def _refuse_padding(target: Any, method: str, args: tuple[Any, ...]) -> None:
         size = len(target) * args[0]
     else:
         return
-    if size > MAX_REPEAT:
-        raise RenderBudgetExceeded(f"it builds a value of more than {MAX_REPEAT:,} characters with `{method}`")
+    _refuse_size(size, f"`{method}`")
 
 
 def _bounded_filter(name: str, wrapped: Any) -> Any:
@@ -201,9 +200,7 @@ def _bounded_filter(name: str, wrapped: Any) -> Any:
     def bounded(value: Any, width: Any = None, *args: Any, **kwargs: Any) -> Any:
         if isinstance(width, int) and not isinstance(width, bool):
             lines = str(value).count("\n") + 1 if name == "indent" else 1
-            if width * lines > MAX_REPEAT:
-                raise RenderBudgetExceeded(f"it builds a value of more than {MAX_REPEAT:,} characters with "
-                                           f"`|{name}`")
+            _refuse_size(width * lines, f"`|{name}`")
         return wrapped(value, *(() if width is None else (width,)), *args, **kwargs)
 
     return bounded
