@@ -413,6 +413,29 @@ def test_the_warm_start_imports_no_parser_and_no_pydantic(root: Path):
     assert json.loads(probe.stdout) == [True, True, []]
 
 
+def test_a_cold_start_checks_without_the_tokenizers_or_the_ide(tmp_path: Path):
+    """What a cold start imports before its first publication is its first diagnostic's time: the tokenizers
+    (and the runtime's messages with them) wait for OSC108's first count, which examples/ does not need, and
+    the ide's values for the first request."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLES, ws, ignore=shutil.ignore_patterns("broken"))
+    probe = subprocess.run([sys.executable, "-c", (
+        "import json, sys\n"
+        "import oscova_lsp.lsp.early\n"
+        "from oscova_lsp.analysis.host import AnalysisHost\n"
+        "from oscova_lsp.analysis.lint import LintOptions\n"
+        f"host = AnalysisHost([{str(ws)!r}], LintOptions())\n"
+        f"files = host.install({str(ws)!r}, host.load({str(ws)!r}))\n"
+        "snapshot = host.snapshot()\n"
+        "shown = {path: snapshot.diagnostics(path) for path in files}\n"
+        "late = sorted(m for m in ('oscova_runtime.tokens', 'oscova_runtime.messages', 'oscova_lsp.ide.model')\n"
+        "              if m in sys.modules)\n"
+        "print(json.dumps([len(shown), late]))")],
+        capture_output=True, text=True, timeout=120, check=True, env={**os.environ, "OSCOVA_LSP_CACHE_DIR": str(tmp_path / "c")})
+    checked, late = json.loads(probe.stdout)
+    assert checked >= 10 and late == []
+
+
 def test_a_client_that_sends_initialized_with_initialize_and_waits_gets_the_diagnostics(server: RawServer):
     # `initialized` in the same write as `initialize` (a client that does not wait for the answer), then
     # nothing: the phase before pygls must not wait for another message before it publishes.

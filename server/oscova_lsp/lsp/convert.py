@@ -16,7 +16,7 @@ from .wire_json import uri
 _SEVERITY = {1: lsp.DiagnosticSeverity.Error, 2: lsp.DiagnosticSeverity.Warning,
              3: lsp.DiagnosticSeverity.Information, 4: lsp.DiagnosticSeverity.Hint}
 
-COMPLETION_KIND = {kind: lsp.CompletionItemKind(number) for kind, number in wire_json.COMPLETION_KIND.items()}
+COMPLETION_KIND = {kind: lsp.CompletionItemKind(wire_json.COMPLETION_KIND[kind.name]) for kind in model.ItemKind}
 
 SYMBOL_KIND = {
     model.ItemKind.VARIABLE: lsp.SymbolKind.Variable,

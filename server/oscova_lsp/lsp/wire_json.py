@@ -9,28 +9,39 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import Any
+import os
+import re
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from pygls.uris import from_fs_path, to_fs_path  # pygls.uris alone: a few ms, no lsprotocol
 
 from ..analysis import diagnostics as plain
 from ..analysis.text import Position, Range
-from ..ide import model
 
-COMPLETION_KIND: dict[model.ItemKind, int] = {
-    model.ItemKind.VARIABLE: 6, model.ItemKind.PROPERTY: 10, model.ItemKind.VALUE: 12,
-    model.ItemKind.AGENT: 18, model.ItemKind.TOOL: 3, model.ItemKind.PROVIDER: 7,
-    model.ItemKind.MODEL: 20, model.ItemKind.FILE: 17, model.ItemKind.KEYWORD: 14,
-    model.ItemKind.FUNCTION: 3, model.ItemKind.MODULE: 9, model.ItemKind.TABLE: 22,
+if TYPE_CHECKING:  # the ide's values are imported with the first request, not by a start's publications
+    from ..ide import model
+
+COMPLETION_KIND: dict[str, int] = {
+    "VARIABLE": 6, "PROPERTY": 10, "VALUE": 12, "AGENT": 18, "TOOL": 3, "PROVIDER": 7,
+    "MODEL": 20, "FILE": 17, "KEYWORD": 14, "FUNCTION": 3, "MODULE": 9, "TABLE": 22,
 }
-"""LSP's `CompletionItemKind` of each item kind."""
+"""LSP's `CompletionItemKind` of each item kind (`model.ItemKind`), by its name."""
 MARKDOWN, PLAINTEXT = "markdown", "plaintext"
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def uri(path: str) -> str:
-    """The `file:` URI of `path` (remembered: a start publishes thousands, related locations repeat them)."""
+    """The `file:` URI of `path`, as pygls writes it (remembered: a start publishes thousands, related locations
+    repeat them). A POSIX absolute path that is no UNC share or drive path is `file://` and the quoted path, as
+    pygls's `from_fs_path` writes it in six times the time (tests/server/test_uris.py holds them equal)."""
+    if os.sep == "/" and path[:1] == "/" and path[1:2] != "/" and not _DRIVE_PATH.match(path):
+        return "file://" + quote(path)
     return from_fs_path(path) or path
+
+
+_DRIVE_PATH = re.compile(r"/[a-zA-Z]:")
+"""pygls lower-cases a drive letter (`/C:/x` is written `/c:/x`)."""
 
 
 def path_of(document_uri: Any) -> str | None:
@@ -84,7 +95,7 @@ def hover(result: model.Hover, formats: list[str] | None) -> dict[str, Any]:
 
 def completion_item(item: model.CompletionItem, doc_formats: list[str] | None) -> dict[str, Any]:
     new_text = item.insert_text or item.label
-    out: dict[str, Any] = {"label": item.label, "kind": COMPLETION_KIND[item.kind]}
+    out: dict[str, Any] = {"label": item.label, "kind": COMPLETION_KIND[item.kind.name]}
     if item.detail is not None:
         out["detail"] = item.detail
     if item.documentation:

@@ -7,9 +7,9 @@ binds is `bindings.py`'s answer."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from oscova_runtime.catalogue import MEMORY_VARIABLES, PERSONAL_VARIABLES, VARIABLE_CHANGES
-from oscova_runtime.tokens import ESTIMATE, OPENAI_ENCODINGS, Tokenizer, encoding_for_model, openai_encoding
 
 from ..bindings import TemplateBindings, binders, template_bindings
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
@@ -21,6 +21,9 @@ from ..workspace import LISTED_USES, TemplateUse
 from ..yaml_source import YamlDocument
 from .common import Context, first_line, listed, value_place
 from .rule import INFO, E, H, Rule, W
+
+if TYPE_CHECKING:  # imported by OSC108 when it has fixed text to count (17 ms a cold start need not pay)
+    from oscova_runtime.tokens import Tokenizer
 
 SYNTAX_ERROR = Rule(
     "OSC100", E, "templates", "Jinja2 syntax error",
@@ -207,6 +210,8 @@ def _cache_prefix(ctx: Context, parsed: TemplateFile | DefinitionFile, facts: Te
 def _checker_tokenizer(ctx: Context, uses: list[TemplateUse]) -> Tokenizer:
     """The tokenizer of the first agent model among the uses that names an OpenAI encoding, else the estimate
     (the checker reads no `tokenizer.json`: it asks the disk only through the workspace)."""
+    from oscova_runtime import tokens
+
     host = ctx.ws.host
     for use in uses:
         parsed = ctx.ws.files.get(use.agent_path) if use.agent_path else None
@@ -214,11 +219,11 @@ def _checker_tokenizer(ctx: Context, uses: list[TemplateUse]) -> Tokenizer:
         settings = host.models.get(definition.model if definition is not None else "default")
         if settings is None:
             continue
-        name = settings.tokenizer if settings.tokenizer in OPENAI_ENCODINGS else (
-            None if settings.tokenizer else encoding_for_model(settings.model))
+        name = settings.tokenizer if settings.tokenizer in tokens.OPENAI_ENCODINGS else (
+            None if settings.tokenizer else tokens.encoding_for_model(settings.model))
         if name is not None:
-            return openai_encoding(name)
-    return Tokenizer(ESTIMATE)
+            return tokens.openai_encoding(name)
+    return tokens.Tokenizer(tokens.ESTIMATE)
 
 
 def _move_line_to_end(path: str, lines: LineIndex, line: int) -> Fix:
