@@ -36,6 +36,8 @@ from .messages import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
 ESTIMATE = "estimate"
 CHARS_PER_TOKEN = 4
+ESTIMATED_NOTE = f"estimated: no tokenizer is known for the model ({CHARS_PER_TOKEN} characters a token)"
+"""What every surface says of an estimate with no other reason (a tokenizer that failed to load says why)."""
 ENCODING_SHA256 = {  # tiktoken_ext/openai_public.py's expected hashes of the published files
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
@@ -431,7 +433,7 @@ def over_limit(counted: RequestTokens, limits: Sequence[PromptLimit]) -> str | N
             exact = counted.exact
             return (f"The request would be {figure(counted.total, exact)} prompt tokens (instructions "
                     f"{figure(counted.instructions, exact)}, messages {figure(counted.messages, exact)}, tools "
-                    f"{figure(counted.tools, exact)}{'' if exact else '; estimated, no tokenizer is known for the model'}"
+                    f"{figure(counted.tools, exact)}{'' if exact else f'; {ESTIMATED_NOTE}'}"
                     f"), over the {limit.tokens:,} of {limit.setting}")
     return None
 

@@ -61,3 +61,12 @@ def test_preview_prints_the_cost_and_marks_an_estimate(tmp_path, fake_openai, ca
     assert local.returncode == 0, local.stderr
     estimate = local.stdout[local.stdout.index("── Tokens (estimate)"):].splitlines()[1]
     assert estimate.startswith("≈ ") and "instructions ≈ " in estimate
+
+
+def test_an_estimate_says_why_in_the_json_as_the_hover_does(tmp_path, fake_openai, canary_key):
+    """`tokens.note` is the one sentence the hover, the VS Code preview and a refused request use."""
+    root = example_workspace(tmp_path / "examples", fake_openai.base_url)
+    exact = json.loads(oscova("preview", "concierge", "--input", "Hello", "--json", cwd=root).stdout)["tokens"]
+    estimated = json.loads(oscova("preview", "summarizer", "--json", cwd=root).stdout)["tokens"]
+    assert "note" not in exact and not estimated["exact"]
+    assert estimated["note"] == "estimated: no tokenizer is known for the model (4 characters a token)"

@@ -31,7 +31,7 @@ export function tokensMarkdown(result: unknown): string[] {
   if (!bar) return [];
   const tokens = (result as { tokens: Record<string, unknown> }).tokens;
   const n = (key: string) => figure(typeof tokens[key] === 'number' ? tokens[key] : 0, bar.exact);
-  const out = [`## Tokens (${bar.exact ? bar.tokenizer : 'estimated: no tokenizer is known for the model'})`, '',
+  const out = [`## Tokens (${bar.exact ? bar.tokenizer : 'estimated'})`, '',
     `${figure(bar.total, bar.exact)} tokens: instructions ${n('instructions')} · messages ${n('messages')} · tools ${n('tools')}`, ''];
   if (bar.cacheable) out.push(`${figure(bar.cacheable.tokens, bar.exact)} cacheable: the prefix ends where ${bar.cacheable.endsAt}`, '');
   const warnings: unknown[] = Array.isArray(tokens.warnings) ? tokens.warnings : [];

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types as lsp
-from oscova_runtime.tokens import figure
+from oscova_runtime.tokens import ESTIMATED_NOTE, figure
 from pygls.exceptions import JsonRpcException
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def counted_with(tokens: dict[str, Any]) -> str:
     """`counted with o200k_base`, or why the figures are estimates."""
     if tokens.get("exact"):
         return f"counted with {tokens.get('tokenizer')}"
-    return str(tokens.get("note") or "estimated: no tokenizer is known for the model (4 characters a token)")
+    return str(tokens.get("note") or ESTIMATED_NOTE)
 
 
 def lens_title(tokens: dict[str, Any]) -> str:

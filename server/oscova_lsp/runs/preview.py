@@ -18,6 +18,7 @@ from oscova_runtime.notices import listening
 from oscova_runtime.providers import AgentPersonalContextProvider
 from oscova_runtime.session import AgentSession
 from oscova_runtime.tokens import (
+    ESTIMATED_NOTE,
     Changing,
     PromptLimit,
     RequestTokens,
@@ -200,8 +201,8 @@ async def assemble_preview(
                                changing_parts(instructions, steps, counted_providers,
                                               frozenset(p.type for p in plan if p.custom is not None)))
         result["tokens"]["cacheable"] = {"tokens": prefix.tokens, "endsAt": prefix.ends}
-        if tokenizer.note:
-            result["tokens"]["note"] = tokenizer.note
+        if tokenizer.note or not counted.exact:
+            result["tokens"]["note"] = tokenizer.note or ESTIMATED_NOTE
         refusal = over_limit(counted, limits)
         if refusal is not None:
             result["tokens"]["warnings"] = [f"{refusal}: a run would refuse to send it"]
