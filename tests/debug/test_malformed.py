@@ -101,3 +101,23 @@ def test_a_source_breakpoint_on_a_fifo_is_refused_without_waiting(dap: DapClient
     answer = dap.request("setBreakpoints", {"source": {"path": str(fifo)}, "breakpoints": [{"line": 1}]}, timeout=10)
     placed = answer["body"]["breakpoints"][0]
     assert placed["verified"] is False and "FIFO" in placed["message"]
+
+
+def test_views_asking_after_a_continue_fail_quietly_but_a_lost_edit_is_shown(dap: DapClient,
+                                                                             fake_openai: FakeOpenAI):
+    """VS Code asks for the top frame's scopes after it has drawn the call stack; a user quick to continue
+    (F5 twice, or the e2e's click) races it. That answer must not pop up an error (`showUser` false: VS Code
+    then shows nothing), while an edit that did not apply must say so (`showUser` true)."""
+    fake_openai.enqueue(Reply(text="Tuesday.", delay=2.0))  # the run is busy with the model while the views ask
+    dap.start_session(LAUNCH, function_breakpoints=["model"])
+    stop = dap.stopped(1)
+    frame, context = stop["stack"][0]["id"], stop["refs"]["Context"]
+    dap.request("continue", {"threadId": 1})
+    for command, arguments in [("stackTrace", {"threadId": 1}), ("scopes", {"frameId": frame}),
+                               ("variables", {"variablesReference": context}), ("continue", {"threadId": 1}),
+                               ("evaluate", {"expression": "request.instructions"})]:
+        answer = dap.request(command, arguments, ok=False)
+        assert _failed(answer) == "The run is not stopped" and answer["body"]["error"]["showUser"] is False, command
+    edit = dap.request("setVariable", {"variablesReference": context, "name": "instructions", "value": "x"}, ok=False)
+    assert _failed(edit) == "The run is not stopped" and edit["body"]["error"]["showUser"] is True
+    dap.wait_event("terminated")

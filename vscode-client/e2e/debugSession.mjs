@@ -79,5 +79,8 @@ export async function debugSession(page, { fake, shot, log, waitFor, explorerOpe
   await runCommand(page, 'Debug Console: Focus on Debug Console View');
   await page.locator('.repl').filter({ hasText: 'completed' }).first().waitFor({ timeout: 20_000 });
   await shot('10-debug-completed');
+  // Continuing quickly races VS Code's own requests for the stop's views: their answers must pop up nothing.
+  const popped = await page.locator('.notification-toast').filter({ has: page.locator('.codicon-error') }).allInnerTexts();
+  if (popped.length) throw new Error(`the debug session popped up an error: ${popped.join(' | ')}`);
   log('debugger: stopped before the model call, read and edited the instructions, the endpoint got the edit, the run completed');
 }

@@ -44,6 +44,20 @@ Send = Callable[[dict[str, Any]], None]
 class RequestFailed(Exception):
     """A request that cannot be served: the message is the error response's, for the user."""
 
+    def __init__(self, message: str, *, show: bool = True) -> None:
+        super().__init__(message)
+        self.show = show
+        """`showUser`: VS Code pops up the message (false: it shows it where the request came from, or not)."""
+
+
+class NotStopped(RequestFailed):
+    """A request about a stop that has ended: a view refreshing after the user continued (VS Code asks for
+    the top frame's scopes once it has drawn the call stack) is no error to pop up. An edit that did not
+    apply is (`show`)."""
+
+    def __init__(self, *, show: bool = False) -> None:
+        super().__init__("The run is not stopped", show=show)
+
 
 @dataclass(slots=True)
 class _Pending:
@@ -93,11 +107,11 @@ class DebugAdapter:
             message["body"] = body
         self._send(message)
 
-    def _fail(self, request_seq: int, command: str, text: str) -> None:
+    def _fail(self, request_seq: int, command: str, text: str, *, show: bool = True) -> None:
         self._send({"seq": next(self._seq), "type": "response", "request_seq": request_seq, "success": False,
                     "command": command, "message": text,
                     "body": {"error": {"id": 1, "format": text.replace("{", "{{").replace("}", "}}"),
-                                       "showUser": True}}})
+                                       "showUser": show}}})
 
     def malformed(self, why: str) -> None:
         """A message that was not a request (not DAP, not JSON): said in the client's console."""
@@ -125,7 +139,10 @@ class DebugAdapter:
             return
         try:
             body = await handler(arguments)
-        except (RequestFailed, LaunchRefused, EditRefused) as refused:
+        except RequestFailed as refused:
+            self._fail(request_seq, command, str(refused), show=refused.show)
+            return
+        except (LaunchRefused, EditRefused) as refused:
             self._fail(request_seq, command, str(refused))
             return
         except Exception as error:  # noqa: BLE001 - one request fails, the session goes on
@@ -229,10 +246,10 @@ class DebugAdapter:
             self.event("exited", {"exitCode": 0 if result.get("status") == "completed" else 1})
             self.event("terminated")
 
-    def _stop(self) -> Stop:
+    def _stop(self, *, editing: bool = False) -> Stop:
         stop = self.stepper.current if self.stepper is not None else None
         if stop is None:
-            raise RequestFailed("The run is not stopped")
+            raise NotStopped(show=editing)
         return stop
 
     async def _threads(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +282,7 @@ class DebugAdapter:
         reference, name, value = (arguments.get(k) for k in ("variablesReference", "name", "value"))
         if not _is_int(reference) or not isinstance(name, str) or not isinstance(value, str):
             raise RequestFailed("setVariable needs an integer `variablesReference`, a `name` and a `value` (text)")
-        variables = self._stop().variables
+        variables = self._stop(editing=True).variables
         entry = variables.set(reference, name, value)
         return {k: v for k, v in variables.describe(entry).items() if k in ("value", "type", "variablesReference")}
 
@@ -273,7 +290,7 @@ class DebugAdapter:
         expression, value = arguments.get("expression"), arguments.get("value")
         if not isinstance(expression, str) or not isinstance(value, str):
             raise RequestFailed("setExpression needs an `expression` (a variable's evaluateName) and a `value`")
-        variables = self._stop().variables
+        variables = self._stop(editing=True).variables
         entry = variables.assign(variables.find(expression), value)
         return {k: v for k, v in variables.describe(entry).items() if k in ("value", "type", "variablesReference")}
 
@@ -296,7 +313,7 @@ class DebugAdapter:
         async def resume(arguments: dict[str, Any]) -> dict[str, Any] | None:
             self._stop()
             if self.stepper is None or not self.stepper.resume(how):
-                raise RequestFailed("The run is not stopped")
+                raise NotStopped()
             return {"allThreadsContinued": True} if how == "continue" else None
 
         return resume
