@@ -256,7 +256,7 @@ def test_a_link_turned_to_lead_out_of_the_root_is_seen(tmp_path: Path) -> None:
     assert "outside the workspace root" in found[str(root / "a.agent.yaml")][0].message
 
 
-@pytest.mark.parametrize("damage", ["truncated", "other world", "wrong shape", "forged probe"])
+@pytest.mark.parametrize("damage", ["truncated", "other world", "wrong shape", "a float range", "forged probe"])
 def test_damaged_stored_results_are_never_trusted(damage: str, tmp_path: Path) -> None:
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES / "broken", root)
@@ -273,6 +273,9 @@ def test_damaged_stored_results_are_never_trusted(damage: str, tmp_path: Path) -
         elif damage == "wrong shape":
             first = next(path for path, rows in stored["diagnostics"].items() if rows)
             stored["diagnostics"][first][0][4] = "error"
+        elif damage == "a float range":  # equal to a range decoded before it (ranges decoded once are shared)
+            rows = [row for found in stored["diagnostics"].values() for row in found]
+            rows[-1][1] = [float(rows[0][1][0]), *rows[0][1][1:]]
         else:  # an answer the disk no longer gives: recomputed, whatever the rest says
             stored["probes"].append(["file", str(root / "nowhere.md"), True])
             stored["diagnostics"] = {path: [] for path in stored["diagnostics"]}
