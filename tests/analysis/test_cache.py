@@ -273,7 +273,7 @@ def test_damaged_stored_results_are_never_trusted(damage: str, tmp_path: Path) -
         elif damage == "wrong shape":
             first = next(path for path, rows in stored["diagnostics"].items() if rows)
             stored["diagnostics"][first][0][4] = "error"
-        elif damage == "a float range":  # equal to a range decoded before it (ranges decoded once are shared)
+        elif damage == "a float range":  # equal to a range decoded before it (decoded ranges are shared)
             rows = [row for found in stored["diagnostics"].values() for row in found]
             rows[-1][1] = [float(rows[0][1][0]), *rows[0][1][1:]]
         else:  # an answer the disk no longer gives: recomputed, whatever the rest says

@@ -71,7 +71,7 @@ from oscova_runtime.paths import (
 
 from .diagnostics import Diagnostic, Fix, Related, Severity, TextEdit
 from .disk import DISK_QUESTIONS, DiskAnswer, FileKind, ask_disk, file_kind, read_text
-from .text import Range, range_from_row, range_to_row
+from .text import range_from_row, range_to_row
 
 if TYPE_CHECKING:
     from .files import ParsedFile
@@ -504,8 +504,7 @@ def _results_from_json(body: dict[str, Any]) -> StoredResults:
         if type(kind) is not str or type(path) is not str or type(answer) is not DISK_QUESTIONS.get(kind):
             raise ValueError("probe")
         answers[(kind, path)] = cast(DiskAnswer, answer)
-    known: dict[tuple[int, int, int, int], Range] = {}
-    return StoredResults({_text(path): [_diagnostic(row, known) for row in rows] for path, rows in diagnostics.items()},
+    return StoredResults({_text(path): [_diagnostic(row) for row in rows] for path, rows in diagnostics.items()},
                          notices, answers)
 
 
@@ -519,15 +518,15 @@ def _diagnostic_to_json(d: Diagnostic) -> list[Any]:
 _SEVERITIES = {int(level): level for level in Severity}
 
 
-def _diagnostic(row: Any, known: dict[tuple[int, int, int, int], Range]) -> Diagnostic:
+def _diagnostic(row: Any) -> Diagnostic:
     path, rng, code, message, severity, related, fixes, data = row
     if type(data) is not dict or type(related) is not list or type(fixes) is not list or type(path) is not str \
             or type(code) is not str or type(message) is not str or type(severity) is not int:
         raise ValueError("diagnostic")
     return Diagnostic(
-        path, range_from_row(rng, known), code, message, _SEVERITIES[severity],
-        tuple(Related(_text(p), range_from_row(r, known), _text(m)) for p, r, m in related) if related else (),
-        tuple(Fix(_text(title), tuple(TextEdit(_text(p), range_from_row(r, known), _text(t)) for p, r, t in edits))
+        path, range_from_row(rng), code, message, _SEVERITIES[severity],
+        tuple(Related(_text(p), range_from_row(r), _text(m)) for p, r, m in related) if related else (),
+        tuple(Fix(_text(title), tuple(TextEdit(_text(p), range_from_row(r), _text(t)) for p, r, t in edits))
               for title, edits in fixes) if fixes else (),
         data)
 
