@@ -2,6 +2,7 @@
 
 import atexit
 import compileall
+import functools
 import os
 import shutil
 import sys
@@ -10,6 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import pytest_lsp.client
+from lsprotocol import converters
+from pygls.protocol import default_converter
 
 from tests.support import cli_zygote
 
@@ -27,17 +31,41 @@ sys.dont_write_bytecode = False
 os.environ["OSCOVA_LSP_CACHE_DIR"] = tempfile.mkdtemp(prefix="oscova-test-cache-")
 atexit.register(shutil.rmtree, os.environ["OSCOVA_LSP_CACHE_DIR"], True)
 
+# Every pytest-lsp client of a test process shares one converter, as an editor keeps one for its life. cattrs
+# generates and compiles the code that turns each LSP type into JSON and back the first time a converter meets
+# it; a converter a client (and another for each `client_capabilities`) did that again for every session:
+# 0.2-0.35 s of CPU a session, for a few hundred sessions a run.
+pytest_lsp.client.default_converter = functools.cache(default_converter)
+pytest_lsp.client.get_converter = functools.cache(lambda: converters.get_converter())
+
 SLOWEST_FIRST = [
     "tests/analysis/test_precommit.py",
     "tests/runs/test_tracing.py",
+    "tests/server/test_early_phase.py",
     "tests/server/test_startup_race.py",
-    "tests/server/test_responsiveness.py",
+    "tests/server/test_launch.py",
+    "tests/server/test_responsiveness_graph.py",
     "tests/analysis/test_safety_properties.py",
-    "tests/server/test_boundary_config.py",
+    "tests/analysis/test_cache.py",
+    "tests/server/test_start_paths.py",
+    "tests/analysis/test_cache_disk_questions.py",
+    "tests/server/test_responsiveness.py",
     "tests/runs/test_telemetry_boundary.py",
+    "tests/server/test_boundary_config.py",
 ]
-"""The files whose single tests (or shared set-up) take longest, measured with `--durations` on 2 cores; they
-start first so that no worker is left running one of them alone at the end."""
+"""The files that take longest (their tests' time added up, measured on 2 cores with 3 workers), longest first:
+each worker takes the next file as it nears the end of one, so these start first and no worker is left running
+one of them alone at the end."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: a worker more than there are cores. Some tests wait most of their time (a collector starting,
+    servers started one after another, a package installing); with one worker a core, each such wait left a
+    core idle (on 2 cores about a tenth of the suite's core time)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own: the count it names
+    return len(os.sched_getaffinity(0)) + 1
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _cli_warm_start() -> Iterator[None]:

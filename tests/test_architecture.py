@@ -9,6 +9,7 @@ that the subprocess check never calls).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -56,11 +57,23 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The module at `path`, parsed once for all the static checks below (they only read the trees)."""
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of `_tree(path)`, in `ast.walk` order."""
+    return tuple(ast.walk(_tree(path)))
+
+
 def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
     """(imported module, line) for every import statement of the file, at any depth, relative ones resolved.
     `from package import name` yields the package and, when `name` is a submodule, the submodule."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in _nodes(path):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, node.lineno
@@ -174,7 +187,7 @@ def test_production_code_uses_no_assert() -> None:
     offenders = [
         f"{relative}:{node.lineno}"
         for path in MODULES.values()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in _nodes(path)
         if isinstance(node, ast.Assert)
         if (relative := path.relative_to(REPO).as_posix())
     ]
@@ -201,7 +214,7 @@ def test_one_is_inside_helper() -> None:
         f"{relative}:{node.lineno}"
         for path in MODULES.values()
         if (relative := path.relative_to(REPO).as_posix()) not in INSIDE_HELPERS
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in _nodes(path)
         if _hand_written_inside(node)
     ]
     assert offenders == []
@@ -234,7 +247,7 @@ def test_the_checks_ask_the_disk_only_through_the_recorded_questions() -> None:
     offenders = [
         f"{name}:{node.lineno}"
         for name in CHECK_MODULES
-        for node in ast.walk(ast.parse((PACKAGES["oscova_lsp"] / "analysis" / name).read_text(encoding="utf-8")))
+        for node in _nodes(PACKAGES["oscova_lsp"] / "analysis" / name)
         if _disk_call(node)
     ]
     assert offenders == []
@@ -346,7 +359,7 @@ def test_files_are_touched_only_through_the_one_gateway() -> None:
         f"{relative}:{line} {what}"
         for path in MODULES.values()
         if (relative := path.relative_to(REPO).as_posix()) != FILE_GATEWAY
-        for line, what in _gateway_bypasses(ast.parse(path.read_text(encoding="utf-8")))
+        for line, what in _gateway_bypasses(_tree(path))
     ]
     assert offenders == []
 
@@ -479,7 +492,7 @@ def test_no_module_reaches_into_another_objects_private_state() -> None:
         f"{relative}:{line} {what}"
         for path in MODULES.values()
         if (relative := path.relative_to(REPO).as_posix())
-        for line, what in private_reaches(ast.parse(path.read_text(encoding="utf-8")))
+        for line, what in private_reaches(_tree(path))
     ]
     assert offenders == []
 

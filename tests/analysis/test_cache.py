@@ -373,7 +373,7 @@ def test_two_concurrent_checks_both_succeed_with_identical_output(tmp_path: Path
     generate(root, 250)
     exe = shutil.which("oscova-lsp", path=str(Path(sys.executable).parent))
     assert exe
-    command = [exe, "check", "--format", "json", str(root)]
+    command = script_command(exe, "check", "--format", "json", str(root))
     for _ in range(2):  # cold caches racing to write, then warm ones racing to read
         processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                      for _ in range(2)]

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from oscova_lsp.analysis.cache import RACY_NS
 
+from tests.support.cli_zygote import module_command
 from tests.support.lsp_frames import frame, read_frame
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -282,7 +283,7 @@ def aged(root: Path) -> None:
 
 def stored_check(root: Path) -> dict[str, list[Any]]:
     """`oscova-lsp check`'s findings (the run stores its results), by URI."""
-    check = subprocess.run([sys.executable, "-m", "oscova_lsp", "check", "--format", "json", str(root)],
+    check = subprocess.run(module_command("check", "--format", "json", str(root)),
                            capture_output=True, text=True, timeout=300, cwd=str(root))
     stored: dict[str, list[Any]] = {}
     for finding in json.loads(check.stdout):
@@ -292,7 +293,7 @@ def stored_check(root: Path) -> dict[str, list[Any]]:
 
 def test_a_warm_start_publishes_the_stored_results_before_pygls(root: Path, tmp_path: Path):
     aged(root)  # the identities are believed: the stored results are told to hold without reading a file
-    check = subprocess.run([sys.executable, "-m", "oscova_lsp", "check", "--format", "json", str(root)],
+    check = subprocess.run(module_command("check", "--format", "json", str(root)),
                            capture_output=True, text=True, timeout=300, cwd=str(root))
     stored: dict[str, list[Any]] = {}
     for finding in json.loads(check.stdout):

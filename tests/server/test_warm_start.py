@@ -12,7 +12,6 @@ import asyncio
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,8 @@ from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.host import SCAN_GATE_ENV
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
+
+from tests.support.cli_zygote import module_command
 
 from .conftest import SERVER_COMMAND, stop_server
 
@@ -47,7 +48,7 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def check(root: Path, *extra: str) -> str:
-    return subprocess.run([sys.executable, "-m", "oscova_lsp", "check", "--format", "json", *extra, str(root)],
+    return subprocess.run(module_command("check", "--format", "json", *extra, str(root)),
                           capture_output=True, text=True, timeout=300).stdout
 
 
