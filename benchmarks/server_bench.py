@@ -40,16 +40,18 @@ class Client:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
+        """Each message, stamped when it is read. The header is read a line at a time (a byte at a time, this
+        client took longer over a start's 2,646 publications than the server did to write them)."""
         stream = self.proc.stdout
         assert stream is not None
         while True:
-            header = b""
-            while not header.endswith(b"\r\n\r\n"):
-                chunk = stream.read(1)
-                if not chunk:
-                    return
-                header += chunk
-            length = int(header.split(b"Content-Length:")[1].split(b"\r\n")[0])
+            length = None
+            while (line := stream.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            if not line or length is None:
+                return
             self.inbox.put((time.perf_counter(), json.loads(stream.read(length))))
 
     def send(self, payload: dict[str, Any]) -> float:
