@@ -10,11 +10,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from pygls.uris import from_fs_path, to_fs_path  # pygls.uris alone: a few ms, no lsprotocol
+from pygls.uris import RE_DRIVE_LETTER_PATH, from_fs_path, to_fs_path  # alone: a few ms, no lsprotocol
 
 from ..analysis import diagnostics as plain
 from ..analysis.text import Position, Range
@@ -33,15 +32,12 @@ MARKDOWN, PLAINTEXT = "markdown", "plaintext"
 @functools.lru_cache(maxsize=1 << 16)
 def uri(path: str) -> str:
     """The `file:` URI of `path`, as pygls writes it (remembered: a start publishes thousands, related locations
-    repeat them). A POSIX absolute path that is no UNC share or drive path is `file://` and the quoted path, as
-    pygls's `from_fs_path` writes it in six times the time (tests/server/test_uris.py holds them equal)."""
-    if os.sep == "/" and path[:1] == "/" and path[1:2] != "/" and not _DRIVE_PATH.match(path):
+    repeat them). A POSIX absolute path that is no UNC share or drive path (pygls lower-cases a drive letter:
+    its own pattern tells) is `file://` and the quoted path, as pygls's `from_fs_path` writes it in six times the
+    time (tests/server/test_uris.py holds them equal)."""
+    if os.sep == "/" and path[:1] == "/" and path[1:2] != "/" and not RE_DRIVE_LETTER_PATH.match(path):
         return "file://" + quote(path)
     return from_fs_path(path) or path
-
-
-_DRIVE_PATH = re.compile(r"/[a-zA-Z]:")
-"""pygls lower-cases a drive letter (`/C:/x` is written `/c:/x`)."""
 
 
 def path_of(document_uri: Any) -> str | None:
