@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis import cache
+from oscova_lsp.analysis import cache, facts_json
 from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.files import DefinitionFile, parse_file
 from oscova_lsp.analysis.lint import LintOptions
@@ -403,8 +403,8 @@ def test_definition_facts_round_trip_exactly(text: str, tmp_path: Path) -> None:
     path = str(tmp_path / "x.agent.yaml")
     fresh = parse_file(path, text)
     assert isinstance(fresh, DefinitionFile) and fresh.doc is not None
-    stored = json.loads(json.dumps(cache._encode(fresh)))
-    restored = cache._decode(path, cache.FileKind.DEFINITION, text, stored)
+    stored = json.loads(json.dumps(facts_json.encode(fresh)))
+    restored = facts_json.decode(path, cache.FileKind.DEFINITION, text, stored)
     assert isinstance(restored, DefinitionFile) and restored.doc is not None
     assert restored.doc.spans == fresh.doc.spans
     assert repr(restored.doc.value) == repr(fresh.doc.value)

@@ -666,12 +666,3 @@ def _by_stat(root: str, manifest: dict[str, Any]) -> tuple[dict[str, str], list[
             state = text_digest(text) if text is not None else f"-{skipped}"
         states[path] = state
     return states, [place(key) for key in manifest["nested"]], frozenset(inside)
-
-
-def __getattr__(name: str) -> Any:
-    """The facts' JSON form, as this module named it before it moved to `facts_json` (imported on first use)."""
-    if name in ("_encode", "_decode"):
-        from . import facts_json
-
-        return getattr(facts_json, name[1:])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
