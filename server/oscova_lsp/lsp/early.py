@@ -84,6 +84,8 @@ class EarlyPhase:
         self._inbox: list[Message | Dropped] = []
         """Read, not handled yet (behind a request that waits for the workspace to be read)."""
         self._folders: list[str] = []
+        self._roots = Roots(())
+        """Which root holds a document, before the analysis host is built (its lookups remembered)."""
         self._lint: Any = None
         self._documents: dict[str, tuple[str, int]] = {}
         """The open documents (text, version) by path, until the analysis host is built (`_host`)."""
@@ -193,6 +195,7 @@ class EarlyPhase:
         elif not folders and isinstance(params.get("rootPath"), str):
             folders = [params["rootPath"]]
         self._folders = [f for f in folders if f]
+        self._roots = Roots(self._folders)
         self._lint = Settings.parse(params.get("initializationOptions")).lint_options()
 
     def _host(self) -> AnalysisHost:
@@ -234,7 +237,6 @@ class EarlyPhase:
         """Each editor folder's workspace root and the roots nested in it as far as the identities of the
         stored results tell (`cache.check_by_stat`, which reads no file it need not), with what they told."""
         settings = lint_key(self._lint)
-        roots = Roots(self._folders)
         checks: dict[str, StatCheck] = {}
         queue = [(find_root(f) or (f if os.path.isdir(f) else os.path.dirname(f)), f) for f in self._folders]
         while queue:
@@ -251,7 +253,7 @@ class EarlyPhase:
                     found = host.stored_results(root)
                     check = StatCheck(found[0], found[1]) if found is not None else StatCheck(None)
                 checks[root] = check
-        opened = {roots.root_of(path) for path in self._documents}
+        opened = {self._roots.root_of(path) for path in self._documents}
         return dict(sorted(checks.items(), key=lambda item: item[0] not in opened))
 
     @staticmethod
@@ -266,9 +268,8 @@ class EarlyPhase:
         for its version too) with its version, so the editor need not wait for the root to be read."""
         if check.stored is None:
             return
-        roots = Roots(self._folders)
         for path, (text, _) in self._documents.items():
-            if roots.root_of(path) == root and file_kind(path) is not None and \
+            if self._roots.root_of(path) == root and file_kind(path) is not None and \
                     check.states.get(path) != text_digest(text):
                 return
         for path, diagnostics in check.stored.diagnostics.items():

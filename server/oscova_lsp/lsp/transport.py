@@ -183,7 +183,8 @@ def frame(payload: dict[str, Any]) -> bytes:
 
 
 def write_message(stream: BinaryIO, payload: dict[str, Any]) -> None:
-    """One message to the client, framed (the writes before the pygls server takes over: `launch`, `early`)."""
+    """One message to the client, framed and flushed: `launch`'s answer to `initialize` (`early` batches its
+    writes of `frame`s)."""
     stream.write(frame(payload))
     stream.flush()
 
