@@ -49,9 +49,9 @@ def _failures(outcome: CaseOutcome) -> list[str]:
     needed = f"needs {outcome.pass_rate:g} of the runs"
     lines = [f"✗ {printable_line(outcome.case)} on {printable_line(outcome.model)}: {outcome.passed}/{total} runs "
              f"passed ({needed})" + ("" if len(outcome.runs) == total else f"; {len(outcome.runs)} of {total} ran")]
-    for run, assertion, message, _, _ in outcome.failures:
-        body = printable(message).replace("\n", "\n      ")
-        lines.append(f"    run {run}: {printable_line(assertion)}\n      {body}")
+    for failure in outcome.failures:
+        body = printable(failure.message).replace("\n", "\n      ")
+        lines.append(f"    run {failure.run}: {printable_line(failure.assertion)}\n      {body}")
     return lines
 
 
@@ -101,7 +101,7 @@ def format_json(report: EvalReport) -> str:
 
 
 def _failure_text(outcome: CaseOutcome) -> str:
-    return printable("\n".join(f"run {run}: {assertion}\n  {message}" for run, assertion, message, _, _ in outcome.failures))
+    return printable("\n".join(f"run {f.run}: {f.assertion}\n  {f.message}" for f in outcome.failures))
 
 
 def _summary(outcome: CaseOutcome) -> str:
@@ -174,8 +174,8 @@ def _html_matrix(file: str, outcomes: list[CaseOutcome]) -> list[str]:
 def _html_runs(report: EvalReport, outcome: CaseOutcome) -> list[str]:
     out = [f"<h3>{html.escape(outcome.case)} on {html.escape(outcome.model)}: {html.escape(_summary(outcome))}</h3>"]
     failed: dict[int, list[str]] = {}
-    for run, assertion, message, _, _ in outcome.failures:
-        failed.setdefault(run, []).append(f"{assertion}\n  {message}")
+    for f in outcome.failures:
+        failed.setdefault(f.run, []).append(f"{f.assertion}\n  {f.message}")
     for facts in outcome.runs:
         mark = "✗" if facts.repeat in failed else "✓"
         out.append(f"<details><summary>{mark} run {facts.repeat}: {html.escape(facts.status)}, {facts.tokens} tok, "
