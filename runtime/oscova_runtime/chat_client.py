@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -214,6 +215,15 @@ def _http() -> Any:
     return importlib.import_module("httpx")
 
 
+@functools.cache
+def tls_context(cert_file: str | None, cert_dir: str | None) -> Any:
+    """The TLS settings of this process's clients, as the HTTP library builds them by default (the system's CA
+    certificates, or those SSL_CERT_FILE or SSL_CERT_DIR name, passed in so that a change of them is honoured).
+    Building them reads every certificate (50 ms of CPU); a client of its own each (one for each endpoint of each
+    run) did it again. One context serves any number of connections."""
+    return _http().create_ssl_context()
+
+
 async def _server_sent_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
     """`(event type, data)` of each server-sent event; comments and other fields are skipped."""
     data: list[str] = []
@@ -267,8 +277,10 @@ class OpenAIChatClient:
             )
         import openai
 
+        tls = tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
         self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=self.max_retries
+            api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=self.max_retries,
+            http_client=openai.DefaultAsyncHttpxClient(verify=tls, timeout=self.timeout),
         )
         return self._client
 

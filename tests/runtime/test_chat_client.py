@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
+import subprocess
 
+import certifi
 import pytest
 from conftest import Reply, ToolCall, make_request
+from fake_openai import FakeOpenAI
 from oscova_runtime.agent import ChatClientAgent, ChatClientAgentOptions
 from oscova_runtime.chat_client import ChatClientError, OpenAIChatClient
 from oscova_runtime.definition import AgentDefinition
@@ -152,3 +156,38 @@ async def test_the_key_is_sent_as_bearer_but_never_shown_in_errors(fake_openai, 
 async def test_no_endpoint_configured_is_reported():
     with pytest.raises(ChatClientError, match="neither `base_url` nor `api_key_env`"):
         await OpenAIChatClient("m").get_response([ChatMessage.of("user", "hi")], ChatOptions())
+
+
+def _self_signed(folder) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, made by the `openssl` command."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    return str(cert), str(key)
+
+
+async def test_an_https_endpoint_is_verified_against_the_certificates_ssl_cert_file_names_at_each_client(
+        tmp_path, monkeypatch):
+    # The clients of a process share one TLS context; it must still be the one SSL_CERT_FILE names when the client
+    # is made (a company's own CA), and still verify: the same endpoint is refused once the variable names other CAs.
+    cert, key = _self_signed(tmp_path)
+    served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    served.load_cert_chain(cert, key)
+    server = FakeOpenAI(tls=served).start()
+    try:
+        server.enqueue(Reply(text="over TLS"), Reply(text="again"), Reply(text="never sent"))
+        monkeypatch.setenv("SSL_CERT_FILE", cert)
+        for expected in ("over TLS", "again"):  # a second client of the same process, as a second run makes
+            client = OpenAIChatClient("m", base_url=server.base_url, timeout=10)
+            response = await client.get_response([ChatMessage.of("user", "hi")], ChatOptions())
+            await client.aclose()
+            assert response.text == expected
+        monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+        client = OpenAIChatClient("m", base_url=server.base_url, timeout=10)
+        with pytest.raises(ChatClientError, match="unreachable"):
+            await client.get_response([ChatMessage.of("user", "hi")], ChatOptions())
+        await client.aclose()
+        assert len(server.requests) == 2
+    finally:
+        server.stop()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import ssl
 import threading
 import time
 from collections import deque
@@ -71,7 +72,8 @@ class RecordedRequest:
 
 
 class FakeOpenAI:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self.tls = tls  # serve HTTPS with this server context
         self.requests: list[RecordedRequest] = []
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._queue: deque[Reply] = deque()
@@ -86,7 +88,7 @@ class FakeOpenAI:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/v1"
 
     def enqueue(self, *replies: Reply) -> FakeOpenAI:
         with self._lock:
@@ -106,7 +108,7 @@ class FakeOpenAI:
             loop = asyncio.new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
-            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+            self._server = loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self.tls))
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             loop.run_forever()
