@@ -7,7 +7,6 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,15 +66,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return len(os.sched_getaffinity(0)) + 1
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _cli_warm_start() -> Iterator[None]:
-    """The processes the tests start through `cli_zygote.module_command`/`script_command` fork from one warm
-    start a test process rather than import everything again; it starts here, while the first tests run."""
-    cli_zygote.start()
-    yield
-    cli_zygote.stop()
-
-
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller did it once
@@ -84,6 +74,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # 0.63 s of CPU uncompiled, 0.49 s compiled, at load 7). A regular `pip install .` compiles them once, as this does.
     for package in ("server", "runtime", "tests/support"):
         compileall.compile_dir(ROOT / package, quiet=1)
+    # The processes the tests start through `cli_zygote.module_command`/`script_command` fork from one warm start
+    # rather than import everything again. It starts here, once for every worker (each had its own: 4 s of CPU
+    # a worker), and imports while the workers start and collect.
+    if not config.option.collectonly:
+        cli_zygote.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        cli_zygote.stop()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import atexit
 import gc
 import importlib
-import json
+import marshal
 import os
 import pkgutil
 import resource
@@ -35,7 +35,10 @@ LAUNCHER = str(Path(__file__).with_name("cli_launch.py"))
 STARTUP_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE")
 """Besides PYTHON*: the variables a fresh interpreter reads before any test code runs (its stream encodings)."""
 
-_SOCKET = str(Path(tempfile.mkdtemp(prefix="oscova-zygote-")) / "s")
+SHARED = "OSCOVA_TESTS_WARM_START"
+"""The socket of the warm start that the pytest process which started this one runs (xdist's controller runs
+one for all its workers), in the environment of the processes it starts."""
+_SOCKET = os.environ.get(SHARED) or str(Path(tempfile.mkdtemp(prefix="oscova-zygote-")) / "s")
 _lock = threading.Lock()
 _process: subprocess.Popen[bytes] | None = None
 
@@ -57,13 +60,15 @@ def script_command(exe: str, *args: str) -> list[str]:
 
 
 def start() -> None:
-    """Starts this process's warm start (once) and waits until it listens (processes started meanwhile queue
-    while it imports); when it cannot start, the launcher starts fresh interpreters."""
+    """Starts the warm start (once) for this process and the processes it starts (xdist's workers: one warm
+    start imports for all of them), and waits until it listens (processes started meanwhile queue while it
+    imports); when it cannot start, the launcher starts fresh interpreters."""
     global _process
     with _lock:
-        if _process is None and not COLD:
+        if _process is None and not COLD and SHARED not in os.environ:
             _process = subprocess.Popen([sys.executable, __file__, _SOCKET], stdin=subprocess.PIPE,
                                         stdout=subprocess.DEVNULL, env=dict(os.environ))
+            os.environ[SHARED] = _SOCKET
             atexit.register(stop)
             deadline = time.monotonic() + 30
             while not os.path.exists(_SOCKET) and _process.poll() is None and time.monotonic() < deadline:
@@ -116,7 +121,11 @@ def _preload() -> None:
                     pass
     for name in ("openai", "tiktoken", "jsonschema", "pygls.lsp.server"):  # imported when first needed
         importlib.import_module(name)
-    from oscova_runtime import tokens
+    from oscova_runtime import chat_client, tokens
+
+    # The TLS context a process's model clients share (50 ms of CPU to read the CA certificates), for the processes
+    # whose SSL_CERT_FILE and SSL_CERT_DIR are this one's; any other builds its own, as a fresh process does.
+    chat_client.tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
 
     # o200k_base (gpt-4o, gpt-4.1...), read and decoded once: 0.7 s of CPU in each of the ~75 processes a run
     # of the suite starts that count tokens with it. Not cl100k_base, which none of them reads: its 34 MB would
@@ -137,7 +146,7 @@ def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
         if not chunk:
             raise EOFError
         body += chunk
-    return json.loads(body), fds
+    return marshal.loads(body), fds
 
 
 class _Launches:
