@@ -3,7 +3,9 @@ shape of `oscova-lsp review`, in trusted and untrusted workspaces, and its error
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ def _repository(folder: Path) -> Path:
 
 MARKER = Path(tempfile.mkdtemp(prefix="review-lsp-")) / "imported.txt"
 """Written by the workspace's own modules when imported (the review's process inherits the server's environment)."""
+atexit.register(shutil.rmtree, MARKER.parent, True)  # made as each worker collects this module
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env={**os.environ, "REVIEW_IMPORT_MARKER": str(MARKER)})
 
 

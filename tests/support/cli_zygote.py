@@ -21,6 +21,7 @@ import pkgutil
 import resource
 import runpy
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,7 +39,8 @@ STARTUP_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE")
 SHARED = "OSCOVA_TESTS_WARM_START"
 """The socket of the warm start that the pytest process which started this one runs (xdist's controller runs
 one for all its workers), in the environment of the processes it starts."""
-_SOCKET = os.environ.get(SHARED) or str(Path(tempfile.mkdtemp(prefix="oscova-zygote-")) / "s")
+NONE_RUNNING = "/nonexistent/oscova-warm-start"
+"""The socket named when no warm start was started: the launcher, failing to connect, starts a fresh interpreter."""
 _lock = threading.Lock()
 _process: subprocess.Popen[bytes] | None = None
 
@@ -51,12 +53,16 @@ def module_command(*args: str) -> list[str]:
     """`[sys.executable, "-m", "oscova_lsp", *args]`, warm-started."""
     if COLD:
         return [sys.executable, "-m", "oscova_lsp", *args]
-    return [sys.executable, "-I", "-S", LAUNCHER, _SOCKET, "-m", *args]
+    return [sys.executable, "-I", "-S", LAUNCHER, _socket(), "-m", *args]
 
 
 def script_command(exe: str, *args: str) -> list[str]:
     """The console script `exe` with `args`, warm-started."""
-    return [exe, *args] if COLD else [sys.executable, "-I", "-S", LAUNCHER, _SOCKET, exe, *args]
+    return [exe, *args] if COLD else [sys.executable, "-I", "-S", LAUNCHER, _socket(), exe, *args]
+
+
+def _socket() -> str:
+    return os.environ.get(SHARED, NONE_RUNNING)
 
 
 def start() -> None:
@@ -66,12 +72,13 @@ def start() -> None:
     global _process
     with _lock:
         if _process is None and not COLD and SHARED not in os.environ:
-            _process = subprocess.Popen([sys.executable, __file__, _SOCKET], stdin=subprocess.PIPE,
+            path = os.path.join(tempfile.mkdtemp(prefix="oscova-zygote-"), "s")
+            _process = subprocess.Popen([sys.executable, __file__, path], stdin=subprocess.PIPE,
                                         stdout=subprocess.DEVNULL, env=dict(os.environ))
-            os.environ[SHARED] = _SOCKET
+            os.environ[SHARED] = path
             atexit.register(stop)
             deadline = time.monotonic() + 30
-            while not os.path.exists(_SOCKET) and _process.poll() is None and time.monotonic() < deadline:
+            while not os.path.exists(path) and _process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)  # bound before it imports: from here on every process is forked warm
 
 
@@ -82,6 +89,7 @@ def stop() -> None:
             _process.stdin.close()  # type: ignore[union-attr]  # its end of input: it exits
             _process.wait(10)
             _process = None
+            shutil.rmtree(os.path.dirname(os.environ.pop(SHARED)), ignore_errors=True)
 
 
 def _startup(env: dict[str, str]) -> dict[str, str]:
