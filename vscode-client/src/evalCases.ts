@@ -28,6 +28,12 @@ export function modelsOf(files: EvalFileInfo[]): string[] {
   return [...new Set(files.flatMap((f) => f.models ?? []))];
 }
 
+/** The name of a run in Test Results, which lists each run under it: the models of a "Run on <model>" profile,
+ * or the ones each evaluation names (the default profile: `models` empty). */
+export function evalRunName(models: string[]): string {
+  return models.length ? `Evaluations on ${models.join(', ')}` : 'Evaluations';
+}
+
 /** A failure with two sides, for the editor's diff view (`TestMessage.diff`). */
 export type EvalDiff = { message: string; expected: string; actual: string };
 export type EvalOutcome = { passed: boolean; message: string; durationMs: number; diffs: EvalDiff[] };

@@ -5,7 +5,7 @@
  * evaluations name. In Restricted Mode the evaluations are listed but never run.
  */
 import * as vscode from 'vscode';
-import { evalFilesOf, evalOutcomeOf, matrixHtml, modelsOf, type EvalCell, type EvalOutcome, type EvalResult } from './evalCases';
+import { evalFilesOf, evalOutcomeOf, evalRunName, matrixHtml, modelsOf, type EvalCell, type EvalOutcome, type EvalResult } from './evalCases';
 import type { ServerRequest } from './testing';
 
 export const EVAL_COMMANDS = { list: 'oscova.listEvals', run: 'oscova.runEval' } as const;
@@ -101,7 +101,7 @@ export class EvalTests implements vscode.Disposable {
   }
 
   private async run(req: vscode.TestRunRequest, token: vscode.CancellationToken, models: string[]): Promise<void> {
-    const run = this.controller.createTestRun(req);
+    const run = this.controller.createTestRun(req, evalRunName(models));
     const queue = this.cases(req);
     const cells: { file: string; agent: string; cell: EvalCell }[] = [];
     try {

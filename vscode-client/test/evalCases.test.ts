@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { evalFilesOf, evalOutcomeOf, matrixHtml, modelsOf } from '../src/evalCases';
+import { evalFilesOf, evalOutcomeOf, evalRunName, matrixHtml, modelsOf } from '../src/evalCases';
 
 const LISTED = [
   { file: '/ws/a.eval.yaml', uri: 'file:///ws/a.eval.yaml', root: '/ws', agent: 'triage', models: ['default', 'local'], cases: [{ name: 'c', line: 3 }] },
@@ -57,4 +57,10 @@ test('the results matrix colours each cell by its pass rate and escapes what fil
   assert.ok(page.includes('<tr><th>bad-case</th><td>—</td>'));
   assert.ok(!page.includes('<img') && !page.includes('<b>') && page.includes('&lt;img src=x onerror=alert(1)&gt;'));
   assert.ok(page.includes("default-src 'none'") && !page.includes('<script'));
+});
+
+test('a run is named by the models it runs on, so that Test Results tells the runs of one profile from another', () => {
+  assert.equal(evalRunName([]), 'Evaluations');
+  assert.equal(evalRunName(['local']), 'Evaluations on local');
+  assert.equal(evalRunName(['default', 'local']), 'Evaluations on default, local');
 });
