@@ -220,8 +220,10 @@ def tls_context(cert_file: str | None, cert_dir: str | None) -> Any:
     """The TLS settings of this process's clients, as the HTTP library builds them by default (the system's CA
     certificates, or those SSL_CERT_FILE or SSL_CERT_DIR name, passed in so that a change of them is honoured).
     Building them reads every certificate (50 ms of CPU); a client of its own each (one for each endpoint of each
-    run) did it again. One context serves any number of connections."""
-    return _http().create_ssl_context()
+    run) did it again. One context serves any number of connections. True (each client builds its own, as
+    before) with an `httpx` older than its public `create_ssl_context`."""
+    build = getattr(_http(), "create_ssl_context", None)
+    return build() if build is not None else True
 
 
 async def _server_sent_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
