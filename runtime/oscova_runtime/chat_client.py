@@ -215,13 +215,18 @@ def _http() -> Any:
     return importlib.import_module("httpx")
 
 
+def tls_context() -> Any:
+    """The TLS settings of this process's clients, as the HTTP library builds them by default: the system's CA
+    certificates, or those SSL_CERT_FILE or SSL_CERT_DIR name (built again when either changes). Building them
+    reads every certificate (50 ms of CPU); a client of its own each (one for each endpoint of each run) did it
+    again. One context serves any number of connections."""
+    return _tls_context_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
 @functools.cache
-def tls_context(cert_file: str | None, cert_dir: str | None) -> Any:
-    """The TLS settings of this process's clients, as the HTTP library builds them by default (the system's CA
-    certificates, or those SSL_CERT_FILE or SSL_CERT_DIR name, passed in so that a change of them is honoured).
-    Building them reads every certificate (50 ms of CPU); a client of its own each (one for each endpoint of each
-    run) did it again. One context serves any number of connections. True (each client builds its own, as
-    before) with an `httpx` older than its public `create_ssl_context`."""
+def _tls_context_for(cert_file: str | None, cert_dir: str | None) -> Any:
+    """The context for these variables' values (the library reads them itself). True (each client builds its
+    own, as before) with an `httpx` older than its public `create_ssl_context`."""
     build = getattr(_http(), "create_ssl_context", None)
     return build() if build is not None else True
 
@@ -279,10 +284,9 @@ class OpenAIChatClient:
             )
         import openai
 
-        tls = tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
         self._client = openai.AsyncOpenAI(
             api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=self.max_retries,
-            http_client=openai.DefaultAsyncHttpxClient(verify=tls, timeout=self.timeout),
+            http_client=openai.DefaultAsyncHttpxClient(verify=tls_context(), timeout=self.timeout),
         )
         return self._client
 

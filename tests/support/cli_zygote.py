@@ -133,7 +133,7 @@ def _preload() -> None:
 
     # The TLS context a process's model clients share (50 ms of CPU to read the CA certificates), for the processes
     # whose SSL_CERT_FILE and SSL_CERT_DIR are this one's; any other builds its own, as a fresh process does.
-    chat_client.tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    chat_client.tls_context()
 
     # o200k_base (gpt-4o, gpt-4.1...), read and decoded once: 0.7 s of CPU in each of the ~75 processes a run
     # of the suite starts that count tokens with it. Not cl100k_base, which none of them reads: its 34 MB would
