@@ -256,6 +256,11 @@ def _check(args: argparse.Namespace) -> int:
               f"(*.j2, *.jinja, *.jinja2) or evaluation (*.eval.yaml) under {', '.join(display_path(p) for p in paths)} outside never-scanned "
               "and `[host] exclude` folders", file=sys.stderr)
         return EXIT_USAGE
+    from .analysis.rules.registry import RULES
+
+    # Editor-only rules (hints about what the template already handles) stay out of CI output unless named.
+    named = args.select or frozenset()
+    diagnostics = [d for d in diagnostics if d.code not in RULES or RULES[d.code].in_check or d.code in named]
     diagnostics.sort(key=Diagnostic.sort_key)
     if args.format == "text":
         body = format_text(diagnostics)

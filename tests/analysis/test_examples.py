@@ -106,7 +106,16 @@ def test_broken_example_reports_every_code_at_its_place() -> None:
     # `path:line:col: CODE message` -> `path:line:col: CODE`
     found = "".join(" ".join(line.split(" ", 2)[:2]) + "\n" for line in lines[:-1])
     assert found == EXPECTED_BROKEN
-    assert {line.split()[1] for line in lines[:-1]} == set(RULES)
+    assert {line.split()[1] for line in lines[:-1]} == {code for code, rule in RULES.items() if rule.in_check}
+
+
+def test_editor_only_rules_are_printed_when_selected() -> None:
+    hidden = [code for code, rule in RULES.items() if not rule.in_check]
+    assert hidden == ["OSC109"]
+    result = run_cli("check", ".", "--select", "OSC109", cwd=EXAMPLES / "broken")
+    assert result.stdout.splitlines()[0].startswith("templates/agent.j2:5:12: OSC109 `region` is not bound by the `personal` "
+                                                    "provider that renders this template (for agent `templated` "
+                                                    "instructions): the default always applies"), result.stdout
 
 
 def test_json_output_carries_lsp_ranges_and_fixes() -> None:

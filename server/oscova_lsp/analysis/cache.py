@@ -76,7 +76,7 @@ from .text import range_from_row, range_to_row
 if TYPE_CHECKING:
     from .files import ParsedFile
 
-FACTS_FORMAT = 2
+FACTS_FORMAT = 3
 """Raised whenever the shape of the cached facts changes."""
 RESULTS_FORMAT = 3
 """Raised whenever the shape of the stored results changes."""

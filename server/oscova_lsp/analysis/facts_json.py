@@ -120,7 +120,7 @@ def _problem(row: Any) -> Problem:
 
 # A template's wire form (`facts_to_wire`) with frozensets as sorted lists; each column's types, checked exactly.
 _INT, _STR, _BOOL, _NONE = (int,), (str,), (bool,), (type(None),)
-_USE = (_STR, _INT, _INT, _INT)
+_USE = (_STR, _INT, _INT, _INT, _STR)
 _REFERENCE = (_STR, _STR, _INT, _INT, _INT, _BOOL, _BOOL)
 _ERROR = (_STR, _INT, _INT, _INT + _NONE)
 _INTERVAL = (_INT, _INT)

@@ -20,6 +20,42 @@ from .text import LineIndex
 
 _ENV = Environment(autoescape=False)
 
+# What happens at a use of a name when it is undefined (`VariableUse.effect`), as Jinja's default `Undefined`
+# renders it. The first three are guards: the template handles the name being undefined.
+DEFAULT = "default"
+"""The subject of a `default` (`d`) filter: the default applies."""
+DEFINED_TEST = "defined"
+"""The subject of an `is defined` / `is undefined` test."""
+GUARDED = "guarded"
+"""Inside a branch or an operand that a test of this name guards (`{% if x is defined %}…{{ x }}`,
+`x is defined and x`, `{{ x if x is defined else 0 }}`): it renders only where the name is defined."""
+EMPTY = "empty"
+"""Output, directly or through a filter that keeps text: it renders empty."""
+IF_TEST = "if"
+"""The whole test of an `if` or `elif`: the test is false, the block never renders."""
+TEST = "test"
+"""Tested for truth inside a larger test (`not`, `and`, `or`, a conditional expression, another test)."""
+LOOP = "loop"
+"""The iterable of a `for`: the loop never runs."""
+FAILS = "fails"
+"""Read from (attribute, item, call) or computed with: Jinja raises and the rendering fails."""
+VALUE = "value"
+"""Anything else (a `set` value, a comparison, a filter or macro argument): undefined there."""
+GUARDS = frozenset({DEFAULT, DEFINED_TEST, GUARDED})
+UNDEFINED_EFFECTS = {
+    DEFAULT: "the default always applies",
+    DEFINED_TEST: "the test always finds it undefined",
+    GUARDED: "this use renders only where it is defined",
+    EMPTY: "it renders empty",
+    IF_TEST: "it is undefined, so the test is false and its block never renders",
+    TEST: "it is undefined, so it tests false",
+    LOOP: "it is undefined, so the loop never runs",
+    FAILS: "it is undefined, and reading from it fails the rendering",
+    VALUE: "it is undefined where it is used here",
+}
+"""What rendering does at a use of a name that nothing binds, in the words of the checks and hover."""
+
+
 @dataclass(frozen=True, slots=True)
 class VariableUse:
     """A variable read that no enclosing template scope binds: the rendering provider must."""
@@ -28,6 +64,13 @@ class VariableUse:
     line: int
     column: int
     offset: int
+    effect: str = EMPTY
+    """What rendering does at this use when the name is undefined: one of the effects above."""
+
+    @property
+    def guarded(self) -> bool:
+        """The template itself handles the name being undefined here."""
+        return self.effect in GUARDS
 
     @property
     def end_column(self) -> int:
@@ -222,7 +265,11 @@ class _Walker:
     """
 
     def __init__(self) -> None:
-        self.names: list[tuple[str, int, bool]] = []  # (name, lineno, is_free_load)
+        self.names: list[tuple[str, int, bool, str]] = []  # (name, lineno, is_free_load, effect)
+        self.role = VALUE
+        """The effect an undefined name has where the node being visited stands (set by `visit`)."""
+        self.guards: list[frozenset[str]] = []
+        """Names the enclosing tests prove defined wherever the node being visited renders."""
         self.scopes: list[set[str]] = [set()]
         self.kinds: list[str] = ["root"]
         self.bodies: list[set[str]] = []  # every name each enclosing body assigns, for macro bodies
@@ -241,7 +288,7 @@ class _Walker:
 
     def record_store(self, node: nodes.Node) -> None:
         for name_node in _names_in(node):
-            self.names.append((name_node.name, name_node.lineno, False))
+            self.names.append((name_node.name, name_node.lineno, False, VALUE))
 
     def push(self, kind: str, names: Iterable[str] = ()) -> None:
         self.scopes.append(set(names))
@@ -251,12 +298,26 @@ class _Walker:
         self.kinds.pop()
         return self.scopes.pop()
 
-    def visit(self, node: nodes.Node) -> None:
+    def visit(self, node: nodes.Node, role: str = VALUE) -> None:
+        """Visits `node` standing where an undefined value has the effect `role`; its children stand in a
+        plain value position unless its visitor says otherwise."""
+        self.role = role
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is not None:
             method(node)
         else:
             self.generic(node)
+
+    def visit_guarded(self, node: nodes.Node, role: str, names: frozenset[str]) -> None:
+        """Visits `node` where the names `names` are known to be defined."""
+        self.guards.append(names)
+        try:
+            self.visit(node, role)
+        finally:
+            self.guards.pop()
+
+    def effect(self, name: str) -> str:
+        return GUARDED if any(name in names for names in self.guards) else self.role
 
     def generic(self, node: nodes.Node) -> None:
         for child in node.iter_child_nodes():
@@ -274,15 +335,90 @@ class _Walker:
     def visit_Name(self, node: nodes.Name) -> None:
         if node.ctx == "load":
             free = not self.bound(node.name) and node.name not in _ALWAYS_BOUND
-            self.names.append((node.name, node.lineno, free))
+            self.names.append((node.name, node.lineno, free, self.effect(node.name)))
         else:
-            self.names.append((node.name, node.lineno, False))
+            self.names.append((node.name, node.lineno, False, VALUE))
             if node.ctx == "store":
                 self.bind(node.name)
 
     def visit_NSRef(self, node: nodes.NSRef) -> None:
         free = not self.bound(node.name)
-        self.names.append((node.name, node.lineno, free))
+        self.names.append((node.name, node.lineno, free, self.effect(node.name) if self.role == VALUE else FAILS))
+
+    # Where an undefined value goes: what each expression does with the value of its operands.
+
+    def visit_Output(self, node: nodes.Output) -> None:
+        for child in node.nodes:
+            self.visit(child, EMPTY)
+
+    def visit_Filter(self, node: nodes.Filter) -> None:
+        if node.node is not None:  # None: a `{% filter %}` block's filter, applied to the block's text
+            if node.name in _DEFAULT_FILTERS:
+                role = DEFAULT
+            else:
+                role = EMPTY if self.role == EMPTY and node.name in _TEXT_FILTERS else VALUE
+            self.visit(node.node, role)
+        self._arguments(node)
+
+    def visit_Test(self, node: nodes.Test) -> None:
+        self.visit(node.node, DEFINED_TEST if node.name in _DEFINED_TESTS else TEST)
+        self._arguments(node)
+
+    def _arguments(self, node: nodes.Filter | nodes.Test | nodes.Call) -> None:
+        for child in [*node.args, *node.kwargs, node.dyn_args, node.dyn_kwargs]:
+            if child is not None:
+                self.visit(child)
+
+    def visit_Not(self, node: nodes.Not) -> None:
+        self.visit(node.node, TEST)
+
+    def visit_And(self, node: nodes.And) -> None:
+        self.visit(node.left, TEST)
+        self.visit_guarded(node.right, TEST, implied(node.left, True))  # read only when the left is true
+
+    def visit_Or(self, node: nodes.Or) -> None:
+        self.visit(node.left, TEST)
+        self.visit_guarded(node.right, TEST, implied(node.left, False))  # read only when the left is false
+
+    def visit_CondExpr(self, node: nodes.CondExpr) -> None:
+        role = self.role
+        self.visit_guarded(node.expr1, role, implied(node.test, True))  # `expr1 if test else expr2`: source order
+        self.visit(node.test, TEST)
+        if node.expr2 is not None:
+            self.visit_guarded(node.expr2, role, implied(node.test, False))
+
+    def visit_Concat(self, node: nodes.Concat) -> None:
+        role = EMPTY if self.role == EMPTY else VALUE
+        for child in node.nodes:
+            self.visit(child, role)
+
+    def _reads(self, node: nodes.Getattr | nodes.Getitem | nodes.Call) -> None:
+        self.visit(node.node, FAILS)
+
+    def visit_Getattr(self, node: nodes.Getattr) -> None:
+        self._reads(node)
+
+    def visit_Getitem(self, node: nodes.Getitem) -> None:
+        self._reads(node)
+        self.visit(node.arg)
+
+    def visit_Call(self, node: nodes.Call) -> None:
+        self._reads(node)
+        self._arguments(node)
+
+    def visit_Compare(self, node: nodes.Compare) -> None:
+        # Equality and membership compare an undefined value quietly; ordering raises.
+        role = FAILS if any(op.op in _ORDERING for op in node.ops) else VALUE
+        self.visit(node.expr, role)
+        for op in node.ops:
+            self.visit(op.expr, role)
+
+    def _computes(self, node: nodes.Node) -> None:
+        for child in node.iter_child_nodes():
+            self.visit(child, FAILS)
+
+    visit_Add = visit_Sub = visit_Mul = visit_Div = visit_FloorDiv = visit_Mod = visit_Pow = _computes
+    visit_Neg = visit_Pos = _computes
 
     def visit_Assign(self, node: nodes.Assign) -> None:
         # The target comes first in the source; the value is read before the target is bound.
@@ -300,12 +436,20 @@ class _Walker:
 
     def visit_If(self, node: nodes.If) -> None:
         set_on_a_branch: set[str] = set()
-        self.visit(node.test)
-        branches: list[Sequence[nodes.Node]] = [node.body, *((elif_,) for elif_ in node.elif_), node.else_]
-        for branch in branches:
+        otherwise: frozenset[str] = frozenset()  # what the earlier tests being false prove defined
+        arms: list[tuple[nodes.Node | None, Sequence[nodes.Node]]] = [
+            (node.test, node.body), *((elif_.test, elif_.body) for elif_ in node.elif_), (None, node.else_)]
+        for test, branch in arms:
+            proven = otherwise
+            if test is not None:
+                self.visit_guarded(test, IF_TEST, otherwise)
+                proven = otherwise | implied(test, True)
+                otherwise = otherwise | implied(test, False)
             self.push("branch")
+            self.guards.append(proven)
             for child in branch:
                 self.visit(child)
+            self.guards.pop()
             set_on_a_branch |= self.pop()
         # Set on some branch only: left unreported (templates usually test the same condition again).
         for name in set_on_a_branch:
@@ -315,11 +459,11 @@ class _Walker:
         self.push("scratch")
         self.visit(node.target)
         self.pop()
-        self.visit(node.iter)  # the iterable is evaluated outside the loop's scope
+        self.visit(node.iter, LOOP)  # the iterable is evaluated outside the loop's scope
         self.push("for")
         self.bind_targets(node.target)
         if node.test is not None:
-            self.visit(node.test)
+            self.visit(node.test, TEST)
         self.bind("loop")
         self.body(node.body)
         self.pop()
@@ -353,7 +497,7 @@ class _Walker:
         self.push("callable", implicit)
         first_default = len(args) - len(defaults)
         for index, arg in enumerate(args):
-            self.names.append((arg.name, arg.lineno, False))
+            self.names.append((arg.name, arg.lineno, False, VALUE))
             if index >= first_default:
                 self.visit(defaults[index - first_default])
             self.bind(arg.name)
@@ -400,6 +544,41 @@ class _Walker:
 
 _ALWAYS_BOUND = frozenset({"self", "super"})
 """Special names bound everywhere; `loop`, `caller`, `varargs` and `kwargs` are bound by their construct."""
+_DEFAULT_FILTERS = frozenset({"default", "d"})
+_DEFINED_TESTS = frozenset({"defined", "undefined"})
+_TEXT_FILTERS = frozenset({"capitalize", "center", "e", "escape", "forceescape", "indent", "lower", "safe", "string",
+                           "striptags", "title", "trim", "truncate", "upper", "wordwrap"})
+"""Filters that turn an undefined value into empty text (`{{ x | upper }}` renders empty)."""
+_ORDERING = frozenset({"lt", "lteq", "gt", "gteq"})
+_TYPE_TESTS = frozenset({"boolean", "false", "float", "integer", "mapping", "none", "number", "string", "true"})
+"""Tests that an undefined value fails: true of a name only when it is defined."""
+
+
+def implied(test: nodes.Node, outcome: bool) -> frozenset[str]:
+    """The names that are defined whenever `test` has the truth value `outcome`: `x`, `x is defined`,
+    `x is string`, `x == "a"` when true; `x is undefined` when false; through `not`, `and` and `or`."""
+    if isinstance(test, nodes.Name):
+        return frozenset({test.name}) if outcome and test.ctx == "load" else frozenset()
+    if isinstance(test, nodes.Not):
+        return implied(test.node, not outcome)
+    if isinstance(test, nodes.And):
+        left, right = implied(test.left, outcome), implied(test.right, outcome)
+        return left | right if outcome else left & right
+    if isinstance(test, nodes.Or):
+        left, right = implied(test.left, outcome), implied(test.right, outcome)
+        return left & right if outcome else left | right
+    if isinstance(test, nodes.Test) and isinstance(test.node, nodes.Name):
+        if test.name == "defined" or (test.name in _TYPE_TESTS and not test.args):
+            return frozenset({test.node.name}) if outcome else frozenset()
+        if test.name == "undefined":
+            return frozenset() if outcome else frozenset({test.node.name})
+    if isinstance(test, nodes.Compare) and len(test.ops) == 1 and isinstance(test.expr, nodes.Name):
+        operand = test.ops[0]
+        if isinstance(operand.expr, nodes.Const | nodes.List | nodes.Tuple) and operand.op in ("eq", "in"):
+            return frozenset({test.expr.name}) if outcome else frozenset()
+        if isinstance(operand.expr, nodes.Const | nodes.List | nodes.Tuple) and operand.op in ("ne", "notin"):
+            return frozenset() if outcome else frozenset({test.expr.name})
+    return frozenset()
 
 
 def _assigned(children: list[nodes.Node]) -> set[str]:
@@ -458,7 +637,7 @@ def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
     facts.delimited = _delimited_intervals(text)
     # Match AST names to scanned identifiers, name by name, in source order (stable by line).
     taken: dict[str, int] = defaultdict(int)
-    for name, lineno, free in sorted(walker.names, key=lambda item: item[1]):
+    for name, lineno, free, effect in sorted(walker.names, key=lambda item: item[1]):
         index = taken[name]
         taken[name] += 1
         if not free:
@@ -466,7 +645,7 @@ def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
         offsets = scan.identifiers.get(name, ())
         offset = offsets[index] if index < len(offsets) else _fallback_offset(parsed_text, lines, name, lineno)
         pos = lines.position(offset)
-        facts.free_uses.append(VariableUse(name, pos.line, pos.character, offset))
+        facts.free_uses.append(VariableUse(name, pos.line, pos.character, offset, effect))
     facts.free_uses.sort(key=lambda use: use.offset)
     return facts
 
@@ -775,7 +954,7 @@ WireFacts = tuple
 def facts_to_wire(facts: TemplateFacts) -> WireFacts:
     errors = tuple((e.message, e.line, e.column, e.end_column) for e in facts.syntax_errors)
     return (
-        tuple((u.name, u.line, u.column, u.offset) for u in facts.free_uses),
+        tuple((u.name, u.line, u.column, u.offset, u.effect) for u in facts.free_uses),
         tuple((r.kind, r.path, r.line, r.column, r.end_column, r.ignore_missing, r.with_context)
               for r in facts.references),
         errors,

@@ -9,7 +9,8 @@ from oscova_runtime.definition import AgentDefinition
 
 from ..analysis.bindings import binders, template_bindings
 from ..analysis.diagnostics import Diagnostic
-from ..analysis.files import DefinitionFile, EvalFile, ParsedFile
+from ..analysis.files import DefinitionFile, EvalFile, ParsedFile, variable_ranges
+from ..analysis.jinja_source import EMPTY, UNDEFINED_EFFECTS
 from ..analysis.rules.registry import RULES
 from ..analysis.text import Position
 from ..analysis.workspace import LISTED_USES, TemplateUse, Workspace
@@ -112,12 +113,14 @@ def _variable(ws: Workspace, parsed: ParsedFile, target: Target) -> str:
             lines.append(line)
     unbound = bindings.unbound_uses(name)
     if unbound:
-        lines.append(_unbound(ws, name, unbound, partly=len(lines) > 1))
+        use = next((use for use, rng in variable_ranges(parsed) if rng == target.range), None)
+        effect = UNDEFINED_EFFECTS[use.effect if use is not None else EMPTY]
+        lines.append(_unbound(ws, name, unbound, effect, partly=len(lines) > 1))
     return "\n".join(lines)
 
 
-def _unbound(ws: Workspace, name: str, unbound: list[TemplateUse], partly: bool) -> str:
-    """Why `name` renders empty, in the words of the unbound-variable check (OSC101)."""
+def _unbound(ws: Workspace, name: str, unbound: list[TemplateUse], effect: str, partly: bool) -> str:
+    """Why `name` is unbound and what rendering does here, in the words of the checks (OSC101, OSC109)."""
     if all(use.no_context for use in unbound):
         return ("- not bound: this template is imported without context, so it sees no provider variable; "
                 "add `with context` to the import")
@@ -126,8 +129,8 @@ def _unbound(ws: Workspace, name: str, unbound: list[TemplateUse], partly: bool)
     where = f" for {', '.join(labels[:LISTED_USES])}{more}" if partly else ""
     others = list(dict.fromkeys(d.binder.words for d in binders(ws, name) if d.binder.kind != "jinja"))
     if others:
-        return f"- not bound by the provider that renders this template{where}; {', '.join(others)} binds it"
-    return f"- no provider binds it{where}: it renders empty"
+        return f"- not bound by the provider that renders this template{where}; {', '.join(others)} binds it: {effect}"
+    return f"- no provider binds it{where}: {effect}"
 
 
 def provider_text(ws: Workspace, provider_type: str) -> str:

@@ -20,6 +20,8 @@ class Rule:
     explanation: str
     fix: str | None = None
     """What the quick fix does, as the documentation, hover and the README table say it."""
+    in_check: bool = True
+    """False: shown in the editor only; `oscova-lsp check` prints it when `--select` names its code."""
 
     def documentation(self) -> str:
         lines = [

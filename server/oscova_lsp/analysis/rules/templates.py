@@ -11,10 +11,16 @@ from typing import TYPE_CHECKING
 
 from oscova_runtime.catalogue import MEMORY_VARIABLES, PERSONAL_VARIABLES, VARIABLE_CHANGES
 
-from ..bindings import TemplateBindings, binders, template_bindings
+from ..bindings import Declaration, TemplateBindings, binders, template_bindings
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
 from ..files import DefinitionFile, TemplateFile, template_facts, variable_places
-from ..jinja_source import SyntaxProblem, TemplateFacts, VariableUse
+from ..jinja_source import (
+    GUARDED,
+    UNDEFINED_EFFECTS,
+    SyntaxProblem,
+    TemplateFacts,
+    VariableUse,
+)
 from ..suggest import did_you_mean
 from ..text import LineIndex, Position, Range
 from ..workspace import LISTED_USES, TemplateUse
@@ -34,11 +40,25 @@ UNBOUND = Rule(
     "OSC101", E, "templates", "A variable the rendering provider does not bind",
     """A template is rendered by one provider with its variables only: agent instructions by `personal`,
 the environment template by `environment`, the memory system prompt by `memory`, a custom provider's
-template by that provider with its declared `variables`. An unbound variable renders as an empty string
-without an error. The message names the renderer and, where another provider binds the name, which one.
+template by that provider with its declared `variables`. Jinja renders an unbound variable without an error,
+and the message says what happens where it is used: printed, it renders empty; tested (`{% if escalate %}`),
+the test is false and its block never renders; looped over, the loop never runs; read from
+(`{{ customer.name }}`) or computed with, the rendering fails. The message names the renderer and, where
+another provider binds the name, which one.
+Uses the template guards itself are not reported here (OSC109 says when nothing binds them): the subject of a
+`default` (`d`) filter, of an `is defined` or `is undefined` test, and uses inside what such a test guards
+(`if`, `elif`, `else`, a conditional expression, the right side of `and` / `or`).
 Names the template sets itself count as Jinja renders them: from their `set` on, a block's own only inside
 it, `loop` inside a `for`, `caller`, `varargs` and `kwargs` inside a macro.""",
-    "use the closest bound name, or declare the variable in `[variables]`")
+    "use the closest bound name, or declare the variable in `[variables]` with a value to fill in")
+
+GUARDED_UNBOUND = Rule(
+    "OSC109", H, "templates", "A guarded variable that nothing binds",
+    """The template guards the variable (`{{ region | default("EU") }}`, `{% if vip is defined %}`), so it
+renders as written; but the provider that renders it never binds the name, so the default always applies or
+the test always finds it undefined. Declare it (in `[variables]`, or a custom provider's `variables`) if it
+is meant to be set, or drop the guard. A hint: shown in the editor, not in `oscova-lsp check`'s output unless
+asked for (`--select OSC109`).""", in_check=False)
 
 CURRENT_TIME = Rule(
     "OSC102", W, "templates", "`current_time` in standing instructions",
@@ -150,8 +170,12 @@ def _template_checks(ctx: Context, parsed: TemplateFile | DefinitionFile, bindin
         if not unbound and not untrusted and var.name not in _VARIABLES_WITH_CHECKS:
             continue  # the common case: nothing to report, no range computed
         rng = where()
-        if unbound:
-            out.append(_unbound(ctx, path, rng, var.name, unbound, bindings))
+        if unbound and not var.guarded:
+            out.append(_unbound(ctx, path, rng, var, unbound, bindings))
+        elif unbound and var.effect != GUARDED:  # inside a guarded branch: its test is reported
+            found = [d for d in binders(ctx.ws, var.name) if d.binder.kind != "jinja"]
+            words = _not_bound(ctx, path, var.name, unbound, bindings, found)
+            out.append(GUARDED_UNBOUND.diagnostic(path, rng, f"{words}: {UNDEFINED_EFFECTS[var.effect]}"))
         if var.name == "current_time" and personal_uses:
             out.append(CURRENT_TIME.diagnostic(path, rng, "`current_time` changes every minute: in standing "
                                                "instructions it breaks prompt-cache prefixes",
@@ -261,18 +285,18 @@ def _is_shared(ctx: Context, agent_path: str) -> bool:
     return isinstance(parsed, DefinitionFile) and parsed.definition is not None and parsed.definition.shared
 
 
-def _unbound(ctx: Context, path: str, rng: Range, name: str, unbound: list[TemplateUse],
-             bindings: TemplateBindings) -> Diagnostic:
+def _not_bound(ctx: Context, path: str, name: str, unbound: list[TemplateUse], bindings: TemplateBindings,
+               found: list[Declaration]) -> str:
+    """"`name` is not bound by the … provider that renders this template (for …); … binds it": the words OSC101
+    and OSC109 start with, before what rendering does."""
     renderers = sorted({u.renderer for u in unbound})
     named = list(dict.fromkeys((u.label, u.via[-1] if u.via and u.via[-1] != path else None) for u in unbound))
     labels = listed([label + (f" via {ctx.rel(via)}" if via else "") for label, via in named[:LISTED_USES]],
                     len(named))
     if all(u.no_context for u in unbound):
         importers = listed(sorted({ctx.rel(u.via[-1]) for u in unbound if u.via}))
-        message = (f"`{name}` is not bound: {importers} imports this template without context, so it sees no "
-                   f"provider variable (for {labels}); add `with context` to the import: it renders empty")
-        return UNBOUND.diagnostic(path, rng, message)
-    found = [d for d in binders(ctx.ws, name) if d.binder.kind != "jinja"]
+        return (f"`{name}` is not bound: {importers} imports this template without context, so it sees no "
+                f"provider variable (for {labels}); add `with context` to the import")
     names = "`, `".join(renderers)
     noun = "provider that renders" if len(renderers) == 1 else "providers that render"
     message = f"`{name}` is not bound by the `{names}` {noun} this template"
@@ -280,7 +304,16 @@ def _unbound(ctx: Context, path: str, rng: Range, name: str, unbound: list[Templ
         message += f" (for {labels})"
     if found:
         message += f"; {found[0].binder.words} binds it"
-    message += ": it renders empty"
+    return message
+
+
+def _unbound(ctx: Context, path: str, rng: Range, var: VariableUse, unbound: list[TemplateUse],
+             bindings: TemplateBindings) -> Diagnostic:
+    name = var.name
+    found = [d for d in binders(ctx.ws, name) if d.binder.kind != "jinja"]
+    message = f"{_not_bound(ctx, path, name, unbound, bindings, found)}: {UNDEFINED_EFFECTS[var.effect]}"
+    if all(u.no_context for u in unbound):
+        return UNBOUND.diagnostic(path, rng, message)
     related = tuple(Related(d.path, d.range, f"`{name}` is bound here by {d.binder.renderer}") for d in found
                     if d.path is not None and d.range is not None)
     choice = did_you_mean(name, sorted(bindings.provider_names(unbound)))
