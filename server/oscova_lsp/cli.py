@@ -226,6 +226,12 @@ def _check(args: argparse.Namespace) -> int:
     roots: list[str] = []
     for path in paths:  # each path's own workspace, and every workspace nested below it
         roots += [root for root in workspace_roots(path) if root not in roots]
+    if not roots:
+        shown = ", ".join(display_path(p) for p in paths)
+        print(f"oscova-lsp: nothing to check: {shown} is not an oscova workspace (no oscova.toml, or pyproject.toml "
+              "with [tool.oscova], in it, above it or below it), so its *.agent.yaml and template files are left "
+              "alone; an oscova.toml makes a folder a workspace", file=sys.stderr)
+        return EXIT_USAGE
     diagnostics: list[Diagnostic] = []
     files = 0
     checked: list[str] = []

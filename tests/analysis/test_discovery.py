@@ -40,5 +40,5 @@ def test_a_pyproject_without_tool_oscova_is_not_a_root(tmp_path: Path) -> None:
     assert find_root(str(tmp_path / "a.agent.yaml")) is None
     analysis = analysis_for(str(tmp_path))
     analysis.load(jobs=1)
-    assert names(analysis) == {"a.agent.yaml"}
-    assert analysis.diagnostics(str(tmp_path / "a.agent.yaml")) == []  # no host: OSC041 is not reported
+    assert names(analysis) == set()  # not a workspace: nothing is read
+    assert analysis.diagnostics(str(tmp_path / "a.agent.yaml")) == []

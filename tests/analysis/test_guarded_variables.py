@@ -19,7 +19,7 @@ AGENT = """\
 id: guarded
 name: Guarded
 description: Optional values, the Jinja way.
-instructions_file: templates/guarded.j2
+instructions_file: ../templates/guarded.j2
 """
 
 GUARDED = """\
@@ -98,7 +98,7 @@ def test_each_message_says_what_renders_on_its_line(tmp_path: Path) -> None:
     assert found["escalate"].range.start.line == 12 and found["escalate"].range.start.character == 6
     assert found["ticket_id"].message.endswith(": it renders empty")
     assert found["items"].message.endswith("so the loop never runs")
-    assert found["customer"].message.endswith("reading from it fails the rendering")
+    assert found["customer"].message.endswith("using it here fails the rendering")
 
 
 def test_the_messages_are_what_jinja_does(tmp_path: Path) -> None:

@@ -8,12 +8,16 @@ from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.text import LineIndex
 from oscova_lsp.ide import completion
 
+from tests.support.host_files import MODELS
+
 
 def labels(tmp_path: Path, rel: str, marked: str) -> set[str]:
     offset = marked.index("‸")
     text = marked.replace("‸", "")
     (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / rel).write_text(text)
+    if not (tmp_path / "oscova.toml").exists():
+        (tmp_path / "oscova.toml").write_text(MODELS)
     analysis = Analysis(str(tmp_path))
     analysis.load(jobs=1)
     ws = analysis.workspace

@@ -107,15 +107,15 @@ async def test_template_created_on_disk_updates_an_agent_that_is_not_open(editor
 
 async def test_open_document_takes_precedence_over_disk(editor: Editor):
     rel = "templates/orphan.j2"
-    editor.open(rel, "Nobody renders {{ nonsense_name }}.\n")
-    await editor.wait_diagnostics(rel, lambda d: "OSC101" in codes(d))
+    editor.open(rel, "Nobody renders {{ nonsense_name }.\n")
+    await editor.wait_diagnostics(rel, lambda d: "OSC100" in codes(d))
     # The file changes on disk while open: the editor's text still wins.
     editor.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
         changes=[lsp.FileEvent(uri=editor.uri(rel), type=lsp.FileChangeType.Changed)]))
     await asyncio.sleep(0.3)
-    assert "OSC101" in codes(await editor.current(rel))
+    assert "OSC100" in codes(await editor.current(rel))
     editor.close(rel)
-    await editor.wait_diagnostics(rel, lambda d: "OSC101" not in codes(d))
+    await editor.wait_diagnostics(rel, lambda d: "OSC100" not in codes(d))
 
 
 async def test_completion_of_variables_in_inline_instructions(editor: Editor):
@@ -360,12 +360,12 @@ async def test_workspace_diagnostics_are_held_until_something_changes(editor: Ed
     assert not pending.done()  # nothing changed: the request is held (no busy polling)
     orphan = editor.root / "templates" / "orphan.j2"
     original = orphan.read_text()
-    orphan.write_text("Nobody renders {{ no_such_name }}.\n")
+    orphan.write_text("Nobody renders {{ no_such_name }.\n")
     editor.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
         changes=[lsp.FileEvent(uri=editor.uri("templates/orphan.j2"), type=lsp.FileChangeType.Changed)]))
     report = await asyncio.wait_for(pending, 10)
     full = {item.uri: item for item in report.items if item.kind == "full"}
-    assert "OSC101" in codes(full[editor.uri("templates/orphan.j2")].items)
+    assert "OSC100" in codes(full[editor.uri("templates/orphan.j2")].items)
     assert all(item.kind == "unchanged" for item in report.items if item.uri not in full)
     orphan.write_text(original)
     editor.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.host_files import MODELS
+
 from .conftest import SERVER_COMMAND, vscode_capabilities
 
 VSCODE = json.loads((Path(__file__).parent / "vscode-1.139-initialize.json").read_text())
@@ -142,6 +144,7 @@ def test_fast_initialize_advertises_what_pygls_would():
 
 
 def test_check_does_not_import_pygls(tmp_path: Path):
+    (tmp_path / "oscova.toml").write_text(MODELS)
     (tmp_path / "a.agent.yaml").write_text("id: a\n")
     code = ("import sys; from oscova_lsp.cli import main; rc = main(['check', sys.argv[1]]); "
             "print('PYGLS' if 'pygls' in sys.modules else 'LEAN'); sys.exit(rc)")

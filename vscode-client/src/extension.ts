@@ -22,6 +22,7 @@ import { Runs } from './runs';
 import { AgentTests } from './testing';
 import { EvalTests } from './evalTests';
 import { showRunTranscript } from './transcripts';
+import { startWhenDeclared } from './workspaceGate';
 
 /** What the commands act on; made once per activation. */
 interface Features {
@@ -50,7 +51,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
   registerCommands(context, features);
   registerDebugger(context, () => server.adapterServer());
-  await server.start();
+  context.subscriptions.push(await startWhenDeclared(() => server.start(), (line) => server.output.appendLine(line)));
 }
 
 export async function deactivate(): Promise<void> {

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { declaresOscova } from '../src/declaration';
 
 const root = join(__dirname, '..', '..');
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -36,13 +37,25 @@ test('restricted mode is limited, and the server command cannot come from an unt
 test('the languages, grammar and schema the manifest names exist', () => {
   const jinja = manifest.contributes.languages.find((l: { id: string }) => l.id === 'jinja');
   assert.deepEqual(jinja.extensions, ['.j2', '.jinja', '.jinja2']);
-  for (const p of [jinja.configuration, manifest.contributes.grammars[0].path, manifest.contributes.yamlValidation[0].url]) {
+  for (const p of [jinja.configuration, manifest.contributes.grammars[0].path]) {
     assert.ok(existsSync(join(root, p)), p);
     JSON.parse(readFileSync(join(root, p), 'utf8'));
   }
-  assert.deepEqual(manifest.contributes.yamlValidation[0].fileMatch, ['*.agent.yaml', '*.agent.yml']);
-  assert.deepEqual(manifest.contributes.yamlValidation[1].fileMatch, ['*.eval.yaml', '*.eval.yml']);
-  JSON.parse(readFileSync(join(root, manifest.contributes.yamlValidation[1].url), 'utf8'));
+});
+
+test('nothing is contributed to files of other tools that share our names', () => {
+  // `*.agent.yaml` and `*.j2` are BMAD's personas and Ansible's templates too: no schema is pushed onto them
+  // through the YAML extension, and opening one activates nothing. The server checks what a workspace declares.
+  assert.equal(manifest.contributes.yamlValidation, undefined);
+  assert.deepEqual(manifest.activationEvents,
+    ['workspaceContains:**/oscova.toml', 'workspaceContains:**/pyproject.toml', 'onDebugResolve:oscova']);
+});
+
+test('a pyproject.toml declares a workspace only with a [tool.oscova] table', () => {
+  assert.ok(declaresOscova('[project]\nname = "x"\n\n[tool.oscova]\n'));
+  assert.ok(declaresOscova('[tool.oscova.models.default]\nmodel = "m"\n'));
+  assert.ok(!declaresOscova('[project]\nname = "oscova"\n[tool.ruff]\n'));
+  assert.ok(!declaresOscova('# [tool.oscova] is documented elsewhere\n[tool.oscovax]\n'));
 });
 
 test('the committed JSON Schema is what `oscova-lsp schema` prints', async (t) => {

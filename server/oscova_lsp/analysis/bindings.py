@@ -153,7 +153,8 @@ class TemplateBindings:
 
     uses: tuple[TemplateUse, ...]
     unused: bool
-    """No agent or provider renders the template: it is checked as agent instructions."""
+    """No agent or provider renders the template: completion and hover take it for agent instructions; the
+    checks report its syntax only."""
     _maps: tuple[Mapping[str, Binder], ...]
     """Aligned with `uses`; one mapping shared by the uses of one renderer (a partial may have thousands)."""
 

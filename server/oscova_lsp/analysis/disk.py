@@ -8,6 +8,7 @@ first milliseconds) runs on it alone; `files` and `workspace` build on it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from enum import Enum
 
@@ -78,6 +79,15 @@ def read_text(path: str, root: str | Boundary | None = None) -> tuple[str | None
     return decode(data)
 
 
+_TOOL_OSCOVA = re.compile(r"^\s*\[\s*tool\s*\.\s*oscova\s*[\].]", re.MULTILINE)
+
+
+def declares_oscova(text: str) -> bool:
+    """Whether a pyproject.toml's text has the `[tool.oscova]` table or one of its sub-tables
+    (`[tool.oscova.models.default]`), as a header line: not in a comment, not `[tool.oscovax]`."""
+    return _TOOL_OSCOVA.search(text) is not None
+
+
 def host_config_path(folder: str) -> str | None:
     """`oscova.toml`, else a `pyproject.toml` with `[tool.oscova]`, in `folder`; None when it holds neither."""
     candidate = os.path.join(folder, "oscova.toml")
@@ -86,7 +96,7 @@ def host_config_path(folder: str) -> str | None:
     pyproject = os.path.join(folder, "pyproject.toml")
     if os.path.isfile(pyproject):
         text, _ = read_text(pyproject, folder)  # through the read limits: a FIFO, a device or a link out is not read
-        if text is not None and "[tool.oscova" in text:
+        if text is not None and declares_oscova(text):
             return pyproject
     return None
 

@@ -182,7 +182,7 @@ class Analysis:
     def diagnostics(self, path: str) -> list[Diagnostic]:
         path = os.path.abspath(path)
         parsed = self.workspace.files.get(path)
-        if parsed is None:
+        if parsed is None or self.workspace.host_file is None:  # a folder no host configuration makes a workspace
             return []
         try:
             found = self.checker.check(path)

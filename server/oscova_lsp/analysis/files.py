@@ -25,6 +25,7 @@ from .disk import (  # noqa: F401  (the file kinds, named here too: every parser
     HOST_FILENAMES,
     TEMPLATE_SUFFIXES,
     FileKind,
+    declares_oscova,
     decode,
     file_kind,
 )
@@ -282,13 +283,13 @@ def parse_host(path: str, text: str) -> HostFile:
     parsed.suppressions = yaml_suppressions(text)
     parsed.problems.extend(doc.problems)
     if not doc.ok and not doc.recovered:
-        parsed.present = not is_pyproject or "[tool.oscova" in text
+        parsed.present = not is_pyproject or declares_oscova(text)
         return parsed
     data: Any = doc.value
     if is_pyproject:
         data = data.get("tool", {}).get("oscova")
         if data is None:
-            parsed.present = not doc.ok and "[tool.oscova" in text
+            parsed.present = not doc.ok and declares_oscova(text)
             return parsed
     if doc.recovered:  # what the lines around the broken ones say; not findings while the file is broken
         parsed.config = _lenient_host(data)

@@ -39,6 +39,8 @@ LOOP = "loop"
 """The iterable of a `for`: the loop never runs."""
 FAILS = "fails"
 """Read from (attribute, item, call) or computed with: Jinja raises and the rendering fails."""
+COMPARED = "compared"
+"""Compared with `==` or `!=`: an undefined value equals no value."""
 VALUE = "value"
 """Anything else (a `set` value, a comparison, a filter or macro argument): undefined there."""
 GUARDS = frozenset({DEFAULT, DEFINED_TEST, GUARDED})
@@ -50,7 +52,8 @@ UNDEFINED_EFFECTS = {
     IF_TEST: "it is undefined, so the test is false and its block never renders",
     TEST: "it is undefined, so it tests false",
     LOOP: "it is undefined, so the loop never runs",
-    FAILS: "it is undefined, and reading from it fails the rendering",
+    FAILS: "it is undefined, and using it here fails the rendering",
+    COMPARED: "it is undefined, so it equals no value",
     VALUE: "it is undefined where it is used here",
 }
 """What rendering does at a use of a name that nothing binds, in the words of the checks and hover."""
@@ -408,7 +411,8 @@ class _Walker:
 
     def visit_Compare(self, node: nodes.Compare) -> None:
         # Equality and membership compare an undefined value quietly; ordering raises.
-        role = FAILS if any(op.op in _ORDERING for op in node.ops) else VALUE
+        ops = {op.op for op in node.ops}
+        role = FAILS if ops & _ORDERING else COMPARED if ops <= {"eq", "ne"} else VALUE
         self.visit(node.expr, role)
         for op in node.ops:
             self.visit(op.expr, role)

@@ -42,15 +42,15 @@ def excluded_dirs(root: str, host_path: str | None) -> set[str]:
 
 
 def workspace_roots(path: str) -> list[str]:
-    """The workspace holding `path` (the folder itself when none does) and every workspace nested below
-    `path`, outermost first. Never-scanned folders and each enclosing workspace's `[host] exclude` are
-    not searched."""
+    """The workspace holding `path` and every workspace nested below `path`, outermost first: the folders
+    holding an `oscova.toml` (or a `pyproject.toml` with `[tool.oscova]`); none when there is no such folder.
+    Never-scanned folders and each enclosing workspace's `[host] exclude` are not searched."""
     start = os.path.abspath(path)
-    top = find_root(start) or (start if os.path.isdir(start) else os.path.dirname(start))
-    roots = [top]
+    top = find_root(start)
+    roots = [top] if top is not None else []
     if not os.path.isdir(start):
         return roots
-    excluded = excluded_dirs(top, host_config_path(top))
+    excluded = excluded_dirs(top, host_config_path(top)) if top is not None else set()
     for dirpath, dirnames, _ in walk(start):  # the folder the user named; linked folders are not walked
         if dirpath != top:
             host_path = host_config_path(dirpath)
@@ -162,6 +162,8 @@ class Workspace:
         if listed is not None:
             listed(self.root, False)
         host_path = self._host_path()
+        if host_path is None:  # not a workspace: only its open documents are read, and nothing is reported
+            return found
         excluded = self._excluded_dirs(host_path)
         for dirpath, dirnames, filenames in walk(self.root, root=self.root):
             kept = []

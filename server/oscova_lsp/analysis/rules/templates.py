@@ -93,7 +93,9 @@ WORKING_DIRECTORY = Rule(
 UNUSED = Rule(
     "OSC107", H, "templates", "A template file that no agent or provider uses",
     """No definition's `instructions_file`, no template path in `oscova.toml` and no include, import or
-extends reaches this file. It is checked as agent instructions.""")
+extends reaches this file, so no provider renders it and its variables cannot be checked: only its syntax is
+(OSC100). A template of another tool kept in the workspace (an Ansible role's, say) gets this hint and
+nothing else; `[host] exclude` leaves its folder out altogether.""")
 
 CACHE_PREFIX = Rule(
     "OSC108", W, "templates", "A value that changes per day, user or run before 256 tokens or more of fixed text",
@@ -123,9 +125,10 @@ def check_file(ctx: Context, parsed: TemplateFile) -> list[Diagnostic]:
     out = [SYNTAX_ERROR.diagnostic(parsed.path, _syntax_error_range(parsed.lines, error), _syntax_message(error))
            for error in facts.syntax_errors]
     bindings = template_bindings(ctx.ws, parsed)
-    if bindings.unused:
-        out.append(UNUSED.diagnostic(parsed.path, first_line(parsed.lines),
-                                     "no agent or provider uses this template; it is checked as agent instructions"))
+    if bindings.unused:  # no renderer: nothing to say of its variables
+        return out + [UNUSED.diagnostic(parsed.path, first_line(parsed.lines),
+                                        "no agent, provider or include renders this template, so only its "
+                                        "syntax is checked")]
     return out + _template_checks(ctx, parsed, bindings)
 
 
