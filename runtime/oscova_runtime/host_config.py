@@ -71,6 +71,9 @@ class ModelSettings(_Section):
     context_window: int | None = Field(
         default=None, ge=1, description="The model's context window in tokens: a preview warns and a run refuses "
                                         "before sending a request with more prompt tokens.")
+    cache_min_tokens: int | None = Field(
+        default=None, ge=0, description="The shortest prompt prefix the endpoint caches, in tokens (OSC108). "
+                                        "Default: what the endpoint documents (OpenAI 1,024; a local server 0).")
 
 
 class ToolSettings(_Section):

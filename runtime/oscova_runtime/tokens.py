@@ -237,6 +237,59 @@ def tokenizer_for(model: str | None, tokenizer: str | None = None, *, root: str 
 
 
 # --------------------------------------------------------------------------------------------------
+# The shortest prefix an endpoint caches
+
+
+@dataclass(frozen=True, slots=True)
+class CacheMinimum:
+    """The shortest prompt prefix an endpoint caches, in tokens, and who says so (for messages)."""
+
+    tokens: int
+    endpoint: str
+    """How a message names the endpoint and its rule, e.g. "OpenAI caches a prompt prefix of 1,024 tokens or more"."""
+
+
+# Each endpoint's documented minimum, read on 2026-12-02 (the pages' own dates in brackets):
+# - OpenAI, Azure OpenAI: 1,024 tokens — developers.openai.com/api/docs/guides/prompt-caching.
+# - Anthropic: 1,024 (Sonnet 4.x, Opus 4, 4.1), 2,048 (Haiku 3, 3.5), 4,096 (Opus 4.5, 4.6, Haiku 4.5) —
+#   platform.claude.com/docs/en/docs/build-with-claude/prompt-caching.
+# - Google Gemini: 2,048 (2.5 Flash, 2.5 Pro), 4,096 (3.x and later) — ai.google.dev/gemini-api/docs/caching
+#   [2026-10-13].
+# - DeepSeek: 64 (its cache's storage unit) — api-docs.deepseek.com/guides/kv_cache.
+# - A local server (llama.cpp's llama-server, Ollama, vLLM on this machine): 0 — it keeps the previous request's
+#   KV cache and reuses any common prefix (llama-server's `cache_prompt`, on by default).
+# An endpoint not listed is taken for OpenAI-compatible: 1,024. `[models.NAME] cache_min_tokens` overrides.
+_ANTHROPIC_MODELS = (("claude-opus-4-5", 4096), ("claude-opus-4-6", 4096), ("claude-haiku-4-5", 4096),
+                     ("claude-3-haiku", 2048), ("claude-3-5-haiku", 2048), ("claude-haiku-3", 2048))
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "host.docker.internal"})
+
+
+def cache_minimum(model: str, base_url: str | None, configured: int | None = None) -> CacheMinimum:
+    """The shortest prefix the endpoint at `base_url` (None: OpenAI) caches for `model`: `configured` when set,
+    else what the endpoint documents."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower() if base_url else "api.openai.com"
+    if configured is not None:
+        return CacheMinimum(configured, f"`cache_min_tokens` says the endpoint caches a prefix of {configured:,} "
+                                        "tokens or more")
+    if host in _LOCAL_HOSTS or host.endswith(".local"):
+        return CacheMinimum(0, "a local server reuses any common prefix of the previous request")
+    if host.endswith("anthropic.com"):
+        tokens = next((n for prefix, n in _ANTHROPIC_MODELS if model.startswith(prefix)), 1024)
+        return CacheMinimum(tokens, f"Anthropic caches a prompt prefix of {tokens:,} tokens or more for {model}")
+    if host.endswith("googleapis.com"):
+        tokens = 2048 if model.startswith("gemini-2.5") else 4096
+        return CacheMinimum(tokens, f"Gemini caches a prompt prefix of {tokens:,} tokens or more for {model}")
+    if host.endswith("deepseek.com"):
+        return CacheMinimum(64, "DeepSeek caches prompt prefixes in units of 64 tokens")
+    if host == "api.openai.com" or host.endswith(".openai.azure.com"):
+        return CacheMinimum(1024, "OpenAI caches a prompt prefix of 1,024 tokens or more")
+    return CacheMinimum(1024, f"an OpenAI-compatible endpoint ({host}) is taken to cache a prompt prefix of 1,024 "
+                              "tokens or more (`cache_min_tokens` sets its own)")
+
+
+# --------------------------------------------------------------------------------------------------
 # Counting a request
 
 

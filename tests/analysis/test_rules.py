@@ -368,28 +368,56 @@ def test_osc102_current_time_in_standing_instructions(tmp_path: Path) -> None:
 
 
 RUNBOOK = "Follow the runbook step by step and write down what you checked. " * 40  # ~560 tokens of fixed text
+LONG_RUNBOOK = RUNBOOK * 2  # ~1,120 tokens: past OpenAI's 1,024-token minimum cacheable prefix
 GPT = '[host]\nuser_id = "alice"\n[models.default]\nmodel = "gpt-4o-mini"\n'
+LOCAL = '[host]\nuser_id = "alice"\n[models.default]\nmodel = "gpt-4o-mini"\nbase_url = "http://127.0.0.1:8080/v1"\n'
 
 
-def test_osc108_current_date_before_the_fixed_text_and_the_move_fix(tmp_path: Path) -> None:
+def test_osc108_current_date_before_the_fixed_text(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, {
         "oscova.toml": GPT, "a.agent.yaml": "id: a\ninstructions_file: a.j2\n",
-        "a.j2": f"You are the support agent.\nToday is {{{{ ⟨current_date⟩ }}}}.\n{RUNBOOK}\n"}, host=None)
+        "a.j2": f"You are the support agent.\nToday is {{{{ ⟨current_date⟩ }}}}.\n{LONG_RUNBOOK}\n"}, host=None)
     [found] = assert_marked(ws, "a.j2", "OSC108", Severity.WARNING)
     from oscova_runtime import tokens
-    after = tokens.tokenizer_for("gpt-4o-mini").count(f".\n{RUNBOOK}\n")
-    assert found.message == (f"`{{{{ current_date }}}}` on line 2 changes daily; the {after:,} tokens after it cannot "
-                             "be reused from the cache; move it to the end")
-    assert after > 256
-    fix = fix_then_clean(ws, "a.j2", "OSC108")
-    assert fix.title == "Move line 2 to the end of the template"
-    assert (tmp_path / "a.j2").read_text() == f"You are the support agent.\n{RUNBOOK}\nToday is {{{{ current_date }}}}.\n"
+    count = tokens.tokenizer_for("gpt-4o-mini").count
+    after = count(f".\n{LONG_RUNBOOK}\n")
+    total = count(f"You are the support agent.\nToday is .\n{LONG_RUNBOOK}\n")
+    assert found.message == (f"`{{{{ current_date }}}}` on line 2 changes daily, so the request's cacheable prefix ends "
+                             f"there: the {after:,} tokens of this template after it are sent again each day; OpenAI "
+                             f"caches a prompt prefix of 1,024 tokens or more, and this template alone has {total:,}")
+    assert found.fixes == ()  # moving the line changes what the prompt says: not a mechanical fix
+
+
+def test_osc108_not_below_the_endpoints_minimum_cacheable_prefix(tmp_path: Path) -> None:
+    """~600 tokens after the value, in a request below OpenAI's 1,024-token minimum: no prefix of it is ever
+    cached, so moving the value saves nothing."""
+    ws = make_workspace(tmp_path, {
+        "oscova.toml": GPT, "a.agent.yaml": "id: a\ninstructions_file: a.j2\n",
+        "a.j2": f"Today is {{{{ current_date }}}}.\n{RUNBOOK}\n"}, host=None)
+    assert "OSC108" not in ws.codes("a.j2")
+
+
+def test_osc108_on_a_local_server_which_reuses_any_prefix(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {
+        "oscova.toml": LOCAL, "a.agent.yaml": "id: a\ninstructions_file: a.j2\n",
+        "a.j2": f"Today is {{{{ current_date }}}}.\n{RUNBOOK}\n"}, host=None)
+    [found] = ws.diagnostics("a.j2", "OSC108")
+    assert "a local server reuses any common prefix of the previous request" in found.message
+
+
+def test_osc108_minimum_is_overridable_per_model(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {
+        "oscova.toml": GPT + "cache_min_tokens = 4096\n", "a.agent.yaml": "id: a\ninstructions_file: a.j2\n",
+        "a.j2": f"Today is {{{{ current_date }}}}.\n{LONG_RUNBOOK}\n"}, host=None)
+    assert "OSC108" not in ws.codes("a.j2")
+    ws.write("oscova.toml", LOCAL + "cache_min_tokens = 128\n")
+    assert "OSC108" in ws.codes("a.j2")
 
 
 def test_osc108_not_for_a_value_at_the_end_nor_under_256_tokens_of_fixed_text(tmp_path: Path) -> None:
     short = "Follow the runbook step by step and write down what you checked. " * 12  # ~170 tokens
     ws = make_workspace(tmp_path, {
-        "oscova.toml": GPT,
+        "oscova.toml": LOCAL,
         "end.agent.yaml": "id: end\ninstructions_file: end.j2\n", "end.j2": f"{RUNBOOK}\nToday is {{{{ current_date }}}}.\n",
         "short.agent.yaml": "id: short\ninstructions_file: short.j2\n", "short.j2": f"Today is {{{{ current_date }}}}.\n{short}\n",
         "late.agent.yaml": "id: late\ninstructions_file: late.j2\n",
@@ -401,13 +429,32 @@ def test_osc108_not_for_a_value_at_the_end_nor_under_256_tokens_of_fixed_text(tm
 def test_osc108_per_user_values_and_inline_instructions_likewise(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, {
         "oscova.toml": GPT,
-        "a.agent.yaml": f"id: a\ninstructions: |\n  You help {{{{ ⟨user_name⟩ }}}} ({{{{ user_email }}}}).\n  {RUNBOOK}\n",
+        "a.agent.yaml": f"id: a\ninstructions: |\n  You help {{{{ ⟨user_name⟩ }}}} ({{{{ user_email }}}}).\n  {LONG_RUNBOOK}\n",
     }, host=None)
     [found] = assert_marked(ws, "a.agent.yaml", "OSC108", Severity.WARNING)
-    assert found.message.startswith("`{{ user_name }}` on line 3 changes per user; the ")
+    assert found.message.startswith("`{{ user_name }}` on line 3 changes per user, so the request's cacheable prefix")
+    assert "sent again for each user" in found.message
     ws.write("a.agent.yaml", "id: a\ninstructions: |\n  {RUNBOOK}\n  You help {{ user_name }} ({{ user_email }}).\n"
-             .replace("{RUNBOOK}", RUNBOOK))
+             .replace("{RUNBOOK}", LONG_RUNBOOK))
     assert "OSC108" not in ws.codes("a.agent.yaml")
+
+
+def test_osc108_never_fires_on_a_workspace_of_small_requests(tmp_path: Path) -> None:
+    """Fifty generated agents whose templates put `{{ user_name }}` before ~300 tokens of fixed text: each
+    request is a few hundred tokens, below every hosted endpoint's minimum cacheable prefix, so nothing is
+    cached whatever the order."""
+    steps = "".join(f"{n}. Check the customer's account, the open tickets and the runbook entry {n} first.\n"
+                    for n in range(1, 21))
+    files = {"oscova.toml": GPT}
+    for i in range(50):
+        files[f"agents/a{i}.agent.yaml"] = f"id: a{i}\ninstructions_file: ../templates/a{i}.j2\n"
+        files[f"templates/a{i}.j2"] = (f"You are agent {i} of the support desk.\nBe brief.\nBe exact.\n"
+                                       f"You help {{{{ user_name }}}} today.\n{steps}")
+    ws = make_workspace(tmp_path, files, host=None)
+    from oscova_runtime import tokens
+    assert tokens.tokenizer_for("gpt-4o-mini").count(steps) > 256  # worth moving, were anything cached
+    found = [d for d in ws.diagnostics() if d.code == "OSC108"]
+    assert found == []
 
 
 def test_osc103_user_context_in_a_private_agent(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from .common import Context, first_line, listed, value_place
 from .rule import INFO, E, H, Rule, W
 
 if TYPE_CHECKING:  # imported by OSC108 when it has fixed text to count (17 ms a cold start need not pay)
-    from oscova_runtime.tokens import Tokenizer
+    from oscova_runtime.tokens import CacheMinimum, Tokenizer
 
 SYNTAX_ERROR = Rule(
     "OSC100", E, "templates", "Jinja2 syntax error",
@@ -102,15 +102,18 @@ CACHE_PREFIX = Rule(
     """An endpoint reuses the cached prefix of a prompt: everything before the first part that differs from an
 earlier request. A value that changes daily (`current_date`), per user (`user_name`, `user_email`, `user_context`,
 …) or per run (`agent_memory`) ends that prefix where it is rendered, so every token of fixed text after it is
-sent and paid for again on each day, for each user or on each run. Rendered after the fixed text, the value
-changes only the end. The figure counts the template's own text after the value in the tokens of the agent's
-model (`[models.NAME] tokenizer` or its OpenAI name; 4 characters a token where none is known or the tokenizer
-is a `tokenizer.json`). `current_time` is OSC102's.""",
-    "move the line to the end of the template")
+sent and paid for again on each day, for each user or on each run. Reported only where caching can apply: when
+the template's own fixed text (a part of the request) reaches the shortest prefix the agent's endpoint caches —
+OpenAI and Azure OpenAI 1,024 tokens; Anthropic 1,024 to 4,096 by model; Gemini 2,048 to 4,096; DeepSeek 64; a
+local server (llama.cpp, Ollama) 0, since it reuses any common prefix of the previous request; any other endpoint
+is taken to be OpenAI-compatible, 1,024. `[models.NAME] cache_min_tokens` sets the endpoint's own. The figures
+count the template's fixed text in the tokens of the agent's model (`[models.NAME] tokenizer` or its OpenAI name;
+4 characters a token where none is known or the tokenizer is a `tokenizer.json`). There is no quick fix: moving
+the value changes what the prompt says where, which is the author's call. `current_time` is OSC102's.""")
 
 CACHEABLE_TOKENS = 256
-"""The least fixed text after a changing value that OSC108 reports: OpenAI caches prompts of 1,024 tokens and
-more in steps of 128; below a quarter of that the loss is not worth moving text for."""
+"""The least fixed text after a changing value that OSC108 reports: OpenAI caches prompts in steps of 128 tokens
+past its minimum; below 256 the saving is not worth reordering the prompt for."""
 _JINJA_CONSTRUCT = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 
 _VARIABLES_WITH_CHECKS = frozenset({"current_time", "user_context", "working_directory"})
@@ -213,30 +216,42 @@ _CHANGING_BY_RENDERER = {
 }
 
 
+_AGAIN = {"daily": "each day", "per user": "for each user", "per run": "on each run"}
+
+
 def _cache_prefix(ctx: Context, parsed: TemplateFile | DefinitionFile, facts: TemplateFacts,
                   uses: list[TemplateUse]) -> Diagnostic | None:
-    """OSC108 at the first value that changes when 256 tokens or more of the template's fixed text follow it."""
+    """OSC108 at the first value that changes, when 256 tokens or more of the template's fixed text follow it and
+    the template alone reaches the shortest prefix the agent's endpoint caches."""
     changing = frozenset().union(*(_CHANGING_BY_RENDERER.get(u.renderer, frozenset()) for u in uses))
     first = min((v for v in facts.free_uses if v.name in changing), key=lambda v: v.offset, default=None)
     if first is None:
         return None
     close = facts.text.find("}}", first.offset)
-    fixed = _JINJA_CONSTRUCT.sub("", facts.text[close + 2 if close != -1 else first.offset:])
-    if len(fixed) < CACHEABLE_TOKENS:  # a token is a character at least: nothing to count
+    start = close + 2 if close != -1 else first.offset
+    fixed_after = _JINJA_CONSTRUCT.sub("", facts.text[start:])
+    if len(fixed_after) < CACHEABLE_TOKENS:  # a token is a character at least: nothing to count
         return None
-    tokens = _checker_tokenizer(ctx, uses).count(fixed)
-    if tokens < CACHEABLE_TOKENS:
+    tokenizer, minimum = _checker_model(ctx, uses)
+    after = tokenizer.count(fixed_after)
+    if after < CACHEABLE_TOKENS:
+        return None
+    total = tokenizer.count(_JINJA_CONSTRUCT.sub("", facts.text))  # the request holds this and more
+    if total < minimum.tokens:  # no prefix of a request this short is cached: the order changes nothing
         return None
     rng = next(where() for var, where in variable_places(parsed) if var.offset == first.offset)
-    message = (f"`{{{{ {first.name} }}}}` on line {rng.start.line + 1} changes {VARIABLE_CHANGES[first.name]}; the "
-               f"{tokens:,} tokens after it cannot be reused from the cache; move it to the end")
-    fix = _move_line_to_end(parsed.path, parsed.lines, rng.start.line) if isinstance(parsed, TemplateFile) else None
-    return CACHE_PREFIX.diagnostic(parsed.path, rng, message, fix)
+    how = VARIABLE_CHANGES[first.name]
+    message = (f"`{{{{ {first.name} }}}}` on line {rng.start.line + 1} changes {how}, so the request's cacheable "
+               f"prefix ends there: the {after:,} tokens of this template after it are sent again "
+               f"{_AGAIN.get(how, how)}; {minimum.endpoint}")
+    if minimum.tokens:
+        message += f", and this template alone has {total:,}"
+    return CACHE_PREFIX.diagnostic(parsed.path, rng, message)
 
 
-def _checker_tokenizer(ctx: Context, uses: list[TemplateUse]) -> Tokenizer:
-    """The tokenizer of the first agent model among the uses that names an OpenAI encoding, else the estimate
-    (the checker reads no `tokenizer.json`: it asks the disk only through the workspace)."""
+def _checker_model(ctx: Context, uses: list[TemplateUse]) -> tuple[Tokenizer, CacheMinimum]:
+    """The tokenizer and cache minimum of the first agent model among the uses: its OpenAI encoding, else the
+    estimate (the checker reads no `tokenizer.json`: it asks the disk only through the workspace)."""
     from oscova_runtime import tokens
 
     host = ctx.ws.host
@@ -248,19 +263,9 @@ def _checker_tokenizer(ctx: Context, uses: list[TemplateUse]) -> Tokenizer:
             continue
         name = settings.tokenizer if settings.tokenizer in tokens.OPENAI_ENCODINGS else (
             None if settings.tokenizer else tokens.encoding_for_model(settings.model))
-        if name is not None:
-            return tokens.openai_encoding(name)
-    return tokens.Tokenizer(tokens.ESTIMATE)
-
-
-def _move_line_to_end(path: str, lines: LineIndex, line: int) -> Fix:
-    text = lines.line_text(line)
-    end = lines.position(len(lines.text))
-    at_end = text if lines.text.endswith("\n") else "\n" + text
-    removed = Range(Position(line, 0), Position(line + 1, 0) if line + 1 < lines.line_count else end)
-    return Fix(f"Move line {line + 1} to the end of the template",
-               (TextEdit(path, Range(end, end), at_end + ("\n" if lines.text.endswith("\n") else "")),
-                TextEdit(path, removed, "")))
+        tokenizer = tokens.openai_encoding(name) if name is not None else tokens.Tokenizer(tokens.ESTIMATE)
+        return tokenizer, tokens.cache_minimum(settings.model, settings.base_url, settings.cache_min_tokens)
+    return tokens.Tokenizer(tokens.ESTIMATE), tokens.cache_minimum("", None)
 
 
 def _wrap_edits(path: str, facts: TemplateFacts, var: VariableUse, rng: Range, lines: LineIndex,
