@@ -202,4 +202,4 @@ def test_osc011_fix_proposes_the_free_class_name_and_names_the_earlier_entry(tmp
                                    "a.agent.yaml": "id: a\ncontext_providers:\n  - ledger\n  - invoice\n"}, host=None)
     [clash] = [d for d in ws.diagnostics("a.agent.yaml") if d.code == "OSC011"]
     assert "the earlier entry `ledger`" in clash.message
-    assert [f.title for f in clash.fixes] == ["Set `state_key: InvoiceProvider`"]
+    assert [f.title for f in clash.fixes] == ["Set `[providers.invoice] state_keys` to `InvoiceProvider`"]

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.host_files import UNREACHABLE, models_default
 
-from .support import make_workspace
+from .support import apply_fix, make_workspace
 from .test_cli import oscova
 
 HOST = '[user]\nname = "Alice"\ntimezone = "Europe/Paris"\n\n' + models_default(base_url=UNREACHABLE)
@@ -101,3 +101,18 @@ def test_every_did_you_mean_comes_from_the_one_helper() -> None:
     writers = sorted(str(path.relative_to(repo)) for folder in ("server", "runtime")
                      for path in (repo / folder).rglob("*.py") if "did you mean" in path.read_text().lower())
     assert writers == ["server/oscova_lsp/analysis/suggest.py"]
+
+
+def test_declaring_a_variable_leaves_a_value_to_fill_in_that_is_flagged_until_filled(tmp_path: Path) -> None:
+    """The declaration quick fix must not make the problem silent: an empty value renders empty too."""
+    ws = make_workspace(tmp_path, {"a.agent.yaml": "id: a\ninstructions: 'Plan: {{ customer_tier }}.'\n"})
+    [diagnostic] = ws.diagnostics("a.agent.yaml", "OSC101")
+    apply_fix(ws, diagnostic.fixes[0])
+    assert ws.diagnostics("a.agent.yaml", "OSC101") == []
+    [empty] = ws.diagnostics("oscova.toml", "OSC045")
+    host = (tmp_path / "oscova.toml").read_text()
+    assert host.splitlines()[empty.range.start.line] == 'customer_tier = ""'
+    assert empty.message == "`customer_tier` is empty in `[variables]`: every template renders it empty; give it a value"
+    (tmp_path / "oscova.toml").write_text(host.replace('customer_tier = ""', 'customer_tier = "Gold"'))
+    ws.analysis.update(str(tmp_path / "oscova.toml"), (tmp_path / "oscova.toml").read_text())
+    assert ws.diagnostics("oscova.toml", "OSC045") == []

@@ -80,6 +80,7 @@ evals/tools.eval.yaml:9:16: OSC053
 evals/tools.eval.yaml:10:22: OSC054
 evals/tools.eval.yaml:11:54: OSC056
 lint-only/oscova.toml:1:1: OSC042
+lint-only/oscova.toml:7:1: OSC045
 oscova.toml:3:13: OSC002
 oscova.toml:8:1: OSC003
 oscova.toml:12:1: OSC004
@@ -102,7 +103,7 @@ def test_broken_example_reports_every_code_at_its_place() -> None:
     result = run_cli("check", ".", cwd=EXAMPLES / "broken")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[-1].startswith("Found 24 errors, 16 warnings, 3 information, 2 hints in 25 files of 2 workspaces")
+    assert lines[-1].startswith("Found 24 errors, 17 warnings, 3 information, 2 hints in 25 files of 2 workspaces")
     # `path:line:col: CODE message` -> `path:line:col: CODE`
     found = "".join(" ".join(line.split(" ", 2)[:2]) + "\n" for line in lines[:-1])
     assert found == EXPECTED_BROKEN

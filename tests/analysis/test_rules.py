@@ -163,6 +163,25 @@ def test_osc011_two_entries_of_one_type_without_distinct_state_keys(tmp_path: Pa
     fix_then_clean(ws, "a.agent.yaml", "OSC011")
 
 
+def test_osc011_a_state_key_copied_in_oscova_toml_is_fixed_where_it_was_copied(tmp_path: Path) -> None:
+    """Two custom providers whose `state_keys` were copied from one another: the clash comes from the host
+    configuration, so the fix edits it there, and the message names both providers, not positions."""
+    host = ('[providers.tickets]\nclass = "p.t:TicketProvider"\nstate_keys = ["TicketProvider"]\n\n'
+            '[providers.audit]\nclass = "p.a:AuditProvider"\nstate_keys = ["TicketProvider"]\n')
+    ws = make_workspace(tmp_path, {"a.agent.yaml": "id: a\ncontext_providers: [tickets, audit]\n"}, host=host)
+    [diag] = only(ws, "a.agent.yaml", "OSC011")
+    assert diag.message == ("`audit` has the state key `TicketProvider`, which the earlier entry `tickets` already "
+                            "uses; `audit` takes it from `[providers.audit] state_keys` in oscova.toml: the agent "
+                            "fails when it is built")
+    assert "position" not in diag.message
+    [fix] = diag.fixes
+    assert fix.title == "Set `[providers.audit] state_keys` to `AuditProvider`"
+    assert {edit.path for edit in fix.edits} == {ws.path("oscova.toml")}
+    fix_then_clean(ws, "a.agent.yaml", "OSC011")
+    assert 'state_keys = ["AuditProvider"]' in (tmp_path / "oscova.toml").read_text()
+    assert (tmp_path / "a.agent.yaml").read_text() == "id: a\ncontext_providers: [tickets, audit]\n"
+
+
 def test_osc011_not_reported_when_the_default_order_lacks_it(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, {"a.agent.yaml": "id: a\ncontext_providers: [memory]\n"})
     assert "OSC011" not in ws.codes("a.agent.yaml")

@@ -21,9 +21,22 @@ cannot run until a model endpoint is configured (any OpenAI-compatible server, e
 `[models.default]` with `model` and `base_url`). Reported once, on `oscova.toml`, not on every agent.""")
 
 
+EMPTY_VARIABLE = Rule(
+    "OSC045", W, "host configuration", "An empty `[variables]` value",
+    """A personal variable declared with an empty value renders empty wherever a template uses it, as an
+unbound one would, only without OSC101. It is what the "declare it in `[variables]`" quick fix leaves for you to
+fill in.""")
+
+
 def check(ctx: Context, parsed: HostFile, doc: TomlDocument, config: HostConfig) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     prefix = parsed.prefix
+    for name, value in config.variables.items():
+        if isinstance(value, str) and not value.strip():
+            key = (*prefix, "variables", name)
+            out.append(EMPTY_VARIABLE.diagnostic(parsed.path, doc.key_range(key) or value_place(doc, key),
+                                                 f"`{name}` is empty in `[variables]`: every template renders it "
+                                                 "empty; give it a value"))
     if not config.models:
         rng = doc.key_range(prefix) if prefix else None
         out.append(NO_MODELS.diagnostic(parsed.path, rng or first_line(parsed.lines),

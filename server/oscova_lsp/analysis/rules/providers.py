@@ -88,13 +88,13 @@ def check(ctx: Context, parsed: DefinitionFile, definition: AgentDefinition, doc
     for provider in plan.providers:
         for key in provider.state_keys:
             if key == CHAT_HISTORY_STATE_KEY:
-                out.append(_state_key_problem(parsed, doc, provider, key, None, taken))
+                out.append(_state_key_problem(ctx, parsed, doc, provider, key, None, taken))
                 continue
             first = owners.get(key)
             if first is None:
                 owners[key] = provider
                 continue
-            out.append(_state_key_problem(parsed, doc, provider, key, first, taken))
+            out.append(_state_key_problem(ctx, parsed, doc, provider, key, first, taken))
         if provider.origin == "listed" and provider.inactive_reason and provider.entry_index is not None:
             rng = _entry_range(doc, _file_index(parsed, provider.entry_index))
             out.append(CONTRIBUTES_NOTHING.diagnostic(
@@ -130,9 +130,10 @@ def _file_index(parsed: DefinitionFile, index: int) -> int:
     return original
 
 
-def _state_key_problem(parsed: DefinitionFile, doc: YamlDocument, provider: PlannedProvider, key: str,
+def _state_key_problem(ctx: Context, parsed: DefinitionFile, doc: YamlDocument, provider: PlannedProvider, key: str,
                        first: PlannedProvider | None, taken: frozenset[str]) -> Diagnostic:
-    """OSC012 (`first` None: the key of the chat-history provider) or OSC011 (the key `first` has)."""
+    """OSC012 (`first` None: the key of the chat-history provider) or OSC011 (the key `first` has), with the fix
+    where the key comes from: the entry's `state_key`, or a custom provider's `state_keys` in the host file."""
     rule = CHAT_HISTORY_KEY if first is None else STATE_KEY_TAKEN
     path, definition = parsed.path, parsed.definition
     # A default provider colliding can only be the chat-history key (and a plan implies a definition).
@@ -145,19 +146,39 @@ def _state_key_problem(parsed: DefinitionFile, doc: YamlDocument, provider: Plan
     explicit = doc.value_range(key_path) if isinstance(entry, ProviderEntry) and entry.state_key else None
     rng = explicit or _entry_range(doc, file_index)
     new_key = _unique_state_key(provider, taken)
-    edits = _state_key_edits(path, doc, file_index, entry, new_key)
-    fix = Fix(f"Set `state_key: {new_key}`", edits) if edits else None
+    configured = None if explicit else _configured_state_key(ctx, provider, key, new_key)
+    if configured is not None:
+        fix: Fix | None = configured
+        source = f"; `{provider.type}` takes it from `[providers.{provider.type}] state_keys` in oscova.toml"
+    else:
+        edits = _state_key_edits(path, doc, file_index, entry, new_key)
+        fix = Fix(f"Set `state_key: {new_key}`", edits) if edits else None
+        source = ""
     if first is None:
         message = (f"`{provider.type}` uses the state key `{key}`, which belongs to the chat-history provider "
-                   "that every agent has: the agent fails when it is built")
+                   f"that every agent has{source}: the agent fails when it is built")
         return rule.diagnostic(path, rng, message, fix)
     related = (Related(path, _provider_origin_range(parsed, doc, first),
                        f"`{first.type}` ({first.class_name}) already has the state key `{key}`"),)
     where = (f"`{first.type}` of the default order" if first.origin == "default"
              else f"the earlier entry `{first.type}`")
-    message = (f"`{provider.type}` has the state key `{key}`, which {where} already uses "
-               f"(position {first.position}): the agent fails when it is built")
+    message = (f"`{provider.type}` has the state key `{key}`, which {where} already uses{source}: the agent fails "
+               "when it is built")
     return rule.diagnostic(path, rng, message, fix, related=related)
+
+
+def _configured_state_key(ctx: Context, provider: PlannedProvider, key: str, new_key: str) -> Fix | None:
+    """The fix of a clash that a custom provider's `state_keys` in the host file causes: that entry, changed."""
+    custom, host_file = provider.custom, ctx.ws.host_file
+    if custom is None or not custom.state_keys or key not in custom.state_keys or host_file is None \
+            or host_file.doc is None:
+        return None
+    index = custom.state_keys.index(key)
+    rng = host_file.doc.value_range((*host_file.prefix, "providers", provider.type, "state_keys", index))
+    if rng is None:
+        return None
+    return Fix(f"Set `[providers.{provider.type}] state_keys` to `{new_key}`",
+               (TextEdit(host_file.path, rng, f'"{new_key}"'),))
 
 
 def _provider_origin_range(parsed: DefinitionFile, doc: YamlDocument, provider: PlannedProvider) -> Range:
