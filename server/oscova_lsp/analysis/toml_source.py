@@ -7,6 +7,7 @@ inline table: nesting is bounded like YAML's (`MAX_DEPTH`) before it parses.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -18,9 +19,12 @@ from .rules.syntax import MAX_DEPTH
 from .text import LineIndex, Range
 from .yaml_source import Path, Span
 
-_HEADER_RE = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_KEY_RE = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'))*)\s*=""")
-_KEY_PART_RE = re.compile(r"""[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'""")
+_KEY_PART = r"""[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*'"""
+"""One part of a TOML key: bare, or quoted (a quoted part may hold `]`, `.`, `#` and spaces)."""
+_DOTTED_KEY = rf"(?:{_KEY_PART})(?:\s*\.\s*(?:{_KEY_PART}))*"
+_HEADER_RE = re.compile(rf"^\s*(\[\[?)\s*({_DOTTED_KEY})\s*\]\]?\s*(?:#.*)?$")
+_KEY_RE = re.compile(rf"^\s*({_DOTTED_KEY})\s*=")
+_KEY_PART_RE = re.compile(_KEY_PART)
 _ERROR_POS_RE = re.compile(r"at line (\d+), column (\d+)")
 _SPECIAL_RE = re.compile(r"""[#"'\[\]{}]""")
 
@@ -50,6 +54,11 @@ class TomlDocument:
             if span is not None:
                 return span.value if end == len(path) else (span.key or span.value)
         return self.lines.line_range(0)
+
+
+def toml_key(part: str) -> str:
+    """One key part as TOML writes it: bare where it can be, else a quoted basic string (`"a]b"`)."""
+    return part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
 
 
 def _split_key(raw: str) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..analysis.bindings import Binding, binders, template_bindings
 from ..analysis.files import (
     DefinitionFile,
+    EvalFile,
     ParsedFile,
     reference_ranges,
     variable_ranges,
@@ -82,7 +83,8 @@ class AgentOccurrence:
 
 
 def agent_occurrences(ws: Workspace, agent_id: str) -> list[AgentOccurrence]:
-    """Every `id:` equal to `agent_id` and every `agent_tools` item naming it, across the workspace."""
+    """Every `id:` equal to `agent_id`, every `agent_tools` item naming it and every place an evaluation names
+    it, across the workspace."""
     out: list[AgentOccurrence] = []
     paths = set(ws.defs_by_id.get(agent_id, ())) | set(ws.agent_tool_referrers.get(agent_id, ()))
     for path in sorted(paths):
@@ -102,7 +104,44 @@ def agent_occurrences(ws: Workspace, agent_id: str) -> list[AgentOccurrence]:
                     rng = scalar_range(doc, ("agent_tools", index))
                     if rng is not None:
                         out.append(AgentOccurrence(path, rng, False))
+    for path in sorted(p for p, f in ws.files.items() if isinstance(f, EvalFile)):  # few files: no index
+        out += _eval_occurrences(ws, path, agent_id)
     return out
+
+
+def _eval_occurrences(ws: Workspace, path: str, agent_id: str) -> list[AgentOccurrence]:
+    """An evaluation's `agent:` naming `agent_id`, and its tool assertions naming it (an agent is called as a tool
+    by its id) where the evaluated agent has it in `agent_tools`."""
+    parsed = ws.files.get(path)
+    if not isinstance(parsed, EvalFile) or parsed.doc is None or not isinstance(parsed.doc.value, dict):
+        return []
+    doc, data = parsed.doc, parsed.doc.value
+    places: list[Path] = [("agent",)] if data.get("agent") == agent_id else []
+    caller = ws.definition_by_id(data["agent"]) if isinstance(data.get("agent"), str) else None
+    if caller is not None and caller.definition is not None and agent_id in caller.definition.agent_tools:
+        for c, case in enumerate(data.get("cases") or []):
+            expect = case.get("expect") if isinstance(case, dict) else None
+            for e, item in enumerate(expect if isinstance(expect, list) else []):
+                places += _tool_names(item, ("cases", c, "expect", e), agent_id)
+    return [AgentOccurrence(path, rng, False) for place in places if (rng := scalar_range(doc, place)) is not None]
+
+
+def _tool_names(item: object, at: Path, agent_id: str) -> list[Path]:
+    """Where one assertion names the tool `agent_id`: `tool_called.name`, `tools.calls[i]`, `no_tool[i]`."""
+    if not isinstance(item, dict):
+        return []
+    found: list[Path] = []
+    called = item.get("tool_called")
+    if isinstance(called, dict) and called.get("name") == agent_id:
+        found.append((*at, "tool_called", "name"))
+    sequence = item.get("tools")
+    calls = sequence.get("calls") if isinstance(sequence, dict) else None
+    found += [(*at, "tools", "calls", i) for i, name in enumerate(calls if isinstance(calls, list) else [])
+              if name == agent_id]
+    banned = item.get("no_tool")
+    found += [(*at, "no_tool", i) for i, name in enumerate(banned if isinstance(banned, list) else [])
+              if name == agent_id]
+    return found
 
 
 def definition_location(ws: Workspace, agent_id: str) -> Location | None:

@@ -7,6 +7,7 @@ from oscova_runtime.definition import AgentDefinition
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
 from ..files import DefinitionFile
 from ..suggest import did_you_mean
+from ..toml_source import toml_key
 from ..yaml_source import YamlDocument
 from .common import Context, value_place
 from .rule import E, Rule
@@ -51,12 +52,12 @@ def model(ctx: Context, parsed: DefinitionFile, definition: AgentDefinition, doc
     name = definition.model
     if not host.models:
         message = (f"model `{name}` is not configured: {ctx.rel(host_file.path)} has no `[models]`; "
-                   f"add `[models.{name}]` to run this agent")
+                   f"add `[models.{toml_key(name)}]` to run this agent")
     else:
         configured = ", ".join(f"`{m}`" for m in host.models)
         implicit = "" if written else "no `model` is set, so "
         message = (f"{implicit}model `{name}` is not configured in `[models]` (configured: {configured}); "
-                   f"add `[models.{name}]`" + ("" if written else " or set `model`"))
+                   f"add `[models.{toml_key(name)}]`" + ("" if written else " or set `model`"))
     rng = written or doc.key_range(("id",)) or doc.best_range(())
     choice = did_you_mean(name, host.models) if written else None
     fix = Fix(f"Use model `{choice.name}`", (TextEdit(path, rng, choice.name),)) if choice else None

@@ -16,6 +16,7 @@ from oscova_runtime.host_config import HostConfig
 from ..diagnostics import Diagnostic, Fix, TextEdit
 from ..files import EvalFile
 from ..suggest import did_you_mean
+from ..toml_source import toml_key
 from ..yaml_source import Path, YamlDocument
 from .common import Context, value_place
 from .rule import E, Rule, W
@@ -105,7 +106,7 @@ def _models(ctx: Context, parsed: EvalFile, evaluation: Evaluation, doc: YamlDoc
         choice = did_you_mean(name, models)
         fix = Fix(f"Use model `{choice.name}`", (TextEdit(parsed.path, rng, choice.name),)) if choice else None
         out.append(UNKNOWN_MODEL.diagnostic(parsed.path, rng, f"model `{name}` is not configured in `[models]` "
-                                            f"(configured: {configured}); add `[models.{name}]`"
+                                            f"(configured: {configured}); add `[models.{toml_key(name)}]`"
                                             + (choice.words if choice else ""), fix))
     return out
 
