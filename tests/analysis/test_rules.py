@@ -379,17 +379,32 @@ def test_osc101_include_sees_the_includers_variables(tmp_path: Path) -> None:
     assert_marked(ws, "inner.j2", "OSC101", Severity.ERROR)
 
 
-def test_osc102_current_time_in_standing_instructions(tmp_path: Path) -> None:
-    ws = make_workspace(tmp_path, {"a.agent.yaml": "id: a\ninstructions: 'Now: {{ ⟨current_time⟩ }}'\n"})
-    assert_marked(ws, "a.agent.yaml", "OSC102", Severity.WARNING)
-    fix_then_clean(ws, "a.agent.yaml", "OSC102")
-    assert "current_date" in (tmp_path / "a.agent.yaml").read_text()
-
-
 RUNBOOK = "Follow the runbook step by step and write down what you checked. " * 40  # ~560 tokens of fixed text
 LONG_RUNBOOK = RUNBOOK * 2  # ~1,120 tokens: past OpenAI's 1,024-token minimum cacheable prefix
 GPT = '[host]\nuser_id = "alice"\n[models.default]\nmodel = "gpt-4o-mini"\n'
 LOCAL = '[host]\nuser_id = "alice"\n[models.default]\nmodel = "gpt-4o-mini"\nbase_url = "http://127.0.0.1:8080/v1"\n'
+
+
+def test_osc102_current_time_in_standing_instructions(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {"oscova.toml": LOCAL,
+                                   "a.agent.yaml": "id: a\ninstructions: 'Now: {{ ⟨current_time⟩ }}'\n"}, host=None)
+    [found] = assert_marked(ws, "a.agent.yaml", "OSC102", Severity.WARNING)
+    assert found.message == ("`current_time` changes every minute, so in standing instructions it ends the request's "
+                             "cacheable prefix on every run; a local server reuses any common prefix of the previous "
+                             "request")
+    fix_then_clean(ws, "a.agent.yaml", "OSC102")
+    assert "current_date" in (tmp_path / "a.agent.yaml").read_text()
+
+
+def test_osc102_not_where_no_prefix_is_cached(tmp_path: Path) -> None:
+    """A short prompt for OpenAI (which caches prefixes of 1,024 tokens or more): nothing to break; a long one is."""
+    ws = make_workspace(tmp_path, {"oscova.toml": GPT,
+                                   "a.agent.yaml": "id: a\ninstructions: 'Now: {{ current_time }}'\n"}, host=None)
+    assert "OSC102" not in ws.codes("a.agent.yaml")
+    ws.write("a.agent.yaml", f"id: a\ninstructions: |\n  Now: {{{{ current_time }}}}\n  {LONG_RUNBOOK}\n")
+    [found] = ws.diagnostics("a.agent.yaml", "OSC102")
+    assert found.message.endswith("OpenAI caches a prompt prefix of 1,024 tokens or more, and this template alone "
+                                  "has 1,124")
 
 
 def test_osc108_current_date_before_the_fixed_text(tmp_path: Path) -> None:

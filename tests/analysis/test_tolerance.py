@@ -34,8 +34,12 @@ def _ranges(marks: list) -> list[tuple[int, int, int, int]]:  # noqa: ANN001 - R
 # ------------------------------------------------------------------------------------------- templates
 
 
+LOCAL_HOST = BASE_HOST + 'base_url = "http://127.0.0.1:8080/v1"\n'
+"""A local model: it caches any prefix, so `current_time` in instructions is reported (OSC102) however short."""
+
+
 def test_every_syntax_error_is_reported_with_its_own_range(tmp_path: Path) -> None:
-    ws = make_workspace(tmp_path, {
+    ws = make_workspace(tmp_path, host=LOCAL_HOST, files={
         "a.agent.yaml": "id: a\ninstructions_file: t.j2\n",
         "t.j2": """\
             Hello {{ ⟨region⟩ }}.
@@ -211,7 +215,7 @@ def test_replaying_a_typed_line_keeps_the_diagnostics_above(tmp_path: Path) -> N
         Hello {{ region }}.
         Time: {{ current_time }}
         """))
-    ws = make_workspace(tmp_path, {"a.agent.yaml": "id: a\ninstructions_file: t.j2\n", "t.j2": head})
+    ws = make_workspace(tmp_path, {"a.agent.yaml": "id: a\ninstructions_file: t.j2\n", "t.j2": head}, host=LOCAL_HOST)
     baseline = [(d.code, d.range.start.line) for d in ws.diagnostics("t.j2")]
     assert ("OSC101", 0) in baseline and ("OSC102", 1) in baseline
     line = "Sign as {{ agent_name | upper }} for {{ company }}."

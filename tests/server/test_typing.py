@@ -41,9 +41,9 @@ async def _open(editor: Editor, rel: str, text: str) -> Seen:
 
 async def test_typing_a_template_line_keeps_the_other_lines_diagnostics(editor: Editor):
     rel = "templates/later.j2"  # the instructions of agents/watched.agent.yaml, not on disk yet
-    head = "Hello {{ region_name }}.\nTime: {{ current_time }}\n"
+    head = "Hello {{ region_name }}.\nContext: {{ user_context }}\n"
     baseline = await _open(editor, rel, head)
-    assert {(code, row) for code, row, _ in baseline} >= {("OSC101", 0), ("OSC102", 1)}
+    assert {(code, row) for code, row, _ in baseline} >= {("OSC101", 0), ("OSC103", 1)}
     line = "Sign as {{ agent_name | upper }} for {{ company }}."
     states = await _type_line(editor, rel, head, line)
     broken = 0

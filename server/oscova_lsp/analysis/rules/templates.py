@@ -63,7 +63,9 @@ asked for (`--select OSC109`).""", in_check=False)
 CURRENT_TIME = Rule(
     "OSC102", W, "templates", "`current_time` in standing instructions",
     """A value that changes every minute in the standing instructions changes the prompt prefix on every
-run and defeats prompt caching. Use `current_date`, and the `current_datetime` tool for the clock.""",
+run and defeats prompt caching. Use `current_date`, and the `current_datetime` tool for the clock. Reported
+where caching can apply, as OSC108 judges it: the template's fixed text reaches the shortest prefix the agent's
+endpoint caches (a local server caches any).""",
     "use `current_date`")
 
 USER_CONTEXT_NOT_SHARED = Rule(
@@ -183,9 +185,12 @@ def _template_checks(ctx: Context, parsed: TemplateFile | DefinitionFile, bindin
             words = _not_bound(ctx, path, var.name, unbound, bindings, found)
             out.append(GUARDED_UNBOUND.diagnostic(path, rng, f"{words}: {UNDEFINED_EFFECTS[var.effect]}"))
         if var.name == "current_time" and personal_uses:
-            out.append(CURRENT_TIME.diagnostic(path, rng, "`current_time` changes every minute: in standing "
-                                               "instructions it breaks prompt-cache prefixes",
-                                               Fix("Use `current_date`", (TextEdit(path, rng, "current_date"),))))
+            cacheable = _cacheable(ctx, facts, personal_uses)
+            if cacheable is not None:
+                out.append(CURRENT_TIME.diagnostic(
+                    path, rng, f"`current_time` changes every minute, so in standing instructions it ends the "
+                               f"request's cacheable prefix on every run; {cacheable}",
+                    Fix("Use `current_date`", (TextEdit(path, rng, "current_date"),))))
         if var.name == "user_context":
             not_shared = [use for use in personal_uses if use.agent_path and not _is_shared(ctx, use.agent_path)]
             if not_shared:
@@ -232,21 +237,30 @@ def _cache_prefix(ctx: Context, parsed: TemplateFile | DefinitionFile, facts: Te
     fixed_after = _JINJA_CONSTRUCT.sub("", facts.text[start:])
     if len(fixed_after) < CACHEABLE_TOKENS:  # a token is a character at least: nothing to count
         return None
-    tokenizer, minimum = _checker_model(ctx, uses)
+    tokenizer, _ = _checker_model(ctx, uses)
     after = tokenizer.count(fixed_after)
     if after < CACHEABLE_TOKENS:
         return None
-    total = tokenizer.count(_JINJA_CONSTRUCT.sub("", facts.text))  # the request holds this and more
-    if total < minimum.tokens:  # no prefix of a request this short is cached: the order changes nothing
+    cacheable = _cacheable(ctx, facts, uses)
+    if cacheable is None:  # no prefix of a request this short is cached: the order changes nothing
         return None
     rng = next(where() for var, where in variable_places(parsed) if var.offset == first.offset)
     how = VARIABLE_CHANGES[first.name]
-    message = (f"`{{{{ {first.name} }}}}` on line {rng.start.line + 1} changes {how}, so the request's cacheable "
-               f"prefix ends there: the {after:,} tokens of this template after it are sent again "
-               f"{_AGAIN.get(how, how)}; {minimum.endpoint}")
-    if minimum.tokens:
-        message += f", and this template alone has {total:,}"
-    return CACHE_PREFIX.diagnostic(parsed.path, rng, message)
+    return CACHE_PREFIX.diagnostic(parsed.path, rng, (
+        f"`{{{{ {first.name} }}}}` on line {rng.start.line + 1} changes {how}, so the request's cacheable prefix "
+        f"ends there: the {after:,} tokens of this template after it are sent again {_AGAIN.get(how, how)}; "
+        f"{cacheable}"))
+
+
+def _cacheable(ctx: Context, facts: TemplateFacts, uses: list[TemplateUse]) -> str | None:
+    """Why a prefix of the requests this template is part of can be cached (the endpoint's minimum, and the
+    template's own fixed text when it reaches it), or None: the template is shorter than the shortest prefix the
+    endpoint caches. The template is a lower bound of the request: the rest only adds to it."""
+    tokenizer, minimum = _checker_model(ctx, uses)
+    if not minimum.tokens:
+        return minimum.endpoint
+    total = tokenizer.count(_JINJA_CONSTRUCT.sub("", facts.text))
+    return f"{minimum.endpoint}, and this template alone has {total:,}" if total >= minimum.tokens else None
 
 
 def _checker_model(ctx: Context, uses: list[TemplateUse]) -> tuple[Tokenizer, CacheMinimum]:
