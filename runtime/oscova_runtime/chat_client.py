@@ -253,8 +253,10 @@ class OpenAIChatClient:
 
     def __init__(
         self, model: str, *, base_url: str | None = None, api_key_env: str | None = None,
-        timeout: float = 60.0, max_retries: int = 0, model_name: str = "default",
+        timeout: float = 60.0, max_retries: int = 0, model_name: str = "default", transport: Any = None,
     ) -> None:
+        self.transport = transport
+        """An `httpx` transport that answers in place of the network (the offline model's), or None."""
         self.model = model
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -286,7 +288,8 @@ class OpenAIChatClient:
 
         self._client = openai.AsyncOpenAI(
             api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=self.max_retries,
-            http_client=openai.DefaultAsyncHttpxClient(verify=tls_context(), timeout=self.timeout),
+            http_client=openai.DefaultAsyncHttpxClient(verify=tls_context(), timeout=self.timeout,
+                                                       **({"transport": self.transport} if self.transport else {})),
         )
         return self._client
 
@@ -509,3 +512,15 @@ def _error_detail(error: Any) -> str:
 
 
 __all__ = ["ChatClientError", "OpenAIChatClient"]
+
+
+def client_for(settings: Any, name: str, root: str) -> OpenAIChatClient:
+    """The client of `[models.NAME]` (`settings`: its `ModelSettings`): an endpoint's, or the offline model's
+    (`kind = "offline"`), served inside this process through the same client code."""
+    if settings.kind == "offline":
+        from . import offline_model
+
+        return OpenAIChatClient(settings.model, base_url=offline_model.OFFLINE_BASE_URL, timeout=settings.timeout,
+                                model_name=name, transport=offline_model.transport(root, settings.script, _http()))
+    return OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
+                            timeout=settings.timeout, model_name=name)

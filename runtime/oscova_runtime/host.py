@@ -191,10 +191,9 @@ class ConfiguredHost:
             raise HostConfigurationError(
                 f"The {uses}, which oscova.toml does not configure; add [models.{name}] or pick one of: "
                 f"{', '.join(sorted(self.config.models))}")
-        from .chat_client import OpenAIChatClient
+        from .chat_client import client_for
 
-        raw = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
-                               timeout=settings.timeout, model_name=name)
+        raw = client_for(settings, name, self.root)
         self._owned_clients.append(raw)
         client = observed_model_client(raw, settings.model, settings.base_url)
         self._chat_clients[name] = client

@@ -61,6 +61,12 @@ class MemorySettings(_Section):
 
 class ModelSettings(_Section):
     model: str
+    kind: Literal["openai", "offline"] = Field(
+        default="openai", description="`openai`: an OpenAI-compatible endpoint at `base_url`. `offline`: the offline "
+                                      "model inside oscova-lsp, for trying runs without an endpoint.")
+    script: str | None = Field(
+        default=None, description="For `kind = \"offline\"`: a YAML file (relative to the root) of scripted "
+                                  "replies, tool calls and delays.")
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, description="The environment variable holding the key.")
     timeout: float = Field(default=60.0, gt=0)

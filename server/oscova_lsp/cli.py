@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--eval", action="store_true", help="the JSON Schema of evaluation files (*.eval.yaml)")
     sub.add_parser("providers", help="list the built-in context provider types (the default order)")
     sub.add_parser("tools", help="list the built-in tools")
+    init = sub.add_parser("init", help="start a workspace: an oscova.toml on the offline model, an agent, an agent "
+                                       "test and an evaluation (nothing that exists is overwritten)")
+    init.add_argument("folder", nargs="?", default=".", metavar="DIR", help="where (default: here; made if missing)")
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="an OSC code; omit to list every rule")
     return parser
@@ -192,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _tools()
         if args.command == "rule":
             return _rule(args.code)
+        if args.command == "init":
+            return _init(args.folder)
         build_parser().print_help(sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -230,7 +235,7 @@ def _check(args: argparse.Namespace) -> int:
         shown = ", ".join(display_path(p) for p in paths)
         print(f"oscova-lsp: nothing to check: {shown} is not an oscova workspace (no oscova.toml, or pyproject.toml "
               "with [tool.oscova], in it, above it or below it), so its *.agent.yaml and template files are left "
-              "alone; an oscova.toml makes a folder a workspace", file=sys.stderr)
+              "alone; an oscova.toml makes a folder a workspace (`oscova-lsp init` writes one)", file=sys.stderr)
         return EXIT_USAGE
     diagnostics: list[Diagnostic] = []
     files = 0
@@ -282,6 +287,25 @@ def _check(args: argparse.Namespace) -> int:
         if body:
             print(body)
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _init(folder: str) -> int:
+    from .starter import InitError, init_workspace
+
+    try:
+        started = init_workspace(folder)
+    except InitError as error:
+        print(f"oscova-lsp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"Started a workspace in {folder}:")
+    for rel in started.written:
+        print(f"  {rel}")
+    if started.test_note:
+        print(f"The first agent test was not recorded: {started.test_note}", file=sys.stderr)
+    here = "" if os.path.abspath(folder) == os.getcwd() else f"cd {folder} && "
+    print(f"Next: {here}oscova-lsp check && oscova-lsp run assistant --input Hello && oscova-lsp test && "
+          "oscova-lsp eval")
+    return EXIT_OK
 
 
 def _with_templates(paths: list[str], templates: int) -> str:

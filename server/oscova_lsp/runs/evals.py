@@ -324,11 +324,9 @@ class Judge:
             return Verdict(False, reason, prompt, reason)
         client = self._clients.get(model)
         if client is None:
-            from oscova_runtime.chat_client import OpenAIChatClient
+            from oscova_runtime.chat_client import client_for
 
-            client = self._clients[model] = OpenAIChatClient(
-                settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
-                timeout=settings.timeout, model_name=model)
+            client = self._clients[model] = client_for(settings, model, self.service.root)
         try:
             response = await client.get_response([ChatMessage.of("user", prompt)], ChatOptions(temperature=0))
         except Exception as error:  # noqa: BLE001 - a judge that cannot be asked fails the assertion, in words
