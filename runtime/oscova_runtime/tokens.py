@@ -259,16 +259,21 @@ class CacheMinimum:
 # - A local server (llama.cpp's llama-server, Ollama, vLLM on this machine): 0 — it keeps the previous request's
 #   KV cache and reuses any common prefix (llama-server's `cache_prompt`, on by default).
 # An endpoint not listed is taken for OpenAI-compatible: 1,024. `[models.NAME] cache_min_tokens` overrides.
+NEVER_CACHED = 2**62
+"""A minimum no request reaches."""
 _ANTHROPIC_MODELS = (("claude-opus-4-5", 4096), ("claude-opus-4-6", 4096), ("claude-haiku-4-5", 4096),
                      ("claude-3-haiku", 2048), ("claude-3-5-haiku", 2048), ("claude-haiku-3", 2048))
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "host.docker.internal"})
 
 
-def cache_minimum(model: str, base_url: str | None, configured: int | None = None) -> CacheMinimum:
+def cache_minimum(model: str, base_url: str | None, configured: int | None = None, *,
+                  offline: bool = False) -> CacheMinimum:
     """The shortest prefix the endpoint at `base_url` (None: OpenAI) caches for `model`: `configured` when set,
-    else what the endpoint documents."""
+    else what the endpoint documents. `offline`: the offline model, which caches nothing."""
     from urllib.parse import urlsplit
 
+    if offline:
+        return CacheMinimum(NEVER_CACHED, "the offline model caches nothing")
     host = (urlsplit(base_url).hostname or "").lower() if base_url else "api.openai.com"
     if configured is not None:
         return CacheMinimum(configured, f"`cache_min_tokens` says the endpoint caches a prefix of {configured:,} "

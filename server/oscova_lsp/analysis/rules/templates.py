@@ -278,7 +278,8 @@ def _checker_model(ctx: Context, uses: list[TemplateUse]) -> tuple[Tokenizer, Ca
         name = settings.tokenizer if settings.tokenizer in tokens.OPENAI_ENCODINGS else (
             None if settings.tokenizer else tokens.encoding_for_model(settings.model))
         tokenizer = tokens.openai_encoding(name) if name is not None else tokens.Tokenizer(tokens.ESTIMATE)
-        return tokenizer, tokens.cache_minimum(settings.model, settings.base_url, settings.cache_min_tokens)
+        return tokenizer, tokens.cache_minimum(settings.model, settings.base_url, settings.cache_min_tokens,
+                                              offline=settings.kind == "offline")
     return tokens.Tokenizer(tokens.ESTIMATE), tokens.cache_minimum("", None)
 
 
