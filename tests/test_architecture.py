@@ -515,3 +515,68 @@ def test_only_the_chat_client_imports_openai() -> None:
         for target, line in _imports(name, MODULES[name]) if _within(target, "openai")
     ]
     assert offenders == []
+
+
+# ------------------------------------------------------------------------------------------- the process gateway
+
+PROCESS_GATEWAY = "runtime/oscova_runtime/processes.py"
+"""The one module that starts a process: a fixed environment, a time limit, bounded output, git made inert."""
+PROCESS_STARTS = {
+    "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
+    "os": {"system", "popen", "fork", "forkpty", "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp",
+           "execvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
+           "posix_spawn", "posix_spawnp"},
+    "pty": {"fork", "spawn"},
+    "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+    "multiprocessing": {"Process", "Pool", "get_context", "set_start_method"},
+    "concurrent.futures": {"ProcessPoolExecutor"},
+}
+"""Functions that start a process, by module: used (called, passed or imported by name) only in the gateway."""
+PROCESS_METHODS = {"subprocess_exec", "subprocess_shell"}
+"""Event-loop methods that start one (`loop.subprocess_exec`)."""
+PROCESS_MODULES = {"subprocess", "multiprocessing", "pty"}
+"""Modules that exist to start processes: imported nowhere else."""
+
+
+def _process_starts(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) for each way a module starts a process without the gateway."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PROCESS_MODULES:
+                    yield node.lineno, f"import {alias.name}"
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            if node.module.split(".")[0] in PROCESS_MODULES:
+                yield node.lineno, f"from {node.module} import"
+            for alias in node.names:
+                if alias.name in PROCESS_STARTS.get(node.module, ()):
+                    yield node.lineno, f"from {node.module} import {alias.name}"
+        elif isinstance(node, ast.Attribute):
+            owner = ast.unparse(node.value)
+            if node.attr in PROCESS_STARTS.get(owner, ()) or node.attr in PROCESS_STARTS["asyncio"] \
+                    or node.attr in PROCESS_METHODS:
+                yield node.lineno, f"{owner}.{node.attr}"
+
+
+def test_processes_are_started_only_through_the_one_gateway() -> None:
+    offenders = [
+        f"{relative}:{line} {what}"
+        for path in MODULES.values()
+        if (relative := path.relative_to(REPO).as_posix()) != PROCESS_GATEWAY
+        for line, what in _process_starts(_tree(path))
+    ]
+    assert offenders == []
+
+
+def test_the_process_check_finds_each_way_around_it() -> None:
+    samples = ["import subprocess", "subprocess.run(['git'])", "from subprocess import run", "os.system('x')",
+               "os.execv(p, a)", "os.spawnl(0, p)", "os.posix_spawn(p, a, e)", "os.fork()", "os.popen('x')",
+               "import multiprocessing", "multiprocessing.get_context('fork')", "from multiprocessing import Pool",
+               "asyncio.create_subprocess_exec('git')", "await asyncio.create_subprocess_shell('x')",
+               "loop.subprocess_exec(f, 'x')", "from concurrent.futures import ProcessPoolExecutor",
+               "concurrent.futures.ProcessPoolExecutor()", "import pty", "f = os.execvp"]
+    for sample in samples:
+        assert list(_process_starts(ast.parse(sample))), sample
+    for fine in ["processes.run(['git'], cwd=d)", "from concurrent.futures import ThreadPoolExecutor",
+                 "os.getpid()", "os.kill(pid, 9)", "asyncio.to_thread(f)", "await processes.run_async(c, cwd=d)"]:
+        assert not list(_process_starts(ast.parse(fine))), fine

@@ -26,14 +26,17 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def _repository(folder: Path) -> Path:
-    repo = init(folder / "repo", workspace_files())
+    # The review's process gets a fixed environment (the process gateway), so the marker's path is in the code.
+    files = {name: text.replace('os.environ.get("REVIEW_IMPORT_MARKER")', repr(str(MARKER)))
+             .replace('os.environ["REVIEW_IMPORT_MARKER"]', repr(str(MARKER))) for name, text in workspace_files().items()}
+    repo = init(folder / "repo", files)
     git(repo, "checkout", "-q", "-b", "change")
     write(repo, {"templates/partials/persona.j2": "You are {{ agent_name }}, reply in French.\n"})
     return repo
 
 
 MARKER = Path(tempfile.mkdtemp(prefix="review-lsp-")) / "imported.txt"
-"""Written by the workspace's own modules when imported (the review's process inherits the server's environment)."""
+"""Written by the workspace's own modules when imported."""
 atexit.register(shutil.rmtree, MARKER.parent, True)  # made as each worker collects this module
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env={**os.environ, "REVIEW_IMPORT_MARKER": str(MARKER)})
 

@@ -120,7 +120,7 @@ def from_commit(top: str, commit: str, label: str, folder: str, prefixes: list[s
             side.notes.append(f"`{entry.path}` {side.where()} {_too_large(entry.size)}")
         else:
             wanted[entry.path] = entry
-    found = git.blobs(top, (e.object for e in wanted.values()))
+    found = git.blobs(top, (e.object for e in wanted.values()), {e.object: e.size or 0 for e in wanted.values()})
     copy = Files()
     for relative, entry in wanted.items():
         data = found.get(entry.object)
