@@ -165,3 +165,22 @@ async def test_an_untrusted_workspace_lists_evaluations_but_does_not_run_them(un
     lenses = await untrusted.text_document_code_lens_async(lsp.CodeLensParams(
         text_document=lsp.TextDocumentIdentifier(uri=from_fs_path(str(root / "evals" / "helper.eval.yaml")))))
     assert list(lenses or []) == []
+
+
+async def test_completion_at_the_end_of_a_very_long_line_answers_at_once(untrusted: LanguageClient):
+    import time
+
+    root: Path = untrusted.root  # type: ignore[attr-defined]
+    uri = from_fs_path(str(root / "evals" / "long.eval.yaml"))
+    lines = ["a" * 210_000 + ":", "    input: " + "a" * 210_000 + ",", "      - tools: {calls: [" + "a, " * 70_000]
+    untrusted.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
+        uri=uri, language_id="yaml", version=1, text="agent: helper\ncases:\n  - name: x\n" + "\n".join(lines) + "\n")))
+    for number, line in enumerate(lines, 3):
+        started = time.perf_counter()
+        await untrusted.text_document_completion_async(lsp.CompletionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=number, character=len(line))))
+        assert time.perf_counter() - started < 2.0, line[:20]
+    started = time.perf_counter()
+    hover = await untrusted.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=2, character=5)))
+    assert time.perf_counter() - started < 2.0 and hover is not None
