@@ -12,6 +12,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -353,10 +354,19 @@ def _write_results(root: str, folder: str, outcomes: Iterable[CaseOutcome]) -> N
             for o in outcomes for facts in o.runs]
     data = {"version": RESULTS_VERSION, "root": root, "time": _dt.datetime.now(_dt.UTC).isoformat(), "runs": runs}
     try:
-        write_file(os.path.join(folder, RESULTS_FILE), json.dumps(data, ensure_ascii=False, indent=1).encode(),
-                   root=root)
+        write_file(os.path.join(folder, RESULTS_FILE), results_json(data).encode(), root=root)
     except FileRefused as refused:
         raise EvalError(f"the results could not be written in {os.path.relpath(folder)}: {refused.cause}") from None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def results_json(data: Any) -> str:
+    """`data` as JSON text that is valid UTF-8 and reads back the same: the lone surrogate a file name that is not
+    UTF-8 holds (`\\udcff` for its byte 0xFF) written as its JSON escape, which a decoder turns back into it."""
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 MAX_SHOWN_TRANSCRIPT = 4_000_000
