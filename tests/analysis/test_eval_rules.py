@@ -105,7 +105,7 @@ def test_osc053_regex_that_does_not_compile(tmp_path: Path) -> None:
     ws = workspace(tmp_path, "agent: triage\ncases:\n  - name: a\n    input: hi\n    expect:\n"
                              "      - regex: ⟨\"eu-(west\"⟩\n")
     found = assert_marked(ws, "t.eval.yaml", "OSC053", Severity.ERROR)
-    assert found[0].message.startswith("the regex does not compile: missing ), unterminated subpattern")
+    assert found[0].message == "the regex does not compile: missing ) at position 8"  # the `regex` package's words
 
 
 def test_osc054_json_schema_that_is_not_a_schema(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 from tests.support.fake_openai import FakeOpenAI, Reply
@@ -67,3 +69,100 @@ def test_control_characters_in_model_and_case_names_are_escaped_in_the_matrix_an
     suite = ElementTree.fromstring(junit.stdout)  # well-formed XML
     names = sorted(case.get("name") or "" for case in suite.iter("testcase"))
     assert names == ["bad\\x01case\\x1b[2J [default]", "bad\\x01case\\x1b[2J [evil\\x1b]0;retitled\\x07]"]
+
+
+# ------------------------------------------------------------------------------------------- grading
+
+
+class Tripwire:
+    """A listening socket that records every connection made to it (and answers none)."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            connection.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def failures(result: subprocess.CompletedProcess[str]) -> list[str]:
+    no_traceback(result)
+    return [f["message"] for f in json.loads(result.stdout)["evals"][0]["cases"][0]["failures"]]
+
+
+def test_grading_fetches_no_remote_schema_and_a_schema_cycle_is_a_sentence(tmp_path: Path, fake_openai: FakeOpenAI):
+    tripwire = Tripwire()
+    try:
+        fake_openai.responder = lambda body: Reply(text='{"region": "eu-west"}')
+        ws = make_ws(tmp_path / "ws", fake_openai, {"s.eval.yaml": evaluation(
+            f'json_schema: {{$ref: "{tripwire.url}/schema.json"}}',
+            'json_schema: {$ref: "#"}',
+            'json_schema: {type: object, properties: {region: {$ref: "#/properties/region"}}}')})
+        result = oscova_eval("--format", "json", cwd=ws)
+        assert result.returncode == 1
+        remote, cycle, self_cycle = failures(result)
+        assert tripwire.connections == 0
+        assert remote == (f"run 1: the schema refers to {tripwire.url}/schema.json, which is not fetched: a "
+                          "`json_schema` assertion resolves `$ref` only inside its own schema")
+        assert cycle == self_cycle == "run 1: the schema refers to itself without end (a `$ref` cycle), so no answer " \
+                                      "can be checked against it"
+    finally:
+        tripwire.close()
+
+
+BACKTRACKS = "^(a|aa)+$"
+"""A pattern whose matching time doubles with each `a` of a text that does not match."""
+
+
+def test_a_backtracking_regex_or_schema_pattern_fails_its_assertion_within_its_time_budget(
+        tmp_path: Path, fake_openai: FakeOpenAI):
+    hostile = "a" * 60 + "!"
+    fake_openai.responder = lambda body: Reply(text=json.dumps({hostile: hostile}))
+    ws = make_ws(tmp_path / "ws", fake_openai, {"r.eval.yaml": evaluation(
+        """regex: '^\\{"(a|aa)+":'""",
+        f'json_schema: {{type: object, additionalProperties: {{type: string, pattern: "{BACKTRACKS}"}}}}',
+        f'json_schema: {{type: object, patternProperties: {{"{BACKTRACKS}": {{}}}}}}',
+        'json_schema: {type: object, additionalProperties: false, patternProperties: {"^b": {}}}',
+        'regex: "a{3}"')})
+    started = time.monotonic()
+    result = oscova_eval("--format", "json", cwd=ws)
+    assert time.monotonic() - started < 30
+    regex, pattern, names, extra = failures(result)
+    assert regex == ('run 1: the regex /^\\{"(a|aa)+":/ took longer than 1 s on the answer (130 characters) and was '
+                     "stopped")
+    assert pattern == (f"run 1: the answer does not validate against the schema: the pattern /{BACKTRACKS}/ took "
+                       "longer than 1 s on the answer (61 characters) and was stopped")
+    assert names == (f"run 1: the answer does not validate against the schema: the property pattern /{BACKTRACKS}/ "
+                     "took longer than 1 s on the answer (61 characters) and was stopped")
+    assert extra == (f"run 1: the answer does not validate against the schema: Additional properties are not allowed "
+                     f"('{hostile}' was unexpected)")  # and `a{{3}}` matched
+
+
+def test_a_judge_reply_of_300000_braces_is_a_failed_verdict_at_once(tmp_path: Path, fake_openai: FakeOpenAI):
+    def reply(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["content"].startswith("You grade one answer"):
+            return Reply(text="{" * 300_000)
+        return Reply(text="eu-west")
+
+    fake_openai.responder = reply
+    ws = make_ws(tmp_path / "ws", fake_openai, {"j.eval.yaml": evaluation("judge: Names a region.")})
+    started = time.monotonic()
+    result = oscova_eval("--format", "json", cwd=ws)
+    assert time.monotonic() - started < 20
+    [message] = failures(result)
+    assert message == ("run 1: the judge says it does not meet the rubric: the judge's reply is 300,000 characters, "
+                       "over the 20,000 a verdict may take; it was not read")

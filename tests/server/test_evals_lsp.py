@@ -184,3 +184,32 @@ async def test_completion_at_the_end_of_a_very_long_line_answers_at_once(untrust
     hover = await untrusted.text_document_hover_async(lsp.HoverParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=2, character=5)))
     assert time.perf_counter() - started < 2.0 and hover is not None
+
+
+async def test_a_backtracking_assertion_fails_within_its_budget_and_hovers_are_answered_meanwhile(
+        editor: LanguageClient, fake: FakeOpenAI):
+    import asyncio
+    import time
+
+    root: Path = editor.root  # type: ignore[attr-defined]
+    slow = root / "evals" / "slow.eval.yaml"
+    slow.write_text("agent: helper\ncases:\n  - name: slow\n    input: hi\n    expect:\n"
+                    + "".join(f"      - regex: '^(a|aa)+{n}$'\n" for n in range(3)))
+    editor.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[
+        lsp.FileEvent(uri=from_fs_path(str(slow)), type=lsp.FileChangeType.Created)]))
+    fake.reset()
+    fake.responder = lambda body: Reply(text="a" * 60 + "!")
+    running = asyncio.ensure_future(command(editor, "oscova.runEval", {"uri": from_fs_path(str(slow))}))
+    helper = from_fs_path(str(root / "evals" / "helper.eval.yaml"))
+    slowest = 0.0
+    while not running.done():
+        started = time.perf_counter()
+        await editor.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=helper), position=lsp.Position(line=0, character=2)))
+        slowest = max(slowest, time.perf_counter() - started)
+        await asyncio.wait({running}, timeout=0.05)
+    [case] = (await running)["evals"][0]["cases"]
+    assert [f["message"] for f in case["failures"]] == [
+        f"run 1: the regex /^(a|aa)+{n}$/ took longer than 1 s on the answer (61 characters) and was stopped"
+        for n in range(3)]
+    assert slowest < 1.0

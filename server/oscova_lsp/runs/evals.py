@@ -227,7 +227,8 @@ async def _run_root(root: str, folder: str, items: list[tuple[LoadedEval, list[C
         async with gate:
             facts = await run_case_once(service, loaded, case, outcome.model, repeat)
             await judge.grade(loaded.evaluation, case, facts)
-        _record(outcome, case, facts)
+        failures = await asyncio.to_thread(graded, case, facts)  # patterns may take their budget: off the loop
+        _record(outcome, facts, failures)
         done[0] += 1
         if options.progress is not None:
             options.progress(done[0], total, outcome)
@@ -247,14 +248,21 @@ async def _run_root(root: str, folder: str, items: list[tuple[LoadedEval, list[C
         await service.aclose()
 
 
-def _record(outcome: CaseOutcome, case: EvalCase, facts: RunFacts) -> None:
-    outcome.runs.append(facts)
-    outcome.runs.sort(key=lambda f: f.repeat)
+def graded(case: EvalCase, facts: RunFacts) -> list[Failure]:
+    """The assertions of `case` the run failed, each with why."""
+    failures = []
     for expectation in case.expect:
         message = grade(expectation, facts)
         if message is not None:
             expected, actual = sides(expectation, facts) or (None, None)
-            outcome.failures.append(Failure(facts.repeat, describe(expectation), message, expected, actual))
+            failures.append(Failure(facts.repeat, describe(expectation), message, expected, actual))
+    return failures
+
+
+def _record(outcome: CaseOutcome, facts: RunFacts, failures: list[Failure]) -> None:
+    outcome.runs.append(facts)
+    outcome.runs.sort(key=lambda f: f.repeat)
+    outcome.failures.extend(failures)
     outcome.failures.sort(key=lambda f: f.run)
 
 
@@ -414,7 +422,7 @@ def rescore(folder: str, evals: Sequence[LoadedEval], options: EvalOptions) -> E
             case = next(c for c in loaded.evaluation.cases if c.name == outcome.case)
             outcome.expected_runs = len(recorded)
             for facts in recorded:
-                _record(outcome, case, facts)
+                _record(outcome, facts, graded(case, facts))
             report.outcomes.append(outcome)
     if not report.outcomes:
         raise EvalError(f"{os.path.relpath(path)} holds no run of the cases and models given")

@@ -4,7 +4,6 @@ assertions that cannot hold as written (OSC053–OSC056)."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -40,7 +39,8 @@ configuration, so those runs cannot start.""",
 
 BAD_REGEX = Rule(
     "OSC053", E, "evaluations", "A `regex` that does not compile",
-    """The pattern is not a valid Python regular expression, so the assertion fails every run.""")
+    """The pattern is not a valid regular expression (the syntax of the `regex` package, which grading matches
+with: Python's `re` and more), so the assertion fails every run.""")
 
 BAD_JSON_SCHEMA = Rule(
     "OSC054", E, "evaluations", "A `json_schema` that is not a JSON Schema",
@@ -115,9 +115,11 @@ def _assertion(ctx: Context, parsed: EvalFile, evaluation: Evaluation, doc: Yaml
     kind, value = expectation.kind, expectation.value
     rng = value_place(doc, (*place, kind), place)
     if kind == "regex":
+        import regex  # only for files with a `regex` assertion
+
         try:
-            re.compile(value)
-        except re.error as error:
+            regex.compile(value)
+        except regex.error as error:
             return [BAD_REGEX.diagnostic(parsed.path, rng, f"the regex does not compile: {error}")]
     elif kind == "json_schema":
         problem = schema_problem(value)
@@ -134,10 +136,14 @@ def _assertion(ctx: Context, parsed: EvalFile, evaluation: Evaluation, doc: Yaml
 def schema_problem(schema: Any) -> str | None:
     """Why `schema` is not a JSON Schema, or None (the runner and the checker read the same answer)."""
     import jsonschema  # only for files with a `json_schema` assertion
+    import regex
 
+    checker = jsonschema.FormatChecker()
+    checker.checks("regex", raises=regex.error)(regex.compile)  # a `pattern` as grading compiles it
     try:
-        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
-    except jsonschema.SchemaError as error:
+        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator(validator.META_SCHEMA, format_checker=checker).validate(schema)
+    except jsonschema.ValidationError as error:
         where = "/".join(str(p) for p in error.absolute_path)
         return (f"at `{where}`: " if where else "") + error.message
     return None
