@@ -166,3 +166,60 @@ def test_a_judge_reply_of_300000_braces_is_a_failed_verdict_at_once(tmp_path: Pa
     [message] = failures(result)
     assert message == ("run 1: the judge says it does not meet the rubric: the judge's reply is 300,000 characters, "
                        "over the 20,000 a verdict may take; it was not read")
+
+
+# ------------------------------------------------------------------------------------------- --rescore
+
+
+def recorded(tmp_path: Path, fake_openai: FakeOpenAI) -> tuple[Path, Path, dict[str, Any]]:
+    """A workspace with one evaluation run and recorded: its folder and its results."""
+    fake_openai.responder = lambda body: Reply(text="eu-west")
+    ws = make_ws(tmp_path / "ws", fake_openai, {"r.eval.yaml": evaluation("contains: eu-west")})
+    assert oscova_eval(cwd=ws).returncode == 0
+    [results] = results_of(ws)
+    return ws, results, json.loads(results.read_text())
+
+
+def test_rescore_reads_no_transcript_outside_its_folder(tmp_path: Path, fake_openai: FakeOpenAI):
+    ws, results, data = recorded(tmp_path, fake_openai)
+    (ws / ".oscova" / "outside").mkdir()
+    (ws / ".oscova" / "outside" / "id_rsa").write_text("SECRET-KEY-ONE\n")
+    (tmp_path / "id_rsa").write_text("SECRET-KEY-TWO\n")
+    (results.parent / "linked.jsonl").symlink_to(tmp_path / "id_rsa")
+    run = data["runs"][0]
+    data["runs"] = [{**run, "repeat": n + 1, "transcript": name} for n, name in enumerate(
+        ["/etc/passwd", "../../outside/id_rsa", "../../../../id_rsa", "linked.jsonl", run["transcript"]])]
+    results.write_text(json.dumps(data))
+    page = oscova_eval("--rescore", str(results.parent), "--format", "html", cwd=ws)
+    no_traceback(page)
+    assert page.returncode == 0
+    assert "root:" not in page.stdout and "SECRET-KEY" not in page.stdout
+    assert page.stdout.count("(the transcript cannot be read: ") == 4
+    assert "&quot;record&quot;: &quot;header&quot;" in page.stdout  # the run's own transcript is shown
+
+
+RUN = {"file": "r.eval.yaml", "case": "c", "model": "default", "repeat": 1}
+WRONG_SHAPES: list[Any] = [
+    [], None, "runs", 7, {}, {"version": 1, "runs": None}, {"version": 1, "runs": {}}, {"version": 1, "runs": [1]},
+    {"version": 1, "runs": [{}]}, {"version": 1, "runs": [{**RUN, "file": 5}]},
+    {"version": 1, "runs": [{**RUN, "case": ["c"]}]}, {"version": 1, "runs": [{**RUN, "repeat": "first"}]},
+    {"version": 1, "runs": [{**RUN, "tool_calls": "read_file"}]},
+    {"version": 1, "runs": [{**RUN, "tool_calls": [{"arguments": 1}]}]},
+    {"version": 1, "runs": [{**RUN, "judged": {"r": "pass"}}]}, {"version": 99, "runs": []},
+]
+"""Sixteen results files of the wrong shape (each but the first five a version-1 file with one thing wrong)."""
+
+
+def test_a_results_file_of_the_wrong_shape_is_a_sentence(tmp_path: Path, fake_openai: FakeOpenAI):
+    ws, results, data = recorded(tmp_path, fake_openai)
+    assert len(WRONG_SHAPES) == 16
+    shapes = [json.dumps(shape) for shape in WRONG_SHAPES] + ["[" * 100_000, "{not json", "\udcff"]
+    for text in shapes:
+        results.write_bytes(text.encode("utf-8", "surrogateescape"))
+        result = oscova_eval("--rescore", str(results.parent), cwd=ws)
+        no_traceback(result)
+        assert result.returncode == 2, (text[:80], result.stdout)
+        [line] = result.stderr.splitlines()
+        shown = os.path.relpath(results, ws)
+        assert line.startswith((f"oscova-lsp: {shown} is not the results of an evaluation",
+                                f"oscova-lsp: {shown} cannot be read: the file is not valid UTF-8")), (text[:80], line)

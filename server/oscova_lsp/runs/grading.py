@@ -49,7 +49,8 @@ class Verdict:
 
 @dataclass
 class RunFacts:
-    """What one run did, as grading reads it; recorded with the evaluation so `--rescore` needs no model."""
+    """What one run did, as grading reads it; recorded with the evaluation so `--rescore` needs no model (read back,
+    its shape checked, by `evals.read_results`)."""
 
     case: str
     model: str
@@ -71,13 +72,6 @@ class RunFacts:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunFacts:
-        judged = {str(k): Verdict(bool(v["passed"]), str(v["reason"]), str(v.get("prompt", "")), str(v.get("reply", "")))
-                  for k, v in (data.get("judged") or {}).items()}
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "judged"}
-        return cls(**known, judged=judged)
 
 
 def describe(expectation: Expectation) -> str:
