@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from tests.support.cli_zygote import module_command
 from tests.support.fake_openai import FakeOpenAI, Reply
 
+from .test_cli import cli_env
 from .test_evals import make_ws, oscova_eval
 
 CASE = "agent: triage\ncases:\n  - name: {name}\n    input: hi\n    expect:\n{expect}"
@@ -223,3 +225,33 @@ def test_a_results_file_of_the_wrong_shape_is_a_sentence(tmp_path: Path, fake_op
         shown = os.path.relpath(results, ws)
         assert line.startswith((f"oscova-lsp: {shown} is not the results of an evaluation",
                                 f"oscova-lsp: {shown} cannot be read: the file is not valid UTF-8")), (text[:80], line)
+
+
+# ------------------------------------------------------------------------------------------- the matrix
+
+
+def test_a_matrix_over_the_limit_is_refused_before_any_run(tmp_path: Path, fake_openai: FakeOpenAI):
+    from .test_evals import oscova_eval as run
+
+    fake_openai.responder = lambda body: Reply(text="eu-west")
+    models = "".join(f'\n[models.m{n}]\nmodel = "m"\nbase_url = "{fake_openai.base_url}"\n' for n in range(100))
+    cases = "".join(f"  - {{name: c{n}, input: hi}}\n" for n in range(100))
+    ws = make_ws(tmp_path / "ws", fake_openai, {"small.eval.yaml": evaluation("contains: eu-west")})
+    (ws / "oscova.toml").write_text((ws / "oscova.toml").read_text() + models)
+    (ws / "wide.eval.yaml").write_text(f"agent: triage\nmodels: [{', '.join(f'm{n}' for n in range(100))}]\n"
+                                       f"repeat: 1000\ncases:\n{cases}")
+    assert len((ws / "wide.eval.yaml").read_bytes()) < 4096
+    checked = subprocess.run(module_command("check", "wide.eval.yaml"), cwd=ws, env=cli_env(), capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 1
+    assert ("wide.eval.yaml:3:9: OSC057 100 cases × 100 models × 1,000 repeats make 10,000,000 runs, over the "
+            "10,000 one evaluation may make") in checked.stdout
+    started = time.monotonic()
+    for args in (["small.eval.yaml", "--repeat", "100000000"], ["wide.eval.yaml"]):
+        result = run(*args, cwd=ws)
+        no_traceback(result)
+        assert result.returncode == 2
+        assert "over the 10,000 one evaluation may make" in result.stderr
+    assert "small.eval.yaml: 1 case × 1 model × 100,000,000 repeats make 100,000,000 runs" in \
+        run("small.eval.yaml", "--repeat", "100000000", cwd=ws).stderr
+    assert time.monotonic() - started < 30 and fake_openai.requests == [] and results_of(ws) == []

@@ -118,6 +118,11 @@ async def test_evaluations_are_listed_and_run_with_events(editor: LanguageClient
         await command(editor, "oscova.runEval", {"uri": good["uri"], "repeat": "3"})
     with pytest.raises(JsonRpcException, match="outside every folder the editor opened"):
         await command(editor, "oscova.runEval", {"uri": from_fs_path("/etc/x.eval.yaml")})
+    sent = len(fake.requests)
+    with pytest.raises(JsonRpcException, match=r"helper.eval.yaml: 2 cases × 1 model × 100,000,000 repeats make "
+                                               r"200,000,000 runs, over the 10,000 one evaluation may make"):
+        await command(editor, "oscova.runEval", {"uri": good["uri"], "repeat": 100_000_000})
+    assert len(fake.requests) == sent
 
 
 async def test_cancel_request_ends_the_runs_and_answers_with_what_finished(editor: LanguageClient, fake: FakeOpenAI):

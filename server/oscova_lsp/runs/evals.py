@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..analysis.diagnostics import Severity
 from ..analysis.files import EvalFile
+from ..analysis.rules.evals import MAX_EVAL_RUNS, run_count, too_many_runs
 from ..analysis.workspace import find_root
 from .grading import RunFacts, Verdict, describe, grade, judge_messages, parse_verdict, sides
 from .service import RunService
@@ -186,8 +187,29 @@ def evaluation_folder(root: str) -> str:
     return folder
 
 
+def check_matrix(evals: Sequence[LoadedEval], options: EvalOptions) -> None:
+    """EvalError when the evaluations given would make more than `MAX_EVAL_RUNS` runs in all: counted from the
+    numbers alone, before anything is allocated for them (`--repeat 100000000` allocates nothing)."""
+    total, parts = 0, []
+    for loaded in evals:
+        cases = len(loaded.cases(options.case))
+        models = len(options.models) or len(loaded.evaluation.models)
+        repeat = options.repeat or loaded.evaluation.repeat
+        total += run_count(cases, models, repeat)
+        parts.append((loaded, cases, models, repeat))
+    if total <= MAX_EVAL_RUNS:
+        return
+    loaded, cases, models, repeat = max(parts, key=lambda part: run_count(*part[1:]))
+    words = too_many_runs(cases, models, repeat) if len(parts) == 1 else None
+    raise EvalError(f"{os.path.relpath(loaded.path)}: {words}; nothing was run" if words else
+                    f"the evaluations given make {total:,} runs, over the {MAX_EVAL_RUNS:,} one evaluation may make "
+                    f"({os.path.relpath(loaded.path)} alone {run_count(cases, models, repeat):,}); run fewer at a "
+                    "time; nothing was run")
+
+
 async def run_evals(evals: Sequence[LoadedEval], options: EvalOptions) -> EvalReport:
     """Runs every case × model × repeat; a cancellation (Ctrl-C) ends the runs and keeps what finished."""
+    check_matrix(evals, options)
     plans = [(loaded, _outcomes(loaded, options)) for loaded in evals]
     if not any(outcomes for _, outcomes in plans):
         raise EvalError(f"no case named {options.case!r} in the evaluations given" if options.case else

@@ -1,5 +1,5 @@
-"""Evaluation files against the workspace: the agent (OSC050), its tools (OSC051), the models (OSC052), and
-assertions that cannot hold as written (OSC053–OSC056)."""
+"""Evaluation files against the workspace: the agent (OSC050), its tools (OSC051), the models (OSC052),
+assertions that cannot hold as written (OSC053–OSC056), and a matrix too large to run (OSC057)."""
 
 from __future__ import annotations
 
@@ -59,12 +59,41 @@ wrong type), so no call of the tool can match them. Checked for the built-in too
 known without running anything.""",
     "rename it to the closest parameter")
 
+MAX_EVAL_RUNS = 10_000
+"""The most runs one `oscova-lsp eval` (or `oscova.runEval`) makes: cases × models × repeat, over every file given."""
+
+TOO_MANY_RUNS = Rule(
+    "OSC057", E, "evaluations", "The evaluation would make too many runs",
+    f"""Every case runs `repeat` times on every model, so the evaluation makes cases × models × repeat runs. Past
+{MAX_EVAL_RUNS:,} runs `oscova-lsp eval` refuses it before making any, and so does the editor's Run eval: such a
+matrix holds hours of model calls and more memory than a machine has. Lower `repeat`, run on fewer models, or
+split the cases into several files.""")
+
+
+def run_count(cases: int, models: int, repeat: int) -> int:
+    """How many runs an evaluation makes (no `models`: one, the agent's own)."""
+    return cases * max(models, 1) * repeat
+
+
+def too_many_runs(cases: int, models: int, repeat: int) -> str | None:
+    """The sentence for a matrix over `MAX_EVAL_RUNS`, or None."""
+    runs = run_count(cases, models, repeat)
+    if runs <= MAX_EVAL_RUNS:
+        return None
+    return (f"{cases:,} case{'s' * (cases != 1)} × {max(models, 1):,} model{'s' * (max(models, 1) != 1)} × "
+            f"{repeat:,} repeat{'s' * (repeat != 1)} make {runs:,} runs, over the {MAX_EVAL_RUNS:,} one evaluation "
+            "may make; lower `repeat`, run on fewer models or split the cases")
+
 
 def check(ctx: Context, parsed: EvalFile) -> list[Diagnostic]:
     evaluation, doc = parsed.evaluation, parsed.doc
     if evaluation is None or doc is None:
         return []
     out = _models(ctx, parsed, evaluation, doc)
+    too_many = too_many_runs(len(evaluation.cases), len(evaluation.models), evaluation.repeat)
+    if too_many is not None:
+        rng = doc.value_range(("repeat",)) or doc.key_range(("cases",)) or value_place(doc, ("cases",))
+        out.append(TOO_MANY_RUNS.diagnostic(parsed.path, rng, too_many))
     for place, expectation in _expectations(evaluation):
         out += _assertion(ctx, parsed, evaluation, doc, place, expectation)
     target = ctx.ws.definition_by_id(evaluation.agent)
