@@ -515,3 +515,147 @@ def test_only_the_chat_client_imports_openai() -> None:
         for target, line in _imports(name, MODULES[name]) if _within(target, "openai")
     ]
     assert offenders == []
+
+
+# ------------------------------------------------------------------------------------------- the process gateway
+
+PROCESS_GATEWAY = "runtime/oscova_runtime/processes.py"
+"""The one module that starts a process: a fixed environment, a time limit, bounded output, git made inert."""
+PROCESS_STARTS = {
+    "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
+    "os": {"system", "popen", "fork", "forkpty", "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp",
+           "execvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
+           "posix_spawn", "posix_spawnp"},
+    "pty": {"fork", "spawn"},
+    "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+    "multiprocessing": {"Process", "Pool", "get_context", "set_start_method"},
+    "concurrent.futures": {"ProcessPoolExecutor"},
+}
+"""Functions that start a process, by module: used (called, passed or imported by name) only in the gateway."""
+PROCESS_METHODS = {"subprocess_exec", "subprocess_shell"}
+"""Event-loop methods that start one (`loop.subprocess_exec`)."""
+PROCESS_MODULES = {"subprocess", "multiprocessing", "pty"}
+"""Modules that exist to start processes: imported nowhere else."""
+
+
+def _process_starts(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) for each way a module starts a process without the gateway."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PROCESS_MODULES:
+                    yield node.lineno, f"import {alias.name}"
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            if node.module.split(".")[0] in PROCESS_MODULES:
+                yield node.lineno, f"from {node.module} import"
+            for alias in node.names:
+                if alias.name in PROCESS_STARTS.get(node.module, ()):
+                    yield node.lineno, f"from {node.module} import {alias.name}"
+        elif isinstance(node, ast.Attribute):
+            owner = ast.unparse(node.value)
+            if node.attr in PROCESS_STARTS.get(owner, ()) or node.attr in PROCESS_STARTS["asyncio"] \
+                    or node.attr in PROCESS_METHODS:
+                yield node.lineno, f"{owner}.{node.attr}"
+
+
+def test_processes_are_started_only_through_the_one_gateway() -> None:
+    offenders = [
+        f"{relative}:{line} {what}"
+        for path in MODULES.values()
+        if (relative := path.relative_to(REPO).as_posix()) != PROCESS_GATEWAY
+        for line, what in _process_starts(_tree(path))
+    ]
+    assert offenders == []
+
+
+def test_the_process_check_finds_each_way_around_it() -> None:
+    samples = ["import subprocess", "subprocess.run(['git'])", "from subprocess import run", "os.system('x')",
+               "os.execv(p, a)", "os.spawnl(0, p)", "os.posix_spawn(p, a, e)", "os.fork()", "os.popen('x')",
+               "import multiprocessing", "multiprocessing.get_context('fork')", "from multiprocessing import Pool",
+               "asyncio.create_subprocess_exec('git')", "await asyncio.create_subprocess_shell('x')",
+               "loop.subprocess_exec(f, 'x')", "from concurrent.futures import ProcessPoolExecutor",
+               "concurrent.futures.ProcessPoolExecutor()", "import pty", "f = os.execvp"]
+    for sample in samples:
+        assert list(_process_starts(ast.parse(sample))), sample
+    for fine in ["processes.run(['git'], cwd=d)", "from concurrent.futures import ThreadPoolExecutor",
+                 "os.getpid()", "os.kill(pid, 9)", "asyncio.to_thread(f)", "await processes.run_async(c, cwd=d)"]:
+        assert not list(_process_starts(ast.parse(fine))), fine
+
+
+# ------------------------------------------------------------------------------------------- the network gateway
+
+NETWORK_GATEWAY = "runtime/oscova_runtime/network.py"
+"""The one module that opens a connection: configured model endpoints and the telemetry collector only."""
+NETWORK_LISTENERS = {
+    "server/oscova_lsp/lsp/server.py": {"asyncio.start_server"},
+}
+"""Named exceptions: `serve --tcp` listens on a loopback address for the editor's one connection (`lsp/launch.py`
+refuses any other address); it accepts, and connects nowhere."""
+CONNECTS = {
+    "socket": {"socket", "create_connection", "create_server", "fromfd", "SocketType"},
+    "asyncio": {"open_connection", "open_unix_connection", "start_server", "start_unix_server"},
+    "urllib.request": {"urlopen", "build_opener", "urlretrieve", "OpenerDirector", "install_opener"},
+    "request": {"urlopen", "build_opener", "urlretrieve"},
+    "http.client": {"HTTPConnection", "HTTPSConnection"},
+    "httpx": {"Client", "AsyncClient", "get", "post", "put", "patch", "delete", "head", "options", "request",
+              "stream", "HTTPTransport", "AsyncHTTPTransport"},
+    "openai": {"OpenAI", "AsyncOpenAI", "AzureOpenAI", "AsyncAzureOpenAI", "DefaultHttpxClient",
+               "DefaultAsyncHttpxClient"},
+    "requests": {"get", "post", "put", "patch", "delete", "head", "request", "Session", "session"},
+}
+"""Functions and classes that open connections, by module: used (called, passed or imported by name) only in the
+gateway."""
+CONNECTING_METHODS = {"create_connection", "create_datagram_endpoint", "create_unix_connection", "sock_connect",
+                      "create_server", "create_unix_server"}
+"""Event-loop methods that connect (or listen): `loop.create_connection(...)`."""
+CONNECTING_NAMES = {"OTLPSpanExporter", "urlopen"}
+"""Names that connect however they are reached (the OTLP exporter, `urlopen` imported by name)."""
+CONNECTING_MODULES = {"requests", "urllib3", "aiohttp", "http.client", "websockets"}
+"""HTTP libraries imported nowhere else."""
+
+
+def _connections(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) for each way a module opens a connection without the gateway."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in CONNECTING_MODULES or alias.name.split(".")[0] in CONNECTING_MODULES:
+                    yield node.lineno, f"import {alias.name}"
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            if node.module in CONNECTING_MODULES or node.module.split(".")[0] in CONNECTING_MODULES:
+                yield node.lineno, f"from {node.module} import"
+            for alias in node.names:
+                if alias.name in CONNECTS.get(node.module, ()) or alias.name in CONNECTING_NAMES:
+                    yield node.lineno, f"from {node.module} import {alias.name}"
+        elif isinstance(node, ast.Attribute):
+            owner = ast.unparse(node.value)
+            if node.attr in CONNECTS.get(owner, ()) or node.attr in CONNECTS.get(owner.rpartition(".")[2], ()) \
+                    or node.attr in CONNECTING_METHODS or node.attr in CONNECTING_NAMES:
+                yield node.lineno, f"{owner}.{node.attr}"
+        elif isinstance(node, ast.Name) and node.id in CONNECTING_NAMES and isinstance(node.ctx, ast.Load):
+            yield node.lineno, node.id
+
+
+def test_connections_are_opened_only_through_the_one_gateway() -> None:
+    offenders = [
+        f"{relative}:{line} {what}"
+        for path in MODULES.values()
+        if (relative := path.relative_to(REPO).as_posix()) != NETWORK_GATEWAY
+        for line, what in _connections(_tree(path))
+        if what not in NETWORK_LISTENERS.get(relative, ())
+    ]
+    assert offenders == []
+
+
+def test_the_network_check_finds_each_way_around_it() -> None:
+    samples = ["socket.socket()", "socket.create_connection(('h', 1))", "await asyncio.open_connection(h, p)",
+               "await loop.create_connection(f, h, p)", "urllib.request.urlopen(u)", "from urllib.request import urlopen",
+               "http.client.HTTPSConnection(h)", "import http.client", "httpx.AsyncClient()", "httpx.get(u)",
+               "openai.AsyncOpenAI(api_key=k)", "openai.DefaultAsyncHttpxClient()", "import requests",
+               "OTLPSpanExporter(endpoint=u)", "from opentelemetry.exporter.otlp.proto.http.trace_exporter import "
+               "OTLPSpanExporter", "await asyncio.start_server(f, h, p)"]
+    for sample in samples:
+        assert list(_connections(ast.parse(sample))), sample
+    for fine in ["socket.getaddrinfo(h, None)", "network.model_client(a, b, base_url=u)", "import socket",
+                 "from urllib.parse import quote", "httpx.HTTPError", "network.post_spans(u, b, timeout=1)"]:
+        assert not list(_connections(ast.parse(fine))), fine

@@ -286,11 +286,14 @@ class OpenAIChatClient:
             )
         import openai
 
-        self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=self.max_retries,
-            http_client=openai.DefaultAsyncHttpxClient(verify=tls_context(), timeout=self.timeout,
-                                                       **({"transport": self.transport} if self.transport else {})),
-        )
+        from .network import EndpointRefused, model_client
+
+        try:  # the network gateway: this endpoint only, no redirect followed
+            self._client = model_client(openai, base_url=self.base_url, api_key=key, timeout=self.timeout,
+                                        max_retries=self.max_retries, verify=tls_context(),
+                                        what=f"`base_url` of [models.{self.model_name}]", transport=self.transport)
+        except EndpointRefused as refused:
+            raise ChatClientError(str(refused)) from None
         return self._client
 
     async def aclose(self) -> None:

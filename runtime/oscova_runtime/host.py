@@ -163,11 +163,12 @@ class ConfiguredHost:
 
     def tokenizer_for(self, definition: AgentDefinition) -> Tokenizer:
         """How the definition's model counts tokens (`[models.NAME] tokenizer`, else from its model name, else the
-        estimate); a model the host does not configure counts by the estimate."""
+        estimate); a model the host does not configure counts by the estimate, and so does a `tokenizer.json` of an
+        untrusted workspace (never loaded: its patterns are the workspace's)."""
         settings = self.config.models.get(definition.model)
         if settings is None:
             return Tokenizer(ESTIMATE)
-        return tokenizer_for(settings.model, settings.tokenizer, root=self.root)
+        return tokenizer_for(settings.model, settings.tokenizer, root=self.root, trusted=self.trusted)
 
     def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
         """The host-managed client of the definition's model. `requested`: the agent whose build reached this

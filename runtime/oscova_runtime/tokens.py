@@ -82,7 +82,12 @@ CL100K_RULE = ChatRule(function=10)
 
 
 class Tokenizer:
-    """One tokenizer: `count`, `head` and `tail` of a text. `exact` false: an estimate (`≈`)."""
+    """One tokenizer: `count`, `head` and `tail` of a text. `exact` false: an estimate (`≈`).
+
+    A tokenizer read from a workspace's `tokenizer.json` runs the workspace's patterns in a Rust library that
+    can fail on a text (its regex engine panics past its retry limit: `PanicException`, a `BaseException`). Any
+    failure of `encode` or `decode` turns the tokenizer into the estimate for good, with the reason as its
+    `note`: a count is never an exception."""
 
     def __init__(self, name: str, encode: Callable[[str], Sequence[int]] | None = None,
                  decode: Callable[[Sequence[int]], bytes] | None = None, *, rule: ChatRule = ChatRule(),
@@ -91,11 +96,44 @@ class Tokenizer:
         self.exact = encode is not None
         self.rule = rule
         self.note = note
-        """Why the count is an estimate, when a configured tokenizer could not be loaded."""
+        """Why the count is an estimate, when a configured tokenizer could not be loaded or failed."""
         self._encode = encode
         self._decode = decode
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
+
+    def _failed(self, doing: str, error: BaseException) -> None:
+        """Turns this tokenizer into the estimate, saying why (the counts so far are forgotten)."""
+        self._encode = self._decode = None
+        self.exact = False
+        self.note = f"the tokenizer {self.name} failed while {doing} ({_reason(error)}); counts are estimates"
+        with self._lock:
+            self._counts.clear()
+
+    def _ids(self, text: str) -> Sequence[int] | None:
+        """The token ids of `text`, or None when this is (or just became) an estimate."""
+        encode = self._encode
+        if encode is None:
+            return None
+        try:
+            return encode(text)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 - the Rust library's panic is a BaseException
+            self._failed("counting a text", error)
+            return None
+
+    def _text(self, ids: Sequence[int]) -> str | None:
+        decode = self._decode
+        if decode is None:
+            return None
+        try:
+            return decode(ids).decode("utf-8", "ignore")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 - as in `_ids`
+            self._failed("cutting a text", error)
+            return None
 
     def count(self, text: str) -> int:
         """Tokens in `text`, cached per text (the same instructions are counted once per process)."""
@@ -103,7 +141,8 @@ class Tokenizer:
             return 0
         found = self._counts.get(text)
         if found is None:
-            found = len(self._encode(text)) if self._encode is not None else math.ceil(len(text) / CHARS_PER_TOKEN)
+            ids = self._ids(text)
+            found = len(ids) if ids is not None else math.ceil(len(text) / CHARS_PER_TOKEN)
             with self._lock:
                 if len(self._counts) > 20_000:  # bounded: a long-lived server sees many texts
                     self._counts.clear()
@@ -112,30 +151,44 @@ class Tokenizer:
 
     def shared(self, first: str, second: str) -> int:
         """How many leading tokens the two texts' token sequences have in common."""
-        if self._encode is None:
+        ids_a = self._ids(first)
+        ids_b = self._ids(second) if ids_a is not None else None
+        if ids_a is None or ids_b is None:
             same = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
                         min(len(first), len(second)))
             return same // CHARS_PER_TOKEN
-        ids_a, ids_b = self._encode(first), self._encode(second)
         return next((i for i, (a, b) in enumerate(zip(ids_a, ids_b, strict=False)) if a != b), min(len(ids_a), len(ids_b)))
 
     def head(self, text: str, tokens: int) -> str:
         """The longest start of `text` of at most `tokens` tokens, cut at a token boundary."""
         if tokens <= 0:
             return ""
-        if self._encode is None or self._decode is None:
+        ids = self._ids(text) if self._decode is not None else None
+        if ids is None:
             return text[: tokens * CHARS_PER_TOKEN]
-        ids = self._encode(text)
-        return text if len(ids) <= tokens else self._decode(ids[:tokens]).decode("utf-8", "ignore")
+        if len(ids) <= tokens:
+            return text
+        cut = self._text(ids[:tokens])
+        return cut if cut is not None else text[: tokens * CHARS_PER_TOKEN]
 
     def tail(self, text: str, tokens: int) -> str:
         """The longest end of `text` of at most `tokens` tokens, cut at a token boundary."""
         if tokens <= 0:
             return ""
-        if self._encode is None or self._decode is None:
-            return text[len(text) - tokens * CHARS_PER_TOKEN:] if len(text) > tokens * CHARS_PER_TOKEN else text
-        ids = self._encode(text)
-        return text if len(ids) <= tokens else self._decode(ids[len(ids) - tokens:]).decode("utf-8", "ignore")
+        estimate = text[len(text) - tokens * CHARS_PER_TOKEN:] if len(text) > tokens * CHARS_PER_TOKEN else text
+        ids = self._ids(text) if self._decode is not None else None
+        if ids is None:
+            return estimate
+        if len(ids) <= tokens:
+            return text
+        cut = self._text(ids[len(ids) - tokens:])
+        return cut if cut is not None else estimate
+
+
+def _reason(error: BaseException) -> str:
+    """An exception's own words on one line (the Rust library's first line, without its backtrace)."""
+    words = str(error).strip().splitlines()
+    return words[0] if words else type(error).__name__
 
 
 class TokenizerUnavailable(Exception):
@@ -186,11 +239,13 @@ def _hugging_face(path: str, root: str | None) -> Tokenizer:
         raise TokenizerUnavailable(str(refused)) from None
     except UnicodeDecodeError:
         raise TokenizerUnavailable(f"{os.path.basename(path)} is not UTF-8 text") from None
+    _quiet_rust_panics()
     try:
         loaded = HFTokenizer.from_str(text)
-    except Exception as error:  # noqa: BLE001 - the library's own words, one line
-        raise TokenizerUnavailable(f"{os.path.basename(path)} is not a tokenizer.json: "
-                                   f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 - the library's own words, one line; a panic included
+        raise TokenizerUnavailable(f"{os.path.basename(path)} is not a tokenizer.json: {_reason(error)}") from None
 
     def encode(value: str) -> Sequence[int]:
         return loaded.encode(value, add_special_tokens=False).ids
@@ -199,6 +254,12 @@ def _hugging_face(path: str, root: str | None) -> Tokenizer:
         return loaded.decode(list(ids), skip_special_tokens=False).encode("utf-8")
 
     return Tokenizer(os.path.basename(path), encode, decode)
+
+
+def _quiet_rust_panics() -> None:
+    """A panic of the Rust library (which `Tokenizer` turns into the estimate with its reason) prints its one line
+    on stderr, never a backtrace, whatever `RUST_BACKTRACE` the environment sets: Rust reads it at the first panic."""
+    os.environ["RUST_BACKTRACE"] = "0"
 
 
 @lru_cache(maxsize=64)
@@ -216,14 +277,19 @@ def encoding_for_model(model: str) -> str | None:
     return name if name in OPENAI_ENCODINGS else None
 
 
-def tokenizer_for(model: str | None, tokenizer: str | None = None, *, root: str | None = None) -> Tokenizer:
+def tokenizer_for(model: str | None, tokenizer: str | None = None, *, root: str | None = None,
+                  trusted: bool = True) -> Tokenizer:
     """The tokenizer of a model: the configured one (an encoding name, or a `tokenizer.json` path relative to
     `root`), else the one its OpenAI model name implies, else the estimate. A configured tokenizer that cannot
-    be loaded gives the estimate, with the reason as its `note`."""
+    be loaded gives the estimate, with the reason as its `note`; so does a `tokenizer.json` of a workspace that is
+    not `trusted`, which is never read."""
     try:
         if tokenizer in OPENAI_ENCODINGS:
             return openai_encoding(tokenizer)
         if tokenizer:
+            if not trusted:
+                return Tokenizer(ESTIMATE, note=f"the tokenizer {tokenizer} is not loaded: the workspace is not trusted, "
+                                                "and a tokenizer file runs its own patterns; counts are estimates")
             path = os.path.join(root, tokenizer) if root and not os.path.isabs(tokenizer) else tokenizer
             try:
                 info = os.stat(path)

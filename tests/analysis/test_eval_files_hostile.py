@@ -60,3 +60,12 @@ def test_malformed_and_wrongly_typed_evaluations_are_findings(tmp_path: Path) ->
     assert "`repeat`: input should be greater than or equal to 1" in "\n".join(types)
     assert "an evaluation must be a YAML mapping" in lines_of(result.stdout, "scalar.eval.yaml:")[0]
     assert "alias" in lines_of(result.stdout, "bomb.eval.yaml:")[0]
+
+
+def test_a_long_evaluation_without_an_alias_is_no_alias_bomb(tmp_path: Path) -> None:
+    cases = "".join(f"  - name: case-{n}\n    input: question {n}\n    expect:\n      - contains: answer\n"
+                    for n in range(2_500))  # 12,500 nodes and not one alias
+    root = workspace(tmp_path, {**AGENT, "long.eval.yaml": "agent: a\ncases:\n" + cases})
+    result = check(".", cwd=root)
+    assert_no_traceback(result)
+    assert "alias" not in result.stdout and result.returncode == 0, result.stdout

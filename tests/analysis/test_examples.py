@@ -74,6 +74,7 @@ agents/workspace-grants.agent.yaml:3:14: OSC044
 evals/agent.eval.yaml:1:8: OSC050
 evals/judge.eval.yaml:2:8: OSC052
 evals/judge.eval.yaml:7:9: OSC055
+evals/matrix.eval.yaml:2:9: OSC057
 evals/tools.eval.yaml:2:19: OSC052
 evals/tools.eval.yaml:8:26: OSC051
 evals/tools.eval.yaml:9:16: OSC053
@@ -103,7 +104,7 @@ def test_broken_example_reports_every_code_at_its_place() -> None:
     result = run_cli("check", ".", cwd=EXAMPLES / "broken")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[-1].startswith("Found 24 errors, 17 warnings, 3 information, 2 hints in 25 files of 2 workspaces")
+    assert lines[-1].startswith("Found 25 errors, 17 warnings, 3 information, 2 hints in 26 files of 2 workspaces")
     # `path:line:col: CODE message` -> `path:line:col: CODE`
     found = "".join(" ".join(line.split(" ", 2)[:2]) + "\n" for line in lines[:-1])
     assert found == EXPECTED_BROKEN

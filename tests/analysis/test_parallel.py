@@ -27,10 +27,8 @@ def test_worker_processes_give_the_same_diagnostics(tmp_path: Path) -> None:
 
 
 def test_fork_server_workers_as_the_language_server_starts_them(tmp_path: Path) -> None:
-    import multiprocessing
-
     generate(tmp_path, 250)
     serial, forked = Analysis(str(tmp_path)), Analysis(str(tmp_path))
     serial.load(jobs=1)
-    forked.load(jobs=2, mp_context=multiprocessing.get_context("forkserver"), cache=False)
+    forked.load(jobs=2, fork_server=True, cache=False)
     assert forked.all_diagnostics() == serial.all_diagnostics()

@@ -32,6 +32,14 @@ def test_broken_frames_are_reported_and_the_session_goes_on(dap: DapClient):
     assert dap.request("initialize", {"adapterID": "oscova"})["body"]["supportsFunctionBreakpoints"]
 
 
+def test_a_length_that_is_not_a_number_drops_that_frame_and_the_next_request_is_answered(dap: DapClient):
+    body = json.dumps({"seq": 1, "type": "request", "command": "threads"}).encode()
+    dap.send_raw(b"Content-Length: abc\r\n\r\n" + body)  # its body follows, with no line end
+    assert dap.request("initialize", {"adapterID": "oscova"})["body"]["supportsFunctionBreakpoints"]
+    assert "Content-Length that is not a number ('abc')" in dap.output("important")
+    assert dap.request("threads")["body"]["threads"] == []  # and the one after it
+
+
 def test_requests_that_cannot_be_served_get_error_responses(dap: DapClient):
     dap.send({"seq": 1, "type": "request"})
     assert _failed(dap.response(1)) == "The request has no command"

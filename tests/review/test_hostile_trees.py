@@ -93,3 +93,31 @@ def test_a_step_summary_that_is_a_fifo_a_link_or_a_folder_is_refused_and_the_rev
         assert "::notice file=agents/writer.agent.yaml" in done.stdout
         assert "| agents changed | 2 |" in done.stdout  # the Markdown printed instead
     assert secret.read_text() == "untouched\n" and list(folder.iterdir()) == []
+
+
+DEEP = "/".join(f"d{n}" for n in range(12))
+
+
+def test_links_that_chain_out_of_the_base_are_never_left_in_its_copy(repo: Path, tmp_path: Path):
+    # `up` leads to the root of the repository, which is inside; `out` goes up from there past it, which only
+    # `up` being a link makes possible: as written, `out` stays inside too.
+    _link_at_base(repo, f"{DEEP}/up", "/".join([".."] * 12))
+    _link_at_base(repo, f"{DEEP}/out", "/".join(["up", *[".."] * 12]))
+    git(repo, "commit", "-q", "-m", "chained links")
+    code, report = review_json(repo, "--base", "HEAD")
+    notes = "\n".join(report["notes"])
+    assert f"`{DEEP}/out` at " in notes and "symlink that leads outside" in notes
+    assert f"`{DEEP}/up` at " not in notes  # a link inside the repository is made
+
+    from oscova_lsp.review.trees import from_commit
+
+    top = str(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    side, copy = from_commit(top, head, head[:12], str(tmp_path / "copy" / "base"), [""])
+    side.write(copy)
+    base = os.path.realpath(tmp_path / "copy" / "base")
+    leading_out = [os.path.join(folder, name) for folder, dirs, files in os.walk(base) for name in dirs + files
+                   if os.path.islink(os.path.join(folder, name))
+                   and not os.path.realpath(os.path.join(folder, name)).startswith(base + os.sep)
+                   and os.path.realpath(os.path.join(folder, name)) != base]
+    assert leading_out == []

@@ -118,6 +118,11 @@ async def test_evaluations_are_listed_and_run_with_events(editor: LanguageClient
         await command(editor, "oscova.runEval", {"uri": good["uri"], "repeat": "3"})
     with pytest.raises(JsonRpcException, match="outside every folder the editor opened"):
         await command(editor, "oscova.runEval", {"uri": from_fs_path("/etc/x.eval.yaml")})
+    sent = len(fake.requests)
+    with pytest.raises(JsonRpcException, match=r"helper.eval.yaml: 2 cases × 1 model × 100,000,000 repeats make "
+                                               r"200,000,000 runs, over the 10,000 one evaluation may make"):
+        await command(editor, "oscova.runEval", {"uri": good["uri"], "repeat": 100_000_000})
+    assert len(fake.requests) == sent
 
 
 async def test_cancel_request_ends_the_runs_and_answers_with_what_finished(editor: LanguageClient, fake: FakeOpenAI):
@@ -165,3 +170,51 @@ async def test_an_untrusted_workspace_lists_evaluations_but_does_not_run_them(un
     lenses = await untrusted.text_document_code_lens_async(lsp.CodeLensParams(
         text_document=lsp.TextDocumentIdentifier(uri=from_fs_path(str(root / "evals" / "helper.eval.yaml")))))
     assert list(lenses or []) == []
+
+
+async def test_completion_at_the_end_of_a_very_long_line_answers_at_once(untrusted: LanguageClient):
+    import time
+
+    root: Path = untrusted.root  # type: ignore[attr-defined]
+    uri = from_fs_path(str(root / "evals" / "long.eval.yaml"))
+    lines = ["a" * 210_000 + ":", "    input: " + "a" * 210_000 + ",", "      - tools: {calls: [" + "a, " * 70_000]
+    untrusted.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
+        uri=uri, language_id="yaml", version=1, text="agent: helper\ncases:\n  - name: x\n" + "\n".join(lines) + "\n")))
+    for number, line in enumerate(lines, 3):
+        started = time.perf_counter()
+        await untrusted.text_document_completion_async(lsp.CompletionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=number, character=len(line))))
+        assert time.perf_counter() - started < 2.0, line[:20]
+    started = time.perf_counter()
+    hover = await untrusted.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=2, character=5)))
+    assert time.perf_counter() - started < 2.0 and hover is not None
+
+
+async def test_a_backtracking_assertion_fails_within_its_budget_and_hovers_are_answered_meanwhile(
+        editor: LanguageClient, fake: FakeOpenAI):
+    import asyncio
+    import time
+
+    root: Path = editor.root  # type: ignore[attr-defined]
+    slow = root / "evals" / "slow.eval.yaml"
+    slow.write_text("agent: helper\ncases:\n  - name: slow\n    input: hi\n    expect:\n"
+                    + "".join(f"      - regex: '^(a|aa)+{n}$'\n" for n in range(3)))
+    editor.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(changes=[
+        lsp.FileEvent(uri=from_fs_path(str(slow)), type=lsp.FileChangeType.Created)]))
+    fake.reset()
+    fake.responder = lambda body: Reply(text="a" * 60 + "!")
+    running = asyncio.ensure_future(command(editor, "oscova.runEval", {"uri": from_fs_path(str(slow))}))
+    helper = from_fs_path(str(root / "evals" / "helper.eval.yaml"))
+    slowest = 0.0
+    while not running.done():
+        started = time.perf_counter()
+        await editor.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=helper), position=lsp.Position(line=0, character=2)))
+        slowest = max(slowest, time.perf_counter() - started)
+        await asyncio.wait({running}, timeout=0.05)
+    [case] = (await running)["evals"][0]["cases"]
+    assert [f["message"] for f in case["failures"]] == [
+        f"run 1: the regex /^(a|aa)+{n}$/ took longer than 1 s on the answer (61 characters) and was stopped"
+        for n in range(3)]
+    assert slowest < 1.0

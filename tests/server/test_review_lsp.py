@@ -26,14 +26,17 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def _repository(folder: Path) -> Path:
-    repo = init(folder / "repo", workspace_files())
+    # The review's process gets a fixed environment (the process gateway), so the marker's path is in the code.
+    files = {name: text.replace('os.environ.get("REVIEW_IMPORT_MARKER")', repr(str(MARKER)))
+             .replace('os.environ["REVIEW_IMPORT_MARKER"]', repr(str(MARKER))) for name, text in workspace_files().items()}
+    repo = init(folder / "repo", files)
     git(repo, "checkout", "-q", "-b", "change")
     write(repo, {"templates/partials/persona.j2": "You are {{ agent_name }}, reply in French.\n"})
     return repo
 
 
 MARKER = Path(tempfile.mkdtemp(prefix="review-lsp-")) / "imported.txt"
-"""Written by the workspace's own modules when imported (the review's process inherits the server's environment)."""
+"""Written by the workspace's own modules when imported."""
 atexit.register(shutil.rmtree, MARKER.parent, True)  # made as each worker collects this module
 CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, server_env={**os.environ, "REVIEW_IMPORT_MARKER": str(MARKER)})
 
@@ -79,3 +82,21 @@ async def test_a_trusted_workspace_may_ask_for_its_code_to_be_imported(trusted: 
     assert found["trusted"] is True and found["workspaces"][0]["notLoaded"] == []
     assert sorted(a["id"] for a in found["workspaces"][0]["agents"]) == ["triage", "writer"]
     assert "providers.tickets" in MARKER.read_text()
+
+
+async def test_the_repositorys_own_git_programs_never_run_in_restricted_mode(untrusted: LanguageClient,
+                                                                              tmp_path: Path):
+    from tests.review.test_hostile_git import _script
+
+    repo: Path = untrusted.root  # type: ignore[attr-defined]
+    ran = tmp_path / "ran.txt"
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f'[filter "x"]\n\tclean = {_script(tmp_path / "clean", ran, passthrough=True)}\n'
+                     f'[core]\n\tfsmonitor = {_script(tmp_path / "monitor", ran)}\n')
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("* filter=x\n")
+    _script(repo / ".git" / "hooks" / "post-index-change", ran)
+    os.utime(repo / "templates" / "intro.j2")
+    found: dict[str, Any] = await command(untrusted, "oscova.review", {"uri": from_fs_path(str(repo))})
+    assert sorted(a["id"] for a in found["workspaces"][0]["agents"]) == ["triage", "writer"]
+    assert not ran.exists()

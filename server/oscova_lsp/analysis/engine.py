@@ -5,10 +5,9 @@ It imports neither pygls nor lsprotocol: results are plain `Diagnostic` values.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from oscova_runtime.paths import is_inside
@@ -51,11 +50,11 @@ class Analysis:
         copy._results_target = None  # a copy is changed: its results are not the loaded files' any more
         return copy
 
-    def load(self, *, jobs: int | None = None, mp_context: Any = None, cache: bool = True,
+    def load(self, *, jobs: int | None = None, fork_server: bool = False, cache: bool = True,
              like: Analysis | None = None) -> None:
         """Reads and parses the whole workspace; large ones parse their templates in worker processes.
 
-        `mp_context` chooses how workers start (a server with threads running wants "forkserver"). `cache`:
+        `fork_server`: workers are forked from a fork server (a process running threads must not fork). `cache`:
         reuse the facts of unchanged files from the facts cache (`cache.py`; also off with OSCOVA_LSP_NO_CACHE).
         `like`: another root's analysis (the same tree elsewhere: `review`'s two sides) whose parsed files are
         reused for files at the same relative path with the same text; a parsed file is a function of its path
@@ -63,7 +62,7 @@ class Analysis:
         """
         paths, texts, target = self._read_all(cache)
         self._results_target = target
-        self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context, like)
+        self._parse(paths, texts, target[0] if target is not None else None, jobs, fork_server, like)
 
     def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, dict[str, str]] | None:
         """The stored results of the last whole check of this root when they hold for the files as they are
@@ -113,7 +112,7 @@ class Analysis:
             self.workspace.notices = list(stored.notices)
             return self._under(stored.diagnostics, under)
         self._results_target = target
-        self._parse(paths, texts, target[0] if target is not None else None, jobs, mp_context=None)
+        self._parse(paths, texts, target[0] if target is not None else None, jobs, fork_server=False)
         return self._under(self.check_loaded(), under)
 
     def _with_rendered(self, under: Iterable[str] | None, texts: Texts) -> list[str] | None:
@@ -159,14 +158,14 @@ class Analysis:
         return stored
 
     def _parse(self, paths: list[str], texts: Texts, store: FactsCache | None, jobs: int | None,
-               mp_context: Any, like: Analysis | None = None) -> None:
+               fork_server: bool, like: Analysis | None = None) -> None:
         hits, todo_texts = store.lookup(paths, texts) if store is not None else ({}, texts)
         if like is not None:
             hits.update(_same_files(like, self.root, [p for p in paths if p not in hits], texts))
         todo = [path for path in paths if path not in hits]
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
-            parsed = _parse_split(self.root, todo, workers, mp_context, todo_texts)
+            parsed = _parse_split(self.root, todo, workers, fork_server, todo_texts)
         else:
             parsed = [_parse_one(self.root, path, todo_texts) for path in todo]
         if store is not None:
@@ -238,12 +237,13 @@ def _read(root: str, path: str, texts: Texts | None) -> tuple[str | None, str | 
     return texts[path] if texts is not None and path in texts else read_text(path, root)
 
 
-def _parse_split(root: str, paths: list[str], workers: int, mp_context: Any,
+def _parse_split(root: str, paths: list[str], workers: int, fork_server: bool,
                  texts: Texts | None = None) -> list[ParsedFile]:
     """Templates (the costly part: Jinja's parser) go to worker processes as text and come back as compact
     facts, while this process parses definitions and the host configuration. Whole parsed files are not
-    sent back: pickling them costs as much as parsing them."""
-    from concurrent.futures import ProcessPoolExecutor
+    sent back: pickling them costs as much as parsing them. Workers come from the process gateway
+    (`oscova_runtime.processes.worker_pool`), which starts them without the workspace on `sys.path`."""
+    from oscova_runtime.processes import worker_pool
 
     templates: list[tuple[str, str]] = []
     parsed: list[ParsedFile] = []
@@ -259,36 +259,17 @@ def _parse_split(root: str, paths: list[str], workers: int, mp_context: Any,
             others.append(path)
     chunk = max(32, len(templates) // (workers * 4) + 1)
     batches = [templates[i:i + chunk] for i in range(0, len(templates), chunk)]
-    try:
-        with _children_without_current_directory():
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context)
-    except (OSError, RuntimeError, ValueError):  # no process support here: parse in this process
+    pool = worker_pool(workers, fork_server=fork_server)
+    if pool is None:  # no process support here: parse in this process
         return parsed + [_parse_one(root, path, texts) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
             _parse_one(root, path, texts) for path in others]
     with pool:
-        with _children_without_current_directory():  # the pool starts its processes on submission
-            futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in batches]
+        futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in batches]
         parsed.extend(_parse_one(root, path, texts) for path in others)  # meanwhile, here
         for batch, future in zip(batches, futures, strict=True):
             for (path, text), wire in zip(batch, future.result(), strict=True):
                 parsed.append(parse_template(path, text, facts_from_wire(text, wire)))
     return parsed
-
-
-@contextlib.contextmanager
-def _children_without_current_directory() -> Iterator[None]:
-    """The interpreters multiprocessing starts with `python -c` (a fork server, spawned workers, the resource
-    tracker) put the current directory, often the workspace, first on `sys.path` before their first import:
-    `PYTHONSAFEPATH` keeps it off while they start. Workers then take this process's `sys.path`."""
-    previous = os.environ.get("PYTHONSAFEPATH")
-    os.environ["PYTHONSAFEPATH"] = "1"
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("PYTHONSAFEPATH", None)
-        else:
-            os.environ["PYTHONSAFEPATH"] = previous
 
 
 def analysis_for(path: str, lint: LintOptions | None = None) -> Analysis:

@@ -24,7 +24,6 @@ import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from oscova_runtime.paths import is_inside
 
@@ -213,7 +212,7 @@ class AnalysisHost:
             workers = int(os.environ.get("OSCOVA_LSP_JOBS", str(os.cpu_count() or 1)))
         except ValueError:
             workers = os.cpu_count() or 1
-        analysis.load(jobs=workers, mp_context=_fork_server())
+        analysis.load(jobs=workers, fork_server=True)
         return analysis
 
     def check(self, root: str, *, jobs: int | None = None, cache: bool = True,
@@ -356,12 +355,3 @@ class AnalysisHost:
                 if is_inside(os.path.dirname(path), os.path.normpath(os.path.join(root, excluded))):
                     return True
         return False
-
-
-def _fork_server() -> Any:
-    import multiprocessing
-
-    try:
-        return multiprocessing.get_context("forkserver")
-    except ValueError:  # a platform without it: the engine's default start method
-        return None

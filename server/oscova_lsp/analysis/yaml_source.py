@@ -203,14 +203,17 @@ class _Builder:
         self.seen: set[int] = set()
 
     def build(self, node: yaml.Node, path: Path, key: Range | None, depth: int) -> Any:
-        self.expanded += 1
-        if self.expanded > MAX_EXPANDED_NODES:
-            raise _Budget(syntax.aliases_expand_too_far(), node)
         if depth > MAX_DEPTH:
             raise _Budget(syntax.nests_too_deep(), node)
-        # A node reached a second time is an alias: record the first place only.
+        # A node reached a second time is reached through an alias: only those count against the budget (a long
+        # document without an alias reaches each node once), and the first place is the one recorded.
         first_visit = id(node) not in self.seen
-        self.seen.add(id(node))
+        if first_visit:
+            self.seen.add(id(node))
+        else:
+            self.expanded += 1
+            if self.expanded > MAX_EXPANDED_NODES:
+                raise _Budget(syntax.aliases_expand_too_far(), node)
         if first_visit or path not in self.doc.spans:
             self.doc.spans[path] = Span(key, _node_range(self.doc.lines, node), _style(node),
                                         node.start_mark.index, node.end_mark.index)

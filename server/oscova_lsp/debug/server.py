@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from .adapter import DebugAdapter
-from .wire import MAX_HEADER_BYTES, FramingError, encode, read_message
+from .wire import MAX_HEADER_BYTES, FramingError, MessageReader, encode
 
 
 class _ProtocolOutput:
@@ -39,10 +39,11 @@ async def serve(stdin: Any, out: _ProtocolOutput) -> int:
             pass
 
     adapter = DebugAdapter(send)
+    messages = MessageReader(reader)
     ended = asyncio.ensure_future(adapter.ended.wait())
     try:
         while not adapter.ended.is_set():
-            reading = asyncio.ensure_future(read_message(reader))
+            reading = asyncio.ensure_future(messages.read())
             await asyncio.wait({reading, ended}, return_when=asyncio.FIRST_COMPLETED)
             if not reading.done():
                 reading.cancel()
@@ -52,9 +53,6 @@ async def serve(stdin: Any, out: _ProtocolOutput) -> int:
             except FramingError as error:
                 adapter.malformed(str(error))
                 continue
-            except ValueError:  # a header line past the reader's limit
-                adapter.malformed("A header line was too long; the rest of the input cannot be read as DAP")
-                break
             if message is None:
                 break
             await adapter.handle(message)

@@ -1,9 +1,11 @@
-"""DAP framing: `Content-Length: N\r\n\r\n` then N bytes of a UTF-8 JSON object (the base protocol)."""
+"""DAP framing: `Content-Length: N\r\n\r\n` then N bytes of a UTF-8 JSON object (the base protocol); a bad frame is
+dropped and reading resumes at the next header."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -15,44 +17,96 @@ class FramingError(Exception):
     """A message that cannot be read as DAP: the message says why; the stream goes on with the next one."""
 
 
-async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
-    """The next message, None at the end of the stream; FramingError for a header or body that is not DAP."""
+_TOKEN = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+_HEADER_END = re.compile(rb"\r?\n\r?\n")
+_BLANK = re.compile(rb"[ \t\r\n]*")
+CHUNK = 1 << 16
+
+
+class MessageReader:
+    """The messages of a stream, in order. A frame that cannot be read is one FramingError, and reading then
+    resynchronises on the next `Content-Length` header: a bad length (`Content-Length: abc`) leaves its body in the
+    stream, which would otherwise be read as the next header and swallow every message after it."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+        self._buffer = bytearray()
+        self._resync = False
+
+    async def _fill(self) -> bool:
+        data = await self._reader.read(CHUNK)
+        self._buffer += data
+        return bool(data)
+
+    async def read(self) -> dict[str, Any] | None:
+        """The next message, None at the end of the stream; FramingError for a frame that is not DAP."""
+        buffer = self._buffer
+        while True:
+            if self._resync:
+                found = _TOKEN.search(buffer)
+                if found is None:
+                    del buffer[:max(0, len(buffer) - 20)]  # a header may be split across reads
+                    if not await self._fill():
+                        return None
+                    continue
+                del buffer[:found.start()]
+                self._resync = False
+            del buffer[:_BLANK.match(buffer).end()]  # type: ignore[union-attr]  # blank lines between messages
+            end = _HEADER_END.search(buffer, 0, MAX_HEADER_BYTES + 4)
+            if end is None:
+                if len(buffer) > MAX_HEADER_BYTES:
+                    del buffer[:1]
+                    self._resync = True
+                    raise FramingError("A message had a header longer than 8 KiB; it was skipped")
+                if not await self._fill():
+                    return None
+                continue
+            length, problem = _header(bytes(buffer[:end.start()]))
+            del buffer[:end.end()]
+            if problem is not None or length is None:
+                self._resync = True
+                raise FramingError(f"A message had {problem or 'no Content-Length header'}; it was skipped")
+            if length > MAX_MESSAGE_BYTES:
+                if not await self._skip(length):
+                    return None
+                raise FramingError(f"A message of {length} bytes is larger than {MAX_MESSAGE_BYTES} bytes; it was "
+                                   "skipped")
+            while len(buffer) < length:
+                if not await self._fill():
+                    return None
+            body = bytes(buffer[:length])
+            del buffer[:length]
+            return _message(body)
+
+    async def _skip(self, length: int) -> bool:
+        """Reads past a body too large to hold; False when the stream ends first."""
+        left = length
+        while left:
+            if not self._buffer and not await self._fill():
+                return False
+            taken = min(left, len(self._buffer))
+            del self._buffer[:taken]
+            left -= taken
+        return True
+
+
+def _header(header: bytes) -> tuple[int | None, str | None]:
+    """The Content-Length of a header, or why it has none."""
     length: int | None = None
-    header_bytes = 0
-    problem: str | None = None
-    seen = False
-    while True:
-        line = await reader.readline()
-        if not line:
-            return None
-        header_bytes += len(line)
-        text = line.decode("latin-1").strip()
-        if not text:
-            if seen:
-                break
-            continue  # blank lines between messages
-        seen = True
-        if header_bytes > MAX_HEADER_BYTES:
-            problem = "a header longer than 8 KiB"
-        name, _, value = text.partition(":")
-        if name.strip().lower() == "content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                problem = f"a Content-Length that is not a number ({value.strip()[:40]!r})"
-            else:
-                if length < 0:
-                    problem, length = "a negative Content-Length", None
-    if length is None:
-        raise FramingError(f"A message had {problem or 'no Content-Length header'}; it was skipped")
-    try:
-        body = await _read_body(reader, length)
-    except asyncio.IncompleteReadError:
-        return None
-    if body is None:
-        raise FramingError(f"A message of {length} bytes is larger than {MAX_MESSAGE_BYTES} bytes; it was skipped")
-    if problem is not None:
-        raise FramingError(f"A message had {problem}; it was skipped")
+    for line in header.splitlines():
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.strip().lower() != "content-length":
+            continue
+        try:
+            length = int(value.strip())
+        except ValueError:
+            return None, f"a Content-Length that is not a number ({value.strip()[:40]!r})"
+        if length < 0:
+            return None, "a negative Content-Length"
+    return length, None
+
+
+def _message(body: bytes) -> dict[str, Any]:
     try:
         message = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
@@ -60,16 +114,6 @@ async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     if not isinstance(message, dict):
         raise FramingError("A message body was not a JSON object; it was skipped")
     return message
-
-
-async def _read_body(reader: asyncio.StreamReader, length: int) -> bytes | None:
-    """The body, or None when it is too large (it is read and dropped, so the next message can be read)."""
-    if length <= MAX_MESSAGE_BYTES:
-        return await reader.readexactly(length)
-    left = length
-    while left:
-        left -= len(await reader.readexactly(min(left, 1 << 16)))
-    return None
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -75,12 +75,28 @@ def _values(ws: Workspace, parsed: EvalFile, key: str, rest: str, replace: Range
     return []
 
 
+MAX_COMPLETED_LINE = 2_000
+"""The longest text before the cursor on its line that completion reads: a key or value being typed is never
+longer, and the patterns below on a line of 210,000 characters would take minutes."""
+_WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _typed(before: str) -> int:
+    """The length of the word being typed at the end of `before` (letters, digits, `_`, `.`, `-`)."""
+    at = len(before)
+    while at and (before[at - 1] in _WORD_CHARACTERS or before[at - 1].isalnum()):
+        at -= 1
+    return len(before) - at
+
+
 def complete(ws: Workspace, parsed: EvalFile, pos: Position) -> list[CompletionItem]:
     lines = parsed.lines
     offset = lines.offset(pos)
-    before = parsed.text[lines.line_start(pos.line):offset]
-    typed = re.search(r"[\w.-]*$", before)
-    start = offset - (len(typed.group(0)) if typed else 0)
+    line_start = lines.line_start(pos.line)
+    if offset - line_start > MAX_COMPLETED_LINE:
+        return []
+    before = parsed.text[line_start:offset]
+    start = offset - _typed(before)
     replace = lines.range(start, offset)
     key = _KEY_RE.match(before)
     if key is not None:

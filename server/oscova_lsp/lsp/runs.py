@@ -683,19 +683,17 @@ async def review_changes(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[s
     root = runs.root_for(_string(args, "uri", params.command), params.command)
     command = [sys.executable, "-P", "-m", "oscova_lsp", "review", "--format", "json",
                *([f"--base={base}"] if base else []), *(["--trust"] if trust else []), "--", root]
-    process = await asyncio.create_subprocess_exec(*command, cwd=root, stdin=asyncio.subprocess.DEVNULL,
-                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), REVIEW_TIMEOUT)
-    except BaseException as stopped:  # cancelled or too slow: the review stops with the request
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        if isinstance(stopped, TimeoutError):
-            raise JsonRpcRequestFailed(f"the review took over {REVIEW_TIMEOUT:.0f} s and was stopped; "
-                                       "`oscova-lsp review` in a terminal has no time limit") from None
-        raise
-    if process.returncode not in (0, 1):
+    from oscova_runtime.processes import ProcessFailed, ProcessTimedOut, run_async
+
+    try:  # the process gateway: a fixed environment; a cancellation stops the review with the request
+        done = await run_async(command, cwd=root, timeout=REVIEW_TIMEOUT)
+    except ProcessTimedOut:
+        raise JsonRpcRequestFailed(f"the review took over {REVIEW_TIMEOUT:.0f} s and was stopped; "
+                                   "`oscova-lsp review` in a terminal has no time limit") from None
+    except ProcessFailed as failed:
+        raise JsonRpcRequestFailed(str(failed)) from None
+    out, err = done.stdout, done.stderr
+    if done.returncode not in (0, 1):
         why = err.decode("utf-8", "replace").strip().splitlines()
         raise JsonRpcRequestFailed((why[-1] if why else "the review failed").removeprefix("oscova-lsp: "))
     try:

@@ -1,28 +1,31 @@
-"""What `review` asks git: the repository, the base commit, the tree at it, its blobs, the work tree's files.
+"""What `review` asks git: the repository, the base commit, the tree at it, its blobs, the files it tracks.
 
-Every call runs the real `git` with settings that keep it offline and read-only: no transport may be used
-(`GIT_ALLOW_PROTOCOL=none`, `protocol.allow=never`: a partial clone's missing blob is not fetched, it is
-missing), no file-system monitor hook runs, no optional lock is taken, and nothing is checked out. A failure
-a user can act on (not a repository, an unknown REF, a shallow clone without the base) is a `ReviewError`
-with a sentence; the command line exits 2 with it.
+Every call goes through the process gateway's `git` (`oscova_runtime.processes`): the repository's own settings
+are inert (no hook, filter, textconv, file-system monitor or external diff program runs; no system or global
+configuration), no transport may be used (a partial clone's missing blob is not fetched, it is missing), and
+only commands that read objects, refs and the index run: nothing is checked out and the index is never
+written. Which files changed since the base is answered by comparing the base's blobs with the work tree's
+files read through the file gateway (`changed_files`), not by `git diff`, which would refresh the index. A
+failure a user can act on (not a repository, an unknown REF, a shallow clone without the base) is a
+`ReviewError` with a sentence; the command line exits 2 with it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-import subprocess
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-GIT_TIMEOUT = 300
-"""Seconds any one git command may take (a listing of a very large repository included)."""
-_SETTINGS = ("-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "-c", "core.quotePath=false",
-             "--literal-pathspecs", "--no-replace-objects")
-_ENVIRONMENT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "none", "GIT_OPTIONAL_LOCKS": "0",
-                "GIT_NO_LAZY_FETCH": "1", "LC_ALL": "C"}
+from oscova_runtime import paths
+from oscova_runtime.processes import Finished, GitRepository, ProcessFailed, git, git_repository
+
 DEFAULT_BRANCHES = ("refs/remotes/origin/HEAD", "refs/heads/main", "refs/heads/master", "refs/remotes/origin/main",
                     "refs/remotes/origin/master")
 """Where the default branch is looked for, in order: what the clone says (origin/HEAD), else main, else master."""
+BLOB_BATCH_BYTES = 64 * 1024 * 1024
+"""The most blob content one `cat-file` is asked for (a larger copy asks again)."""
 
 
 class ReviewError(Exception):
@@ -50,16 +53,28 @@ class TreeEntry:
     size: int | None
 
 
-def _run(top: str, args: Sequence[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, **_ENVIRONMENT}
+_repositories: dict[str, GitRepository] = {}
+
+
+def _repository(top: str) -> GitRepository:
+    found = _repositories.get(top)
+    if found is None:
+        try:
+            found = git_repository(top)
+        except ProcessFailed as refused:
+            raise ReviewError(str(refused)) from None
+        if found is None:
+            raise ReviewError(f"{top} is not inside a git repository: review compares the work tree with a commit, "
+                              "so it needs one")
+        _repositories[top] = found
+    return found
+
+
+def _run(top: str, args: Sequence[str], stdin: bytes | None = None) -> Finished:
     try:
-        return subprocess.run(["git", *_SETTINGS, *args], cwd=top, input=stdin, capture_output=True, env=env,
-                              timeout=GIT_TIMEOUT, check=False)
-    except FileNotFoundError:
-        raise ReviewError("git is not installed (or not on PATH): review reads the base of the change with git") \
-            from None
-    except subprocess.TimeoutExpired:
-        raise ReviewError(f"git {args[0]} did not finish within {GIT_TIMEOUT} s") from None
+        return git(_repository(top), args, input=stdin)
+    except ProcessFailed as failed:
+        raise ReviewError(f"{failed}: review reads the base of the change with git") from None
 
 
 def _out(top: str, *args: str) -> str | None:
@@ -69,14 +84,20 @@ def _out(top: str, *args: str) -> str | None:
 
 
 def repository_top(folder: str) -> str:
-    """The top folder of the work tree holding `folder`; ReviewError outside a git work tree."""
-    done = _run(folder, ["rev-parse", "--show-toplevel"])
-    if done.returncode != 0:
-        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    """The top folder of the work tree holding `folder`; ReviewError outside a git work tree, or when its `.git`
+    sends git outside that folder."""
+    try:
+        found = git_repository(folder)
+    except ProcessFailed as refused:
+        raise ReviewError(str(refused)) from None
+    done = git(found, ["rev-parse", "--is-inside-work-tree"]) if found is not None else None
+    if found is None or done is None or done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines() if done is not None else []
         detail = f" ({why[-1].removeprefix('fatal: ')})" if why and "not a git repository" not in why[-1] else ""
         raise ReviewError(f"{folder} is not inside a git repository{detail}: review compares the work tree with a "
                           "commit, so it needs one")
-    return os.path.realpath(done.stdout.decode("utf-8", "surrogateescape").rstrip("\n"))
+    _repositories[found.top] = found
+    return found.top
 
 
 def _shallow(top: str) -> bool:
@@ -146,11 +167,25 @@ def tree(top: str, commit: str) -> list[TreeEntry]:
     return entries
 
 
-def blobs(top: str, objects: Iterable[str]) -> dict[str, bytes | None]:
-    """The content of each blob (None: git cannot read it, e.g. its object is missing), with one `cat-file`."""
+def blobs(top: str, objects: Iterable[str], sizes: dict[str, int] | None = None) -> dict[str, bytes | None]:
+    """The content of each blob (None: git cannot read it, e.g. its object is missing), with one `cat-file` per
+    `BLOB_BATCH_BYTES` of content (`sizes`: each object's size where known)."""
     wanted = list(dict.fromkeys(objects))
-    if not wanted:
-        return {}
+    found: dict[str, bytes | None] = dict.fromkeys(wanted)
+    batch: list[str] = []
+    total = 0
+    for obj in wanted:
+        batch.append(obj)
+        total += (sizes or {}).get(obj, 0)
+        if total >= BLOB_BATCH_BYTES:
+            found.update(_blob_batch(top, batch))
+            batch, total = [], 0
+    if batch:
+        found.update(_blob_batch(top, batch))
+    return found
+
+
+def _blob_batch(top: str, wanted: list[str]) -> dict[str, bytes | None]:
     done = _run(top, ["cat-file", "--batch"], stdin="".join(f"{o}\n" for o in wanted).encode("ascii"))
     found: dict[str, bytes | None] = dict.fromkeys(wanted)
     data, at = done.stdout, 0
@@ -174,13 +209,51 @@ def _paths(top: str, args: list[str], what: str) -> list[str]:
     return list(dict.fromkeys(p.decode("utf-8", "surrogateescape") for p in done.stdout.split(b"\0") if p))
 
 
-def changed_files(top: str, commit: str) -> list[str]:
-    """The paths whose content in the work tree differs from `commit`'s: tracked files changed, added or
-    deleted since (git compares by content where the index's file times cannot tell), and untracked files no
-    ignore rule covers."""
-    tracked = _paths(top, ["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", commit],
-                     "the changes since the base")
-    return tracked + _paths(top, ["ls-files", "-z", "-o", "--exclude-standard"], "the untracked files")
+def changed_files(top: str, commit: str, prefixes: Sequence[str] = ("",)) -> list[str]:
+    """The paths under `prefixes` whose content in the work tree differs from `commit`'s: files of the commit
+    changed or deleted since (compared by size, then by their git object id, read through the file gateway),
+    files the index tracks that the commit lacks, and untracked files no ignore rule covers. Nothing is
+    written: `git diff` would refresh the index (and fire the repository's hooks)."""
+    scope = [p for p in prefixes if p] if all(prefixes) else []
+    boundary = paths.Boundary(top)
+    base = {e.path: e for e in tree(top, commit) if e.kind == "blob"}
+    changed = [path for path, entry in base.items() if _in(path, scope) and _differs(top, boundary, entry)]
+    tracked = _paths(top, ["ls-files", "-z", "--cached", "--", *scope], "the tracked files")
+    untracked = _paths(top, ["ls-files", "-z", "-o", "--exclude-standard", "--", *scope], "the untracked files")
+    return list(dict.fromkeys([*changed, *(p for p in tracked if p not in base), *untracked]))
+
+
+def _in(path: str, scope: Sequence[str]) -> bool:
+    return not scope or any(path == p or path.startswith(p + "/") for p in scope)
+
+
+def _differs(top: str, boundary: paths.Boundary, entry: TreeEntry) -> bool:
+    """Whether the work tree's file at `entry.path` is not the blob `entry` (a link compares by its target)."""
+    local = os.path.join(top, *entry.path.split("/"))
+    try:
+        info = os.lstat(local)
+    except OSError:
+        return True  # deleted (or unreadable): a change
+    if entry.mode == "120000":
+        if not stat.S_ISLNK(info.st_mode):
+            return True
+        content = os.fsencode(os.readlink(local))
+    elif stat.S_ISREG(info.st_mode) and info.st_size == entry.size:
+        try:
+            content = paths.read_bytes(local, root=boundary, limit=info.st_size)
+        except paths.FileRefused:
+            return True
+    else:
+        return True
+    return _object_id(content, len(entry.object)) != entry.object
+
+
+def _object_id(content: bytes, length: int) -> str:
+    """The id git gives a blob of `content`, in the repository's hash (SHA-1, or SHA-256 for 64-digit ids)."""
+    digest = hashlib.sha256() if length == 64 else hashlib.sha1(usedforsecurity=False)
+    digest.update(b"blob %d\0" % len(content))
+    digest.update(content)
+    return digest.hexdigest()
 
 
 def untracked(top: str, folder: str) -> list[str]:

@@ -24,7 +24,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from oscova_runtime.catalogue import plan_providers
 from oscova_runtime.paths import FileRefused, is_inside, scratch_folder, walk
@@ -87,13 +86,13 @@ def _joined(folder: str, name: str) -> str:
 class _Side:
     """One workspace root on one side: its analysis, agents and the renderer of their requests."""
 
-    def __init__(self, tree: Tree, root: str, like: Analysis | None, trusted: bool, *, workers: Any = None) -> None:
+    def __init__(self, tree: Tree, root: str, like: Analysis | None, trusted: bool, *, fork_server: bool = False) -> None:
         self.tree = tree
         self.root = root
         self.trusted = trusted
         self.analysis = Analysis(tree.local(root))
         if os.path.isdir(self.analysis.root):
-            self.analysis.load(cache=False, like=like, mp_context=workers)
+            self.analysis.load(cache=False, like=like, fork_server=fork_server)
         self.agents = agents_of(self.analysis)
         self._renderer: SideRenderer | None = None
         self._host_files = {_joined(root, n) for n in ("oscova.toml", "pyproject.toml")}
@@ -405,11 +404,11 @@ async def review(paths: Sequence[str], base: str | None = None, *, trusted: bool
                                    sorted({root for root, _ in scope}))
         writing = copier.submit(before.write, copy)  # the base is written while the work tree is parsed
         after = Tree(top, WORK_TREE)
-        heads = {root: _Side(after, root, None, trusted, workers=_fork_server()) for root in _roots(after, scope)}
+        heads = {root: _Side(after, root, None, trusted, fork_server=True) for root in _roots(after, scope)}
         writing.result()
         roots = sorted(heads.keys() | _roots(before, scope))
         add_state(top, before, roots)
-        changed = set(git.changed_files(top, chosen.commit))
+        changed = set(git.changed_files(top, chosen.commit, sorted({root for root, _ in scope})))
         pairs = []
         for root in roots:
             head = heads.get(root) or _Side(after, root, None, trusted)
@@ -422,17 +421,6 @@ async def review(paths: Sequence[str], base: str | None = None, *, trusted: bool
             result.workspaces.append(await _review_root(base_side, head_side, changed, os.path.join(scratch, "runs")))
         result.notes = list(dict.fromkeys([*before.notes, *(n for _, head in pairs for n in _not_read(head))]))
     return result
-
-
-def _fork_server() -> Any:
-    """How the parse's worker processes start while a thread writes the base: from a fork server (forking a
-    process that runs threads can deadlock the child)."""
-    import multiprocessing
-
-    try:
-        return multiprocessing.get_context("forkserver")
-    except ValueError:  # a platform without it: the engine's default
-        return None
 
 
 def _only_in(head: _Side, base: Tree) -> set[str]:

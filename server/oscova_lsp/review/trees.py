@@ -18,10 +18,12 @@ from oscova_runtime.paths import (
     MAX_TEXT_BYTES,
     Boundary,
     FileRefused,
+    is_inside,
     make_folders,
     make_link,
     populate_folder,
     read_bytes,
+    remove_file,
 )
 
 from . import git
@@ -66,6 +68,7 @@ class Tree:
         for relative, why in refused.items():
             self.notes.append(f"`{relative}` {self.where()} was not copied: {why}")
         self.contents.update((r, data) for r, data in copy.files.items() if r not in refused)
+        made = []
         for relative, link in copy.links.items():
             try:
                 make_link(self.local(relative), link.target, root=self.folder)
@@ -73,6 +76,26 @@ class Tree:
                 self.notes.append(f"`{relative}` {self.where()} was not copied: {why}")
                 continue
             self.contents[relative] = link
+            made.append(relative)
+        self._unmake_links_leading_out(made)
+
+    def _unmake_links_leading_out(self, made: list[str]) -> None:
+        """A link made before a link it goes through (`a -> z/../..`, `z -> ..`) is checked when made, while `z`
+        does not exist yet and `..` after it stays inside; once every link exists, each is checked again and one
+        that now leads out is removed (removing one can change another: again, until none does)."""
+        leading_out = True
+        while leading_out:
+            leading_out = False
+            for relative in list(made):
+                local = self.local(relative)
+                if is_inside(local, self.folder):
+                    continue
+                remove_file(local, root=self.folder)
+                made.remove(relative)
+                del self.contents[relative]
+                self.notes.append(f"`{relative}` {self.where()} was not copied: it is a symlink that leads outside "
+                                  "the workspace root through another link, and it was not made")
+                leading_out = True
 
     def where(self) -> str:
         return "in the work tree" if self.label == WORK_TREE else f"at {self.label}"
@@ -120,7 +143,7 @@ def from_commit(top: str, commit: str, label: str, folder: str, prefixes: list[s
             side.notes.append(f"`{entry.path}` {side.where()} {_too_large(entry.size)}")
         else:
             wanted[entry.path] = entry
-    found = git.blobs(top, (e.object for e in wanted.values()))
+    found = git.blobs(top, (e.object for e in wanted.values()), {e.object: e.size or 0 for e in wanted.values()})
     copy = Files()
     for relative, entry in wanted.items():
         data = found.get(entry.object)

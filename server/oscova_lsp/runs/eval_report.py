@@ -37,8 +37,8 @@ def _matrix(outcomes: list[CaseOutcome]) -> list[str]:
     models = list(dict.fromkeys(o.model for o in outcomes))
     cases = list(dict.fromkeys(o.case for o in outcomes))
     cells = {(o.case, o.model): o for o in outcomes}
-    rows = [["case", *models]] + [[printable_line(case), *(_cell(cells.get((case, m))) for m in models)]
-                                   for case in cases]
+    rows = [["case", *map(printable_line, models)]] + [
+        [printable_line(case), *(_cell(cells.get((case, m))) for m in models)] for case in cases]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
             for row in rows]
@@ -117,16 +117,17 @@ def format_junit(report: EvalReport) -> str:
                                  failures=str(sum(not o.ok for o in report.outcomes)), errors="0",
                                  time=f"{sum(o.duration_ms for o in report.outcomes) / 1000:.3f}")
     for file, outcomes in _by_file(report.outcomes).items():
-        suite = ElementTree.SubElement(suites, "testsuite", name=display_path(file), tests=str(len(outcomes)),
+        shown = printable_line(display_path(file))  # XML holds no control character: escaped as on a terminal
+        suite = ElementTree.SubElement(suites, "testsuite", name=shown, tests=str(len(outcomes)),
                                        failures=str(sum(not o.ok for o in outcomes)), errors="0", skipped="0",
                                        time=f"{sum(o.duration_ms for o in outcomes) / 1000:.3f}")
         for outcome in outcomes:
-            case = ElementTree.SubElement(suite, "testcase", name=f"{outcome.case} [{outcome.model}]",
-                                          classname=f"oscova.eval.{outcome.agent}", file=display_path(file),
+            case = ElementTree.SubElement(suite, "testcase", name=printable_line(f"{outcome.case} [{outcome.model}]"),
+                                          classname=printable_line(f"oscova.eval.{outcome.agent}"), file=shown,
                                           line=str(outcome.line), time=f"{outcome.duration_ms / 1000:.3f}")
             out = ElementTree.SubElement(case, "system-out")
             out.text = f"{_summary(outcome)}; {outcome.tokens} tokens"
-            if not outcome.ok:  # XML holds no control character: escaped as on a terminal
+            if not outcome.ok:
                 failure = ElementTree.SubElement(case, "failure", message=printable(_summary(outcome)), type="eval")
                 failure.text = _failure_text(outcome)
     ElementTree.indent(suites)

@@ -12,6 +12,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ from typing import Any, NamedTuple
 from oscova_runtime.evaluation import EvalCase, Evaluation
 from oscova_runtime.host import RUN_VARIABLES
 from oscova_runtime.paths import FileRefused, decode_text, is_inside, make_folders, read_bytes, write_file
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..analysis.diagnostics import Severity
 from ..analysis.files import EvalFile
+from ..analysis.rules.evals import MAX_EVAL_RUNS, run_count, too_many_runs
 from ..analysis.workspace import find_root
 from .grading import RunFacts, Verdict, describe, grade, judge_messages, parse_verdict, sides
 from .service import RunService
@@ -184,8 +187,29 @@ def evaluation_folder(root: str) -> str:
     return folder
 
 
+def check_matrix(evals: Sequence[LoadedEval], options: EvalOptions) -> None:
+    """EvalError when the evaluations given would make more than `MAX_EVAL_RUNS` runs in all: counted from the
+    numbers alone, before anything is allocated for them (`--repeat 100000000` allocates nothing)."""
+    total, parts = 0, []
+    for loaded in evals:
+        cases = len(loaded.cases(options.case))
+        models = len(options.models) or len(loaded.evaluation.models)
+        repeat = options.repeat or loaded.evaluation.repeat
+        total += run_count(cases, models, repeat)
+        parts.append((loaded, cases, models, repeat))
+    if total <= MAX_EVAL_RUNS:
+        return
+    loaded, cases, models, repeat = max(parts, key=lambda part: run_count(*part[1:]))
+    words = too_many_runs(cases, models, repeat) if len(parts) == 1 else None
+    raise EvalError(f"{os.path.relpath(loaded.path)}: {words}; nothing was run" if words else
+                    f"the evaluations given make {total:,} runs, over the {MAX_EVAL_RUNS:,} one evaluation may make "
+                    f"({os.path.relpath(loaded.path)} alone {run_count(cases, models, repeat):,}); run fewer at a "
+                    "time; nothing was run")
+
+
 async def run_evals(evals: Sequence[LoadedEval], options: EvalOptions) -> EvalReport:
     """Runs every case × model × repeat; a cancellation (Ctrl-C) ends the runs and keeps what finished."""
+    check_matrix(evals, options)
     plans = [(loaded, _outcomes(loaded, options)) for loaded in evals]
     if not any(outcomes for _, outcomes in plans):
         raise EvalError(f"no case named {options.case!r} in the evaluations given" if options.case else
@@ -226,7 +250,8 @@ async def _run_root(root: str, folder: str, items: list[tuple[LoadedEval, list[C
         async with gate:
             facts = await run_case_once(service, loaded, case, outcome.model, repeat)
             await judge.grade(loaded.evaluation, case, facts)
-        _record(outcome, case, facts)
+        failures = await asyncio.to_thread(graded, case, facts)  # patterns may take their budget: off the loop
+        _record(outcome, facts, failures)
         done[0] += 1
         if options.progress is not None:
             options.progress(done[0], total, outcome)
@@ -246,14 +271,21 @@ async def _run_root(root: str, folder: str, items: list[tuple[LoadedEval, list[C
         await service.aclose()
 
 
-def _record(outcome: CaseOutcome, case: EvalCase, facts: RunFacts) -> None:
-    outcome.runs.append(facts)
-    outcome.runs.sort(key=lambda f: f.repeat)
+def graded(case: EvalCase, facts: RunFacts) -> list[Failure]:
+    """The assertions of `case` the run failed, each with why."""
+    failures = []
     for expectation in case.expect:
         message = grade(expectation, facts)
         if message is not None:
             expected, actual = sides(expectation, facts) or (None, None)
-            outcome.failures.append(Failure(facts.repeat, describe(expectation), message, expected, actual))
+            failures.append(Failure(facts.repeat, describe(expectation), message, expected, actual))
+    return failures
+
+
+def _record(outcome: CaseOutcome, facts: RunFacts, failures: list[Failure]) -> None:
+    outcome.runs.append(facts)
+    outcome.runs.sort(key=lambda f: f.repeat)
+    outcome.failures.extend(failures)
     outcome.failures.sort(key=lambda f: f.run)
 
 
@@ -351,10 +383,19 @@ def _write_results(root: str, folder: str, outcomes: Iterable[CaseOutcome]) -> N
             for o in outcomes for facts in o.runs]
     data = {"version": RESULTS_VERSION, "root": root, "time": _dt.datetime.now(_dt.UTC).isoformat(), "runs": runs}
     try:
-        write_file(os.path.join(folder, RESULTS_FILE), json.dumps(data, ensure_ascii=False, indent=1).encode(),
-                   root=root)
+        write_file(os.path.join(folder, RESULTS_FILE), results_json(data).encode(), root=root)
     except FileRefused as refused:
         raise EvalError(f"the results could not be written in {os.path.relpath(folder)}: {refused.cause}") from None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def results_json(data: Any) -> str:
+    """`data` as JSON text that is valid UTF-8 and reads back the same: the lone surrogate a file name that is not
+    UTF-8 holds (`\\udcff` for its byte 0xFF) written as its JSON escape, which a decoder turns back into it."""
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 MAX_SHOWN_TRANSCRIPT = 4_000_000
@@ -362,18 +403,105 @@ MAX_SHOWN_TRANSCRIPT = 4_000_000
 
 
 def transcript_text(report: EvalReport, facts: RunFacts) -> str:
-    """A run's transcript as text for a report, read through the gateway inside its workspace; or why not."""
+    """A run's transcript as text for a report, read through the gateway inside the evaluation's folder (a name
+    in a committed `results.json` leads nowhere else: not `/etc/passwd`, not `../../id_rsa`, not through a link);
+    or why not."""
     if not facts.transcript:
         return "(no transcript was written)"
-    path = facts.transcript if os.path.isabs(facts.transcript) or report.folder is None else \
-        os.path.join(report.folder, facts.transcript)
-    root = find_root(path) or os.path.dirname(path)
+    if report.folder is None:
+        return "(the transcript cannot be read: the evaluation has no folder)"
+    path = os.path.join(report.folder, facts.transcript)
+    if not is_inside(path, report.folder, real=False):
+        return (f"(the transcript cannot be read: {facts.transcript!r} is not in the evaluation's folder, the only "
+                "place a report reads transcripts from)")
     try:
-        data = read_bytes(path, root=root, limit=MAX_TRANSCRIPT_BYTES)
+        data = read_bytes(path, root=report.folder, limit=MAX_TRANSCRIPT_BYTES)
     except FileRefused as refused:
         return f"(the transcript cannot be read: {refused.cause})"
     shown = data[:MAX_SHOWN_TRANSCRIPT].decode("utf-8", errors="replace")
     return shown + (f"\n… cut: the transcript has {len(data)} bytes" if len(data) > MAX_SHOWN_TRANSCRIPT else "")
+
+
+class _Recorded(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class RecordedCall(_Recorded):
+    name: str
+    arguments: Any = None
+
+
+class RecordedVerdict(_Recorded):
+    passed: bool
+    reason: str
+    prompt: str = ""
+    reply: str = ""
+
+
+class RecordedRun(_Recorded):
+    """One run as `results.json` keeps it: `RunFacts` and the evaluation file it belongs to."""
+
+    file: str
+    case: str
+    model: str
+    repeat: int = Field(ge=1)
+    input: str = ""
+    status: str = "failed"
+    text: str = ""
+    error: str | None = None
+    tool_calls: list[RecordedCall] = []
+    tokens: int = 0
+    model_calls: int = 0
+    duration_ms: float = 0.0
+    instructions: str | None = None
+    transcript: str | None = None
+    judged: dict[str, RecordedVerdict] = {}
+
+    def facts(self) -> RunFacts:
+        return RunFacts(self.case, self.model, self.repeat, self.input, self.status, self.text, self.error,
+                        [{"name": c.name, "arguments": c.arguments} for c in self.tool_calls], self.tokens,
+                        self.model_calls, self.duration_ms, self.instructions, self.transcript,
+                        {k: Verdict(v.passed, v.reason, v.prompt, v.reply) for k, v in self.judged.items()})
+
+
+class ResultsFile(_Recorded):
+    """`results.json`, as `_write_results` writes it."""
+
+    version: int
+    runs: list[RecordedRun]
+
+
+def _shape_problem(error: ValidationError) -> str:
+    """The first problem pydantic found, as `runs[0].repeat: Input should be a valid integer`."""
+    first = error.errors()[0]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
+    message = "Input should be a JSON object" if first["type"] in ("model_type", "dict_type") else first["msg"]
+    return f"{where}: {message}" if where else message
+
+
+def read_results(path: str, root: str) -> list[tuple[str, RunFacts]]:
+    """The runs `results.json` at `path` records, by evaluation file (relative to the root); EvalError with a
+    sentence for a file that cannot be read or is not of the shape `_write_results` writes."""
+    shown = os.path.relpath(path)
+    try:
+        data = json.loads(decode_text(read_bytes(path, root=root, limit=512_000_000)))
+    except FileRefused as refused:
+        raise EvalError(f"{shown} cannot be read: {refused.cause}") from None
+    except RecursionError:
+        raise EvalError(f"{shown} is not the results of an evaluation: its JSON nests too deeply") from None
+    except ValueError as error:  # not UTF-8, not JSON
+        raise EvalError(f"{shown} is not the results of an evaluation: it is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+        raise EvalError(f"{shown} is not the results of an evaluation: it holds {kind}, not a JSON object")
+    if isinstance(data.get("version"), int) and data["version"] > RESULTS_VERSION:
+        raise EvalError(f"{shown} is not the results of an evaluation this oscova-lsp reads: it is of version "
+                        f"{data['version']}, written by a newer one (this one reads version {RESULTS_VERSION})")
+    try:
+        results = ResultsFile.model_validate(data)
+    except ValidationError as error:
+        raise EvalError(f"{shown} is not the results of an evaluation: {_shape_problem(error)}") from None
+    return [(run.file, run.facts()) for run in results.runs]
 
 
 def rescore(folder: str, evals: Sequence[LoadedEval], options: EvalOptions) -> EvalReport:
@@ -383,13 +511,7 @@ def rescore(folder: str, evals: Sequence[LoadedEval], options: EvalOptions) -> E
     if root is None:
         raise EvalError(f"{folder} is in no workspace: --rescore takes a folder under .oscova/evals/")
     path = os.path.join(folder, RESULTS_FILE)
-    try:
-        data = json.loads(decode_text(read_bytes(path, root=root, limit=512_000_000)))
-        runs = [(str(run["file"]), RunFacts.from_json(run)) for run in data["runs"]]
-    except FileRefused as refused:
-        raise EvalError(f"{os.path.relpath(path)} cannot be read: {refused.cause}") from None
-    except (ValueError, KeyError, TypeError) as error:
-        raise EvalError(f"{os.path.relpath(path)} is not the results of an evaluation: {error}") from None
+    runs = read_results(path, root)
     by_key: dict[tuple[str, str, str], list[RunFacts]] = {}
     for file, facts in runs:
         by_key.setdefault((os.path.normpath(os.path.join(root, file)), facts.case, facts.model), []).append(facts)
@@ -402,7 +524,7 @@ def rescore(folder: str, evals: Sequence[LoadedEval], options: EvalOptions) -> E
             case = next(c for c in loaded.evaluation.cases if c.name == outcome.case)
             outcome.expected_runs = len(recorded)
             for facts in recorded:
-                _record(outcome, case, facts)
+                _record(outcome, facts, graded(case, facts))
             report.outcomes.append(outcome)
     if not report.outcomes:
         raise EvalError(f"{os.path.relpath(path)} holds no run of the cases and models given")

@@ -2,16 +2,24 @@
 
 Grading reads facts only, never a model or the network: a live evaluation and `--rescore` grade alike. The
 judge's verdicts are facts too, asked for once by the live run (`JUDGE_PROMPT`) and kept with the run.
+
+What the workspace and a model's reply decide is bounded: an assertion's patterns (a `regex`, a schema's
+`pattern` and `patternProperties`) run with the `regex` package's time limit, `GRADING_SECONDS` for all the
+patterns of one assertion; a schema's `$ref` resolves inside the schema only (a registry whose retrieval refuses:
+nothing is fetched) and a `$ref` cycle is a sentence; a judge's reply is read only up to `MAX_VERDICT_CHARS`
+and `MAX_VERDICT_DEPTH`. Each limit fails its assertion with a sentence saying which.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import regex
 from oscova_runtime.evaluation import Expectation
 
 JUDGE_PROMPT = """\
@@ -41,7 +49,8 @@ class Verdict:
 
 @dataclass
 class RunFacts:
-    """What one run did, as grading reads it; recorded with the evaluation so `--rescore` needs no model."""
+    """What one run did, as grading reads it; recorded with the evaluation so `--rescore` needs no model (read back,
+    its shape checked, by `evals.read_results`)."""
 
     case: str
     model: str
@@ -63,13 +72,6 @@ class RunFacts:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunFacts:
-        judged = {str(k): Verdict(bool(v["passed"]), str(v["reason"]), str(v.get("prompt", "")), str(v.get("reply", "")))
-                  for k, v in (data.get("judged") or {}).items()}
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "judged"}
-        return cls(**known, judged=judged)
 
 
 def describe(expectation: Expectation) -> str:
@@ -109,16 +111,48 @@ def _equals(value: str, facts: RunFacts) -> str | None:
     return None if facts.text.strip() == value.strip() else f"expected the answer {json.dumps(value)}; {_answer(facts)}"
 
 
+GRADING_SECONDS = 1.0
+"""The time the patterns of one assertion may take on one answer, in all (a `regex`, a schema's `pattern`s): a
+pattern that backtracks for minutes on a hostile answer fails its assertion instead."""
+
+
+class PatternTooSlow(Exception):
+    """A pattern stopped at its time limit; the message is the sentence."""
+
+
+class Deadline:
+    """The end of one assertion's time for patterns."""
+
+    def __init__(self, seconds: float = GRADING_SECONDS) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def search(self, pattern: str, text: str, what: str) -> bool:
+        """Whether `pattern` matches somewhere in `text` (the `regex` package's syntax, a superset of Python's
+        `re`); PatternTooSlow past the deadline. `what`: how the sentence names the pattern."""
+        try:
+            return regex.search(pattern, text, timeout=max(self.end - time.monotonic(), 0.001),
+                                concurrent=True) is not None
+        except TimeoutError:
+            raise PatternTooSlow(f"{what} /{pattern}/ took longer than {self.seconds:g} s on the answer "
+                                 f"({len(text):,} characters) and was stopped") from None
+
+
 def _regex(value: str, facts: RunFacts) -> str | None:
     try:
-        found = re.search(value, facts.text)
-    except re.error as error:
+        regex.compile(value)
+    except regex.error as error:
         return f"the regex does not compile: {error}"
+    try:
+        found = Deadline().search(value, facts.text, "the regex")
+    except PatternTooSlow as slow:
+        return str(slow)
     return None if found else f"expected the answer to match /{value}/; {_answer(facts)}"
 
 
 def _json_schema(value: Any, facts: RunFacts) -> str | None:
     import jsonschema
+    import referencing.exceptions
 
     from ..analysis.rules.evals import schema_problem
 
@@ -127,14 +161,87 @@ def _json_schema(value: Any, facts: RunFacts) -> str | None:
         return f"not a JSON Schema: {problem}"
     try:
         answer = json.loads(facts.text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return f"expected a JSON answer; {_answer(facts)}"
-    error = jsonschema.exceptions.best_match(jsonschema.validators.validator_for(
-        value, default=jsonschema.Draft202012Validator)(value).iter_errors(answer))
+    try:
+        error = jsonschema.exceptions.best_match(schema_validator(value, Deadline()).iter_errors(answer))
+    except PatternTooSlow as slow:
+        return f"the answer does not validate against the schema: {slow}"
+    except referencing.exceptions.Unresolvable as unresolvable:
+        return (f"the schema refers to {getattr(unresolvable, 'ref', '') or unresolvable}, which is not fetched: a "
+                "`json_schema` assertion resolves `$ref` only inside its own schema")
+    except RecursionError:
+        return "the schema refers to itself without end (a `$ref` cycle), so no answer can be checked against it"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return f"the answer does not validate against the schema: {(f'at `{where}`: ' if where else '') + error.message}"
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    """The registry's retrieval of a `$ref` outside the schema: nothing is fetched, from the network or disk."""
+    import referencing.exceptions
+
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class
+
+
+def schema_validator(schema: Any, deadline: Deadline) -> Any:
+    """A validator of `schema` (its `$schema`'s draft, 2020-12 by default) whose `$ref`s resolve inside it only and
+    whose patterns (`pattern`, `patternProperties`, and the properties `additionalProperties` leaves to them) run
+    within `deadline`. `unevaluatedProperties` beside `patternProperties` would run them without one, so such a
+    schema is refused with a sentence (PatternTooSlow)."""
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+    from referencing import Registry
+
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    if "unevaluatedProperties" in _keys(schema) and "patternProperties" in _keys(schema):
+        raise PatternTooSlow("`unevaluatedProperties` beside `patternProperties` is not graded: its patterns would "
+                             "run without a time limit")
+
+    def pattern(validator: Any, value: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if validator.is_type(instance, "string") and not deadline.search(value, instance, "the pattern"):
+            yield ValidationError(f"{instance!r} does not match {value!r}")
+
+    def matching(patterns: Any, name: str) -> list[str]:
+        return [p for p in patterns if deadline.search(p, name, "the property pattern")]
+
+    def pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        for name, value in instance.items():
+            for found in matching(patterns, name):
+                yield from validator.descend(value, patterns[found], path=name, schema_path=found)
+
+    def additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        named, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+        extras = [k for k in instance if k not in named and not matching(patterns, k)]
+        if validator.is_type(extra, "object"):
+            for name in extras:
+                yield from validator.descend(instance[name], extra, path=name)
+        elif not extra and extras:
+            yield ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, sorted(extras)))} "
+                                  f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+
+    bounded = jsonschema.validators.extend(base, {"pattern": pattern, "patternProperties": pattern_properties,
+                                                  "additionalProperties": additional_properties})
+    return bounded(schema, registry=Registry(retrieve=_refuse_retrieval))  # type: ignore[call-arg]
+
+
+def _keys(schema: Any) -> set[str]:
+    """Every key of every object in `schema` (a tree of JSON values), without recursion."""
+    found: set[str] = set()
+    pending = [schema]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            found.update(k for k in value if isinstance(k, str))
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return found
 
 
 def sequence(names: list[str]) -> str:
@@ -239,15 +346,47 @@ def judge_messages(rubric: str, input: str, answer: str) -> str:
     return JUDGE_PROMPT.replace("{rubric}", rubric).replace("{input}", input).replace("{answer}", answer)
 
 
+MAX_VERDICT_CHARS = 20_000
+"""The longest judge reply read: a verdict is one JSON object with a one-sentence reason."""
+MAX_VERDICT_DEPTH = 20
+"""How deep the JSON of a verdict may nest before it is read (a verdict nests one level)."""
+
+
+def _depth(text: str) -> int:
+    """How deep the brackets of `text` nest, strings left out (one pass, no recursion)."""
+    depth = deepest = 0
+    quoted = escaped = False
+    for char in text:
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            quoted = True
+        elif char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth -= 1
+    return deepest
+
+
 def parse_verdict(reply: str) -> Verdict:
-    """The judge's reply as a verdict; a reply that is not the asked-for JSON is a failed verdict that says so."""
+    """The judge's reply as a verdict; a reply that is not the asked-for JSON is a failed verdict that says so.
+    The object is the text from the first `{` to the last `}` (found without a pattern), read only within
+    `MAX_VERDICT_CHARS` and `MAX_VERDICT_DEPTH`."""
     text = reply.strip()
-    match = re.search(r"\{.*\}", text, re.S)
+    if len(text) > MAX_VERDICT_CHARS:
+        return Verdict(False, f"the judge's reply is {len(text):,} characters, over the {MAX_VERDICT_CHARS:,} a "
+                              "verdict may take; it was not read")
+    start, end = text.find("{"), text.rfind("}")
+    candidate = text[start:end + 1] if 0 <= start < end else text
+    if _depth(candidate) > MAX_VERDICT_DEPTH:
+        return Verdict(False, f"the judge's reply nests deeper than the {MAX_VERDICT_DEPTH} levels a verdict may "
+                              "take; it was not read")
     try:
-        data = json.loads(match.group(0) if match else text)
+        data = json.loads(candidate)
         verdict = str(data["verdict"]).strip().lower()
         reason = str(data.get("reason", "")).strip() or "(no reason given)"
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         shown = text if len(text) <= 200 else text[:200] + "…"
         return Verdict(False, f"the judge's reply is not the verdict JSON the prompt asks for: {json.dumps(shown)}")
     if verdict not in ("pass", "fail"):

@@ -99,10 +99,10 @@ def credentials_notice(found: Collector) -> str:
 
 
 def _exporter(found: Collector) -> Any:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from oscova_runtime.network import collector_exporter
 
     if found.from_environment:  # the user's collector: the exporter reads the user's headers and certificates
-        return OTLPSpanExporter(endpoint=found.url, timeout=EXPORT_TIMEOUT)
+        return collector_exporter(found.url, timeout=EXPORT_TIMEOUT)
     return _BareExporter(found.url)
 
 
@@ -161,22 +161,17 @@ class _BareExporter:
         self.url = url
 
     def export(self, spans: Sequence[Any]) -> Any:
-        import urllib.error
-        import urllib.request
-
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
         from opentelemetry.sdk.trace.export import SpanExportResult
+        from oscova_runtime.network import post_spans
 
         if not self.url.lower().startswith(("http://", "https://")):
             log.warning("Spans are not exported to %s: a collector's address starts with http:// or https://",
                         self.url)
             return SpanExportResult.FAILURE
         body = encode_spans(spans).SerializePartialToString()
-        request = urllib.request.Request(self.url, data=body, method="POST",
-                                         headers={"Content-Type": "application/x-protobuf"})
-        try:
-            with urllib.request.urlopen(request, timeout=EXPORT_TIMEOUT) as answer:  # noqa: S310 - http(s) only
-                answer.read()
+        try:  # the network gateway: the span data and its content type, no redirect followed
+            post_spans(self.url, body, timeout=EXPORT_TIMEOUT)
         except (OSError, ValueError) as error:  # urllib's errors are OSErrors; a bad URL a ValueError
             log.warning("Exporting %d span(s) to %s failed: %s", len(spans), self.url, error)
             return SpanExportResult.FAILURE

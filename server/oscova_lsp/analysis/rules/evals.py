@@ -1,10 +1,9 @@
-"""Evaluation files against the workspace: the agent (OSC050), its tools (OSC051), the models (OSC052), and
-assertions that cannot hold as written (OSC053–OSC056)."""
+"""Evaluation files against the workspace: the agent (OSC050), its tools (OSC051), the models (OSC052),
+assertions that cannot hold as written (OSC053–OSC056), and a matrix too large to run (OSC057)."""
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -41,7 +40,8 @@ configuration, so those runs cannot start.""",
 
 BAD_REGEX = Rule(
     "OSC053", E, "evaluations", "A `regex` that does not compile",
-    """The pattern is not a valid Python regular expression, so the assertion fails every run.""")
+    """The pattern is not a valid regular expression (the syntax of the `regex` package, which grading matches
+with: Python's `re` and more), so the assertion fails every run.""")
 
 BAD_JSON_SCHEMA = Rule(
     "OSC054", E, "evaluations", "A `json_schema` that is not a JSON Schema",
@@ -60,12 +60,41 @@ wrong type), so no call of the tool can match them. Checked for the built-in too
 known without running anything.""",
     "rename it to the closest parameter")
 
+MAX_EVAL_RUNS = 10_000
+"""The most runs one `oscova-lsp eval` (or `oscova.runEval`) makes: cases × models × repeat, over every file given."""
+
+TOO_MANY_RUNS = Rule(
+    "OSC057", E, "evaluations", "The evaluation would make too many runs",
+    f"""Every case runs `repeat` times on every model, so the evaluation makes cases × models × repeat runs. Past
+{MAX_EVAL_RUNS:,} runs `oscova-lsp eval` refuses it before making any, and so does the editor's Run eval: such a
+matrix holds hours of model calls and more memory than a machine has. Lower `repeat`, run on fewer models, or
+split the cases into several files.""")
+
+
+def run_count(cases: int, models: int, repeat: int) -> int:
+    """How many runs an evaluation makes (no `models`: one, the agent's own)."""
+    return cases * max(models, 1) * repeat
+
+
+def too_many_runs(cases: int, models: int, repeat: int) -> str | None:
+    """The sentence for a matrix over `MAX_EVAL_RUNS`, or None."""
+    runs = run_count(cases, models, repeat)
+    if runs <= MAX_EVAL_RUNS:
+        return None
+    return (f"{cases:,} case{'s' * (cases != 1)} × {max(models, 1):,} model{'s' * (max(models, 1) != 1)} × "
+            f"{repeat:,} repeat{'s' * (repeat != 1)} make {runs:,} runs, over the {MAX_EVAL_RUNS:,} one evaluation "
+            "may make; lower `repeat`, run on fewer models or split the cases")
+
 
 def check(ctx: Context, parsed: EvalFile) -> list[Diagnostic]:
     evaluation, doc = parsed.evaluation, parsed.doc
     if evaluation is None or doc is None:
         return []
     out = _models(ctx, parsed, evaluation, doc)
+    too_many = too_many_runs(len(evaluation.cases), len(evaluation.models), evaluation.repeat)
+    if too_many is not None:
+        rng = doc.value_range(("repeat",)) or doc.key_range(("cases",)) or value_place(doc, ("cases",))
+        out.append(TOO_MANY_RUNS.diagnostic(parsed.path, rng, too_many))
     for place, expectation in _expectations(evaluation):
         out += _assertion(ctx, parsed, evaluation, doc, place, expectation)
     target = ctx.ws.definition_by_id(evaluation.agent)
@@ -116,9 +145,11 @@ def _assertion(ctx: Context, parsed: EvalFile, evaluation: Evaluation, doc: Yaml
     kind, value = expectation.kind, expectation.value
     rng = value_place(doc, (*place, kind), place)
     if kind == "regex":
+        import regex  # only for files with a `regex` assertion
+
         try:
-            re.compile(value)
-        except re.error as error:
+            regex.compile(value)
+        except regex.error as error:
             return [BAD_REGEX.diagnostic(parsed.path, rng, f"the regex does not compile: {error}")]
     elif kind == "json_schema":
         problem = schema_problem(value)
@@ -135,10 +166,14 @@ def _assertion(ctx: Context, parsed: EvalFile, evaluation: Evaluation, doc: Yaml
 def schema_problem(schema: Any) -> str | None:
     """Why `schema` is not a JSON Schema, or None (the runner and the checker read the same answer)."""
     import jsonschema  # only for files with a `json_schema` assertion
+    import regex
 
+    checker = jsonschema.FormatChecker()
+    checker.checks("regex", raises=regex.error)(regex.compile)  # a `pattern` as grading compiles it
     try:
-        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
-    except jsonschema.SchemaError as error:
+        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator(validator.META_SCHEMA, format_checker=checker).validate(schema)
+    except jsonschema.ValidationError as error:
         where = "/".join(str(p) for p in error.absolute_path)
         return (f"at `{where}`: " if where else "") + error.message
     return None

@@ -12,12 +12,14 @@ from .rule import E, Rule
 MAX_DEPTH = 100
 """How deep a document may nest (YAML collections; TOML arrays, inline tables and dotted keys)."""
 MAX_EXPANDED_NODES = 10_000
-"""How many nodes YAML aliases may expand to before the document is an alias bomb."""
+"""How many nodes YAML aliases may expand to (nodes reached again through an alias, not the document's own) before
+the document is an alias bomb."""
 
 CANNOT_READ = Rule(
     "OSC001", E, "any file", "The file cannot be read: YAML, TOML or encoding error",
     f"""The file is not valid YAML or TOML, is not UTF-8, nests deeper than {MAX_DEPTH} levels, or uses YAML
-aliases that expand past {MAX_EXPANDED_NODES:,} nodes (an "alias bomb"). Nothing else in the file is checked
+aliases that expand past {MAX_EXPANDED_NODES:,} nodes (an "alias bomb": the nodes an alias repeats count, the
+document's own do not). Nothing else in the file is checked
 until it parses.""")
 
 
