@@ -371,7 +371,9 @@ def _personal(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildConte
 
 @builds("private_notes")
 def _private_notes(host: ConfiguredHost, definition: AgentDefinition, ctx: BuildContext) -> AIContextProvider:
-    return PrivateNotesContextProvider(host.storage_folder(".oscova/notes", "notes"), host.config.host.user_id,
+    # Not `storage_folder`: a notes folder leading out is refused notes, which contribute nothing and say why
+    # when a run reads them (the provider checks it), not a host that cannot build the agent.
+    return PrivateNotesContextProvider(os.path.join(host.root, ".oscova", "notes"), host.config.host.user_id,
                                        definition.id, boundary=host.root)
 
 

@@ -58,3 +58,28 @@ async def test_a_run_says_why_refused_notes_contribute_nothing(refused: Path, fa
     assert events.kinds().index("notice") < events.kinds().index("completed") and "notice" in EVENT_KINDS
     system = fake_openai.requests[0].messages[0]["content"]
     assert SECRET not in system and "<private_notes>" not in system
+
+
+async def test_a_run_whose_notes_folder_leads_out_completes_and_says_why_notes_are_off(
+        tmp_path: Path, fake_openai: FakeOpenAI, canary_key: str):
+    """"Missing or unauthorized notes contribute nothing." — a notes folder that is a link out of the workspace
+    does not stop the run (the build once failed on it); the run's events say why the notes are off."""
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url)
+    away = tmp_path / "away"
+    (away / "alice").mkdir(parents=True)
+    (away / "alice" / "helper.md").write_text(f"{SECRET}: outside the workspace")
+    (root / ".oscova").mkdir()
+    os.symlink(away, root / ".oscova" / "notes")
+    fake_openai.enqueue(Reply(text="ok"))
+    events = Recorder()
+    service = RunService(root)
+    try:
+        result = await service.run("helper", "hi", on_event=events)
+    finally:
+        await service.aclose()
+    assert result["status"] == "completed"
+    assert [(n["provider"], n["message"]) for n in events.of("notice")] == [(
+        "PrivateNotesContextProvider", "The private notes were left out of the prompt: the notes folder "
+        "`.oscova/notes` leads outside the workspace root")]
+    system = fake_openai.requests[0].messages[0]["content"]
+    assert SECRET not in system and "<private_notes>" not in system

@@ -1,14 +1,16 @@
 """The one file gateway (`oscova_runtime.paths`, issue 20): what every read, write, listing and removal in a
 workspace, its `.oscova/` folder and the user's cache is held to, tested on real files, links, FIFOs, `/proc`
-entries, a racing folder swap and (as root) a tmpfs that fills up."""
+entries, a folder swapped for a link between check and open, and (as root) a tmpfs that fills up."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from oscova_runtime.paths import (
@@ -16,8 +18,10 @@ from oscova_runtime.paths import (
     LineLog,
     NotPrivate,
     check_inside,
+    open_regular,
     private_folder,
     read_bytes,
+    read_head,
     read_lines,
     remove_file,
     scan_folder,
@@ -41,43 +45,83 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
     return root, outside
 
 
-def test_a_folder_swapped_for_a_link_while_files_are_read_never_leaks_what_is_outside(layout: tuple[Path, Path]):
-    """A thread keeps swapping the folder `inside` for a link to the outside folder and back; every read
-    through the gateway gives the inside text or a refusal. A read that checks first and opens after (the
-    old way) meets the outside text in the same race, which shows the race is real."""
-    root, outside = layout
-    folder, away = root / "inside", root / "away"
-    stop = threading.Event()
+class SwapAtOpen:
+    """Swaps the folder `inside` for a link to the outside folder at the instant `os.open` is called on the file
+    in it: after every check a reader makes before opening, before the open itself. That is the window a racing
+    attacker aims for, met on every read rather than when the scheduler happens to allow it (the free-running
+    race is `benchmarks/link_swap_bench.py`)."""
 
-    def swap() -> None:
-        while not stop.is_set():
-            os.rename(folder, away)
-            os.symlink(outside, folder)
-            os.unlink(folder)
-            os.rename(away, folder)
+    def __init__(self, root: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.folder, self.away, self.outside = root / "inside", root / "away", outside
+        self.path = str(self.folder / "file.txt")
+        self.names = {self.path, os.path.realpath(self.path)}  # the gateway opens the real path
+        self.swaps = 0
+        self._armed = False
+        self._open = os.open
+        monkeypatch.setattr(os, "open", self._swapping_open)
 
-    racer = threading.Thread(target=swap, daemon=True)
-    racer.start()
-    seen, naive = set(), set()
-    deadline = time.monotonic() + 2
+    def _swapping_open(self, path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if self._armed and dir_fd is None and os.fspath(path) in self.names:
+            self._armed = False
+            os.rename(self.folder, self.away)
+            os.symlink(self.outside, self.folder)
+            self.swaps += 1
+        return self._open(path, flags, mode, dir_fd=dir_fd)
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        """The next open of the file swaps the folder; the folder is put back afterwards."""
+        self._armed, swaps = True, self.swaps
+        try:
+            yield
+        finally:
+            self._armed = False
+            if self.swaps > swaps:
+                os.unlink(self.folder)
+                os.rename(self.away, self.folder)
+        assert self.swaps == swaps + 1, "the file was never opened with os.open: the swap did not happen"
+
+
+def _check_then_open(path: str, root: Path) -> bytes:
+    """The old way: the path checked, then opened by name, so a folder swapped in between is followed."""
+    check_inside(path, str(root))
+    fd = os.open(path, os.O_RDONLY)
     try:
-        while time.monotonic() < deadline:
-            path = str(folder / "file.txt")
-            try:
-                seen.add(read_bytes(path, root=str(root)))
-            except FileRefused:
-                seen.add(b"refused")
-            try:
-                check_inside(path, str(root))
-                with open(path, "rb") as handle:
-                    naive.add(handle.read())
-            except (FileRefused, OSError):
-                pass
+        return os.read(fd, 100)
     finally:
-        stop.set()
-        racer.join()
-    assert b"secret" not in seen and b"inside" in seen, seen
-    assert b"secret" in naive, "the race was never met; the test proved nothing"
+        os.close(fd)
+
+
+GATEWAY_READERS: dict[str, Callable[[str, str], bytes]] = {
+    "read_bytes": lambda path, root: read_bytes(path, root=root),
+    "read_head": lambda path, root: read_head(path, root=root, limit=100)[0],
+    "read_lines": lambda path, root: "".join(read_lines(path, root=root, limit=100, line_limit=100)).encode(),
+    "open_regular": lambda path, root: _read_and_close(open_regular(path, root=root)),
+}
+
+
+def _read_and_close(fd: int) -> bytes:
+    try:
+        return os.read(fd, 100)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("reader", GATEWAY_READERS)
+def test_a_folder_swapped_for_a_link_while_files_are_read_never_leaks_what_is_outside(
+        layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, reader: str):
+    """The folder `inside` is swapped for a link to the outside folder between the check and the open. A read
+    that checks first and opens after (the old way) gets the outside text, which shows the swap is the real
+    attack; every gateway reader refuses, because it checks the opened file again, and reads the inside text
+    once the folder is back."""
+    root, outside = layout
+    swap = SwapAtOpen(root, outside, monkeypatch)
+    with swap.armed():
+        assert _check_then_open(swap.path, root) == b"secret"
+    read = GATEWAY_READERS[reader]
+    with swap.armed(), pytest.raises(FileRefused, match="moved outside the workspace root while it was opened"):
+        read(swap.path, str(root))
+    assert read(swap.path, str(root)) == b"inside"
 
 
 def test_special_files_and_system_views_are_refused_with_the_reason(layout: tuple[Path, Path]):

@@ -200,6 +200,37 @@ async def test_memory_reads_three_files_within_the_budget_and_appends_the_block(
     assert estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
 
 
+async def test_the_memory_providers_own_default_budget_is_2000_tokens(tmp_path):
+    """"Its default combined token budget is 2,000." — of the provider itself, built without a budget (the host's
+    `[memory] token_budget` default is another test): 8,000 characters (2,000 estimated tokens) of long-term
+    memory are kept whole, 8,004 (2,001) are cut to 2,000 with the marker. Only a budget of exactly 2,000 does
+    both."""
+    store = MemoryStore(str(tmp_path), "alice", "helper")
+    (tmp_path / "alice" / "helper").mkdir(parents=True)
+    provider = MemoryContextProvider(store, [], TemplateRenderer(tmp_path), system_prompt="{{ agent_memory }}")
+
+    async def long_term(size: int) -> str:
+        (tmp_path / "alice" / "helper" / "MEMORY.md").write_text("L" * size)
+        text = (await provider.provide_ai_context(InvokingContext(None, AgentSession(), None))).instructions
+        return text[text.index("### Long-term\n") + len("### Long-term\n"):text.index("\n</agent_memory>")]
+
+    assert await long_term(8000) == "L" * 8000
+    cut = await long_term(8004)
+    assert cut.endswith("[…]") and cut.startswith("L" * 7000) and estimate_tokens(cut) == 2000
+
+
+async def test_the_memory_provider_contributes_the_tools_given_to_its_constructor(tmp_path):
+    """"It contributes the rendered memory instructions plus the memory tools supplied to its constructor." — tools
+    that are not the store's own (`memory_tools(store)`) are the ones offered, the same objects, in their order."""
+    store = MemoryStore(str(tmp_path), "alice", "helper")
+    given = [function_from_callable(lambda: "a", name="recall_a", description="Recalls a."),
+             function_from_callable(lambda: "b", name="recall_b", description="Recalls b.")]
+    provider = MemoryContextProvider(store, given, TemplateRenderer(tmp_path))
+    result = await provider.provide_ai_context(InvokingContext(None, AgentSession(), None))
+    assert len(result.tools) == 2 and all(got is tool for got, tool in zip(result.tools, given, strict=True))
+    assert "<agent_memory>" in result.instructions
+
+
 async def test_memory_tools_write_the_day_file_and_long_term_file(tmp_path, fake_openai):
     host = ConfiguredHost(tmp_path, config(fake_openai, **FULL), [AgentDefinition(id="m", memory=True)])
     agent = await host.get_agent("m")
@@ -224,6 +255,18 @@ async def test_the_todo_provider_keeps_the_list_in_the_session(tmp_path, fake_op
     await agent.run("plan", session=session)
     await agent.run("continue", session=session)
     assert fake_openai.requests[2].messages[-1]["content"] == "<todo_list>\n- [~] write tests\n</todo_list>"
+
+
+async def test_the_todo_list_reaches_the_model_as_a_user_message(tmp_path, fake_openai):
+    """"Todo list: Instructions, a synthetic user message, and tools" — the list is sent with the user role, after
+    the run's own input (a system or assistant message would read as the agent's own words)."""
+    host = ConfiguredHost(tmp_path, config(fake_openai, host={"todo": True}), [AgentDefinition(id="t", todo=True)])
+    fake_openai.enqueue(Reply(text="ok"))
+    await (await host.get_agent("t")).run("plan the release")
+    assert fake_openai.requests[0].messages[1:] == [
+        {"role": "user", "content": "plan the release"},
+        {"role": "user", "content": "<todo_list>\n(empty)\n</todo_list>"}]
+    await host.aclose()
 
 
 async def test_vision_analyzes_an_image_inside_the_workspace(tmp_path, fake_openai):

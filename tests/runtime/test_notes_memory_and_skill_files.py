@@ -100,6 +100,63 @@ async def test_another_users_notes_are_never_read(notes: Path):
     assert SECRET in (await own.provide_ai_context(ctx())).instructions
 
 
+@pytest.mark.parametrize("link", [".oscova/notes", ".oscova"])
+@pytest.mark.parametrize("notes_there", [True, False])
+async def test_a_notes_folder_leading_out_of_the_workspace_contributes_nothing_and_the_run_says_why(
+        tmp_path: Path, fake_openai, link: str, notes_there: bool):
+    """"Missing or unauthorized notes contribute nothing." — notes reached through a folder that is a link out of
+    the workspace are unauthorized notes: the requested agent builds and runs, the prompt holds nothing of them,
+    and the run is told why notes are off (a notice), once, whether or not a notes file waits at the far end."""
+    from oscova_runtime.notices import listening
+
+    root, away = tmp_path / "ws", tmp_path / "away"
+    root.mkdir()
+    outside_notes = away / "alice" if link == ".oscova/notes" else away / "notes" / "alice"
+    outside_notes.mkdir(parents=True)
+    if notes_there:
+        (outside_notes / "helper.md").write_text(f"{SECRET}: read from outside the workspace")
+    (root / link).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(away, root / link)
+    config = HostConfig.model_validate({"host": {"user_id": "alice"},
+                                        "models": {"default": {"model": "m", "base_url": fake_openai.base_url}}})
+    host = ConfiguredHost(root, config, [AgentDefinition(id="helper", instructions="Be brief.")])
+    fake_openai.enqueue(Reply(text="ok"))
+    heard = []
+    try:
+        with listening(heard.append):
+            response = await (await host.get_agent("helper")).run("hi")
+    finally:
+        await host.aclose()
+    assert response.text == "ok"
+    system = fake_openai.requests[0].messages[0]["content"]
+    assert "Be brief." in system and SECRET not in system and "<private_notes>" not in system
+    assert [(n.source, n.message) for n in heard] == [(
+        "oscova_runtime.providers.private_notes.PrivateNotesContextProvider",
+        "The private notes were left out of the prompt: the notes folder `.oscova/notes` leads outside the "
+        "workspace root")]
+
+
+async def test_without_a_user_id_a_notes_folder_leading_out_is_never_looked_at(tmp_path: Path, fake_openai):
+    """No user id: there are no notes to read (missing notes), so the folder is not checked and nothing is said;
+    the agent builds and runs (this failed the build once)."""
+    from oscova_runtime.notices import listening
+
+    root, away = tmp_path / "ws", tmp_path / "away"
+    (root / ".oscova").mkdir(parents=True)
+    away.mkdir()
+    os.symlink(away, root / ".oscova/notes")
+    config = HostConfig.model_validate({"models": {"default": {"model": "m", "base_url": fake_openai.base_url}}})
+    host = ConfiguredHost(root, config, [AgentDefinition(id="helper", instructions="Be brief.")])
+    fake_openai.enqueue(Reply(text="ok"))
+    heard = []
+    try:
+        with listening(heard.append):
+            assert (await (await host.get_agent("helper")).run("hi")).text == "ok"
+    finally:
+        await host.aclose()
+    assert heard == []
+
+
 # -- memory ------------------------------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Reply, ToolCall, make_request
+from conftest import Reply, ScriptedChatClient, ToolCall, make_request
 from oscova_runtime.context import AIContext, AIContextProvider
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.messages import (
@@ -98,6 +98,42 @@ async def test_non_streaming_appends_every_response_message_and_observes_no_requ
     assert [(m.role, m.text) for m in run.live_messages] == [("assistant", ""), ("assistant", "final")]
     assert run.live_messages[0].function_calls[0].call_id == "c1"
     assert signals == [1, 2]
+
+
+async def test_a_non_streaming_response_of_two_messages_is_appended_whole():
+    """"For non-streaming calls, every response message is appended after the response returns." — one model call
+    whose response holds two messages appends both, in order, with one signal after the response."""
+    run = AgentTaskRun(live_messages=[])
+    signals = []
+    run.live_messages_changed.append(lambda r: signals.append([m.text for m in r.live_messages]))
+    accessor = AgentRunObserverAccessor(AgentTaskRunObserver(run))
+    two = ChatResponse([ChatMessage.of("assistant", "thinking aloud"), ChatMessage.of("assistant", "the answer")])
+    agent = await observed_agent(ScriptedChatClient(two), accessor)
+    try:
+        await agent.run("question")
+    finally:
+        accessor.observer = None
+    assert [m.text for m in run.live_messages] == ["thinking aloud", "the answer"]
+    assert signals == [["thinking aloud", "the answer"]]
+
+
+async def test_a_subscriber_exception_reaches_the_caller_of_run():
+    """"subscriber exceptions propagate to the observer caller" — through the middleware and the agent: the run
+    raises the subscriber's own exception rather than completing."""
+    run = AgentTaskRun(live_messages=[])
+
+    def bad(_):
+        raise KeyError("subscriber")
+
+    run.live_messages_changed.append(bad)
+    accessor = AgentRunObserverAccessor(AgentTaskRunObserver(run))
+    agent = await observed_agent(ScriptedChatClient("answer"), accessor)
+    try:
+        with pytest.raises(KeyError, match="subscriber"):
+            await agent.run("question")
+    finally:
+        accessor.observer = None
+    assert [m.text for m in run.live_messages] == ["answer"]  # the subscriber ran after the append, as stated
 
 
 async def test_a_cleared_accessor_observes_nothing(openai_client, fake_openai):

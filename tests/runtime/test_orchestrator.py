@@ -153,9 +153,10 @@ async def test_a_failed_requested_build_is_not_cached_while_a_finished_dependenc
     assert "parent" not in orchestrator.agents and "child" in orchestrator.agents
 
 
-@pytest.mark.parametrize("where", ["providers", "chat", "reducer", "options", "builder"])
+@pytest.mark.parametrize("where", ["providers", "chat", "reducer", "options", "builder", "agent builder"])
 async def test_factory_and_customizer_exceptions_propagate(where):
-    """"Factory, reducer, option, builder, and framework construction exceptions propagate to the caller." """
+    """"Factory, reducer, option, builder, and framework construction exceptions propagate to the caller." — every
+    callback of the request, `configure_agent_builder` (every built agent's builder) too."""
     f = Counting()
 
     def boom(*args):
@@ -171,12 +172,33 @@ async def test_factory_and_customizer_exceptions_propagate(where):
         request.chat_reducer_factory = boom
     elif where == "options":
         request.configure_options = boom
-    else:
+    elif where == "builder":
         request.configure_builder = boom
+    else:
+        request.configure_agent_builder = boom
     orchestrator = AgentOrchestrator()
     with pytest.raises(LookupError, match=where):
         await orchestrator.get_or_create_agent(request)
     assert len(orchestrator.agents) == 0
+
+
+async def test_an_agent_builder_exception_for_a_dependency_propagates():
+    """`configure_agent_builder` "Adjusts every built agent, including exposed dependencies", and its exceptions
+    propagate from a dependency's build as well: the requested agent is not built, nor cached."""
+    child = AgentDefinition(id="child", exposed_as_tool=True)
+    parent = AgentDefinition(id="parent", agent_tools=["child"])
+    f = Counting()
+
+    def customize(builder, built):
+        if built.id == "child":
+            raise LookupError("the child's builder")
+        return builder
+
+    orchestrator = AgentOrchestrator()
+    with pytest.raises(LookupError, match="the child's builder"):
+        await orchestrator.get_or_create_agent(f.request(parent, available=[parent, child],
+                                                         configure_agent_builder=customize))
+    assert "parent" not in orchestrator.agents and [a for kind, a, _ in f.log if kind == "chat"] == ["child"]
 
 
 async def test_a_null_provider_list_violates_the_contract():

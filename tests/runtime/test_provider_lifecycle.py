@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import Reply
+from conftest import Reply, ScriptedChatClient
 from oscova_runtime.agent import ChatClientAgent, ChatClientAgentOptions
 from oscova_runtime.chat_client import ChatClientError
 from oscova_runtime.context import (
@@ -18,7 +18,15 @@ from oscova_runtime.context import (
     InvokedContext,
     InvokingContext,
 )
-from oscova_runtime.messages import ChatMessage, ChatOptions, MessageSource, MessageSourceType
+from oscova_runtime.messages import (
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    FunctionCallContent,
+    FunctionResultContent,
+    MessageSource,
+    MessageSourceType,
+)
 from oscova_runtime.session import AgentSession, InMemoryChatHistoryProvider
 from oscova_runtime.tools import function_from_callable
 
@@ -181,6 +189,30 @@ async def test_store_filters_request_to_external_and_keeps_all_response_messages
     stored = first.stored[0]
     assert [m.text for m in stored.request_messages] == ["question"]
     assert [m.text for m in stored.response_messages] == ["answer"]
+
+
+async def test_store_gets_this_runs_external_input_and_every_response_message():
+    """The same statement with the material to tell it apart: the request holds loaded history, a provider's
+    message and this run's input, and the response three messages (a tool call, its result, the answer). Only
+    the input is stored of the request (history is never stored again), and all three of the response."""
+    history_answer = ChatResponse([ChatMessage.of("assistant", "first answer")])
+    three = ChatResponse([ChatMessage("assistant", [FunctionCallContent("c1", "ping", {})]),
+                          ChatMessage("tool", [FunctionResultContent("c1", "pong")]),
+                          ChatMessage.of("assistant", "second answer")])
+    client = ScriptedChatClient(history_answer, three)
+    first = First(messages=[ChatMessage.of("user", "injected")])
+    agent, session = agent_with(client, first), AgentSession()
+    await agent.run("first question", session=session)
+    await agent.run("second question", session=session)
+    sent, _ = client.requests[1]
+    assert [(m.source.type, m.text) for m in sent] == [
+        (MessageSourceType.CHAT_HISTORY, "first question"), (MessageSourceType.CHAT_HISTORY, "injected"),
+        (MessageSourceType.CHAT_HISTORY, "first answer"), (MessageSourceType.EXTERNAL, "second question"),
+        (MessageSourceType.AI_CONTEXT_PROVIDER, "injected")]
+    stored = first.stored[1]
+    assert [m.text for m in stored.request_messages] == ["second question"]
+    assert list(stored.response_messages) == three.messages
+    assert [m.role for m in stored.response_messages] == ["assistant", "tool", "assistant"]
 
 
 async def test_store_is_skipped_on_failure(openai_client, fake_openai):

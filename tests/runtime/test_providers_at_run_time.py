@@ -251,6 +251,38 @@ async def test_tool_search_snapshots_its_name_lists_and_reads_the_catalogue_each
     assert await tools[1].invoke({}) == "new"
 
 
+async def test_tools_unlocked_by_search_belong_to_the_cached_provider_instance(tmp_path, fake_openai):
+    """"ToolSearchProvider contributes its instructions, search_tools, pinned tools, and tools unlocked for that
+    cached provider instance." — an unlock lasts for the later runs of the cached agent (another session too);
+    the agent built again after eviction has a new provider, which starts with none unlocked."""
+    definition = AgentDefinition(id="s", tool_mode="search", tools=["current_datetime", "read_file"])
+    host = ConfiguredHost(tmp_path, config(fake_openai), [definition])
+    fake_openai.enqueue(Reply(tool_calls=[ToolCall("search_tools", {"query": "current_datetime"}, "c1")]),
+                        Reply(text="found"), Reply(text="again"), Reply(text="rebuilt"))
+    cached = await host.get_agent("s")
+    await cached.run("find the clock")
+    await (await host.get_agent("s")).run("what time is it")
+    assert host.orchestrator.evict_agent("s")
+    rebuilt = await host.get_agent("s")
+    await rebuilt.run("what time is it")
+    assert rebuilt is not cached
+    offered = [r.tool_names for r in fake_openai.requests]
+    # the first run's two requests (its tools are assembled once, before the search), the next run, the rebuilt one
+    assert offered == [["search_tools"], ["search_tools"], ["search_tools", "current_datetime"], ["search_tools"]]
+    await host.aclose()
+
+
+async def test_two_tool_search_providers_unlock_apart():
+    """The same statement on two instances built from the same lists and catalogue: what one unlocks the other does
+    not offer."""
+    orchestrator = AgentOrchestrator()
+    orchestrator.sync_tools([named("find_me"), named("other")])
+    first, second = (ToolSearchProvider(["find_me", "other"], [], lambda: orchestrator.tools) for _ in range(2))
+    assert (await first.search_tools("find_me")).startswith("Unlocked:\n- find_me")
+    assert [t.name for t in (await first.provide_ai_context(ctx())).tools] == ["search_tools", "find_me"]
+    assert [t.name for t in (await second.provide_ai_context(ctx())).tools] == ["search_tools"]
+
+
 async def test_the_tool_provider_reads_the_catalogue_on_each_invocation():
     orchestrator = AgentOrchestrator()
     provider = AgentToolProvider(lambda: ["t"], lambda: orchestrator.tools)

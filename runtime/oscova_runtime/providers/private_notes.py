@@ -16,11 +16,13 @@ LEFT_OUT = "The private notes were left out of the prompt: {reason}"
 class PrivateNotesContextProvider(AIContextProvider):
     """Reads `<notes root>/<user id>/<agent id>.md`. Missing or unauthorized notes contribute nothing (seed).
 
-    Unauthorized: a notes file that is a FIFO or a device, a link leading out of the user's own notes folder
-    (out of the workspace, or to another user's notes), or a user id that names another folder. Such a file
-    is not read; the reason goes to the run's listener (`notices`), never into the prompt. `boundary`: the
-    folder the read also stays inside after symlinks (the configured host passes the workspace root). The
-    content is read in a worker thread (`filecache.read_text_async`), so a cancelled run stops waiting at once.
+    Unauthorized: a notes folder that leads out of `boundary` (it, or a folder above it, is a link out of the
+    workspace), a notes file that is a FIFO or a device, a link leading out of the user's own notes folder
+    (out of the workspace, or to another user's notes), or a user id that names another folder. Such notes
+    are not read; the reason goes to the run's listener (`notices`), never into the prompt, and the run goes
+    on. `boundary`: the folder the read also stays inside after symlinks (the configured host passes the
+    workspace root). The content is read in a worker thread (`filecache.read_text_async`), so a cancelled run
+    stops waiting at once.
     """
 
     def __init__(self, notes_root: str, user_id: str | None, agent_id: str, *, boundary: str | None = None) -> None:
@@ -32,6 +34,10 @@ class PrivateNotesContextProvider(AIContextProvider):
 
     def _check(self) -> None:
         """FileRefused when the notes may not be read as this user's (see the class)."""
+        if not is_inside(self.notes_root, self.boundary):  # checked on every run: the folder may become a link
+            shown = os.path.relpath(self.notes_root, self.boundary) if is_inside(
+                self.notes_root, self.boundary, real=False) else self.notes_root
+            raise FileRefused(f"the notes folder `{shown}` leads outside the workspace root")
         if self._user_id_refusal is not None:
             raise FileRefused(self._user_id_refusal)
         own_folder = os.path.join(os.path.realpath(self.notes_root), os.path.basename(self.user_folder or ""))
