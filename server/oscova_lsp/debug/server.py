@@ -8,8 +8,9 @@ import os
 import sys
 from typing import Any
 
+from oscova_runtime.framing import MAX_HEADER_BYTES, FramingError, MessageReader, encode
+
 from .adapter import DebugAdapter
-from .wire import MAX_HEADER_BYTES, FramingError, MessageReader, encode
 
 
 class _ProtocolOutput:

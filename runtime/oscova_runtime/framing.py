@@ -1,5 +1,5 @@
-"""DAP framing: `Content-Length: N\r\n\r\n` then N bytes of a UTF-8 JSON object (the base protocol); a bad frame is
-dropped and reading resumes at the next header."""
+"""The base protocol's framing, as the debug adapter (DAP) and the run host speak it: `Content-Length: N\r\n\r\n`
+then N bytes of a UTF-8 JSON object; a bad frame is dropped and reading resumes at the next header."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ MAX_HEADER_BYTES = 8192
 
 
 class FramingError(Exception):
-    """A message that cannot be read as DAP: the message says why; the stream goes on with the next one."""
+    """A message that cannot be read: the message says why; the stream goes on with the next one."""
 
 
 _TOKEN = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
@@ -28,8 +28,9 @@ class MessageReader:
     resynchronises on the next `Content-Length` header: a bad length (`Content-Length: abc`) leaves its body in the
     stream, which would otherwise be read as the next header and swallow every message after it."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, limit: int = MAX_MESSAGE_BYTES) -> None:
         self._reader = reader
+        self._limit = limit
         self._buffer = bytearray()
         self._resync = False
 
@@ -39,7 +40,7 @@ class MessageReader:
         return bool(data)
 
     async def read(self) -> dict[str, Any] | None:
-        """The next message, None at the end of the stream; FramingError for a frame that is not DAP."""
+        """The next message, None at the end of the stream; FramingError for a frame that cannot be read."""
         buffer = self._buffer
         while True:
             if self._resync:
@@ -66,11 +67,10 @@ class MessageReader:
             if problem is not None or length is None:
                 self._resync = True
                 raise FramingError(f"A message had {problem or 'no Content-Length header'}; it was skipped")
-            if length > MAX_MESSAGE_BYTES:
+            if length > self._limit:
                 if not await self._skip(length):
                     return None
-                raise FramingError(f"A message of {length} bytes is larger than {MAX_MESSAGE_BYTES} bytes; it was "
-                                   "skipped")
+                raise FramingError(f"A message of {length} bytes is larger than {self._limit} bytes; it was skipped")
             while len(buffer) < length:
                 if not await self._fill():
                     return None
