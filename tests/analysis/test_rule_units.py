@@ -64,6 +64,8 @@ def test_the_rules_reference_is_the_registry() -> None:
     assert markdown_table() in page and len(markdown_table().splitlines()) == len(RULES) + 2
     for rule in RULES.values():  # a section per rule, with its explanation
         assert f"\n## {rule.code}\n\n**{rule.summary}**\n" in page and rule.explanation.strip() in page
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "| OSC001 |" not in readme and "docs/rules.md" in readme  # one table, in the reference
 
 
 def test_oscova_lsp_rule_lists_and_documents_the_registry(capsys: pytest.CaptureFixture[str]) -> None:

@@ -279,9 +279,9 @@ def test_a_missing_model_deep_in_the_chain_is_reported_from_the_agent_that_was_r
                             "(helpdesk → order-lookup), uses the model 'local'"), error
 
 
-def test_the_readme_custom_provider_classes_work_as_printed(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    code = readme.split("The class subclasses `oscova_runtime.AIContextProvider`", 1)[1]
+def test_the_configuration_pages_custom_provider_classes_work_as_printed(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    code = page.split("The class subclasses `oscova_runtime.AIContextProvider`", 1)[1]
     code = code.split("```python\n", 1)[1].split("```", 1)[0]
     host = (models_default(base_url=UNREACHABLE) + '\n'
             '[providers.tickets]\nclass = "providers.readme:TicketContextProvider"\ntemplate = "templates/tickets.j2"\n'

@@ -1,4 +1,4 @@
--- Neovim 0.7 headless: the README's Neovim snippets as printed. $SETUP_SNIPPET (the client setup) is run
+-- Neovim 0.7 headless: the Neovim snippets of docs/editors.md as printed. $SETUP_SNIPPET (the client setup) is run
 -- first, so its autocommand starts `oscova-lsp` for the file given on the command line; once the buffer has
 -- its first diagnostics, $RUN_SNIPPET (the run from the editor) is run and whatever it prints ends the test.
 vim.defer_fn(function() io.stderr:write('TIMEOUT\n'); vim.cmd('cquit 2') end, tonumber(os.getenv('DEADLINE_MS') or '40000'))

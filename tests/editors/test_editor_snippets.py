@@ -1,11 +1,11 @@
-"""The README's Neovim and Emacs snippets, run as printed (issue 22 item 11): each is read from README.md by
-this test, so the README cannot drift from what was run. Neovim 0.7 (Debian `neovim`) runs the client setup
+"""The Neovim and Emacs snippets of docs/editors.md, run as printed: each is read from the page by this test,
+so the page cannot drift from what was run. Neovim 0.7 (Debian `neovim`) runs the client setup
 and the agent run from the editor; Emacs 28 with eglot 1.9 and yaml-mode (Debian `emacs-nox elpa-eglot
 elpa-yaml-mode`) likewise. `oscova-lsp` is the console script of this environment, found on PATH as a user's
 would be; the model is the local OpenAI-compatible server.
 
 In CI (`CI` set) a missing editor is a failure; elsewhere the test is skipped.
-The README prints no Neovim snippet that is not run here."""
+The page prints no Neovim snippet that is not run here."""
 
 from __future__ import annotations
 
@@ -23,13 +23,13 @@ from tests.support.host_files import models_default
 
 from .test_real_editors import HERE, require
 
-README = HERE.parent.parent / "README.md"
+EDITORS = HERE.parent.parent / "docs" / "editors.md"
 SCRIPTS = Path(sys.executable).parent  # where `oscova-lsp` is installed
 
 
-def readme_block(heading: str, language: str) -> str:
+def page_block(heading: str, language: str) -> str:
     """The first ```language block after the paragraph that starts with `heading`."""
-    text = README.read_text(encoding="utf-8")
+    text = EDITORS.read_text(encoding="utf-8")
     start = text.index(f"\n{heading}")
     match = re.compile(rf"^```{language}\n(.*?)^```", re.S | re.M).search(text, start)
     assert match is not None, f"no {language} block after {heading!r}"
@@ -44,7 +44,7 @@ def fake() -> Iterator[FakeOpenAI]:
 
 
 def workspace(tmp_path: Path, fake: FakeOpenAI) -> Path:
-    """A git repository (how eglot finds a project) holding a workspace with the README's `triage` agent; its
+    """A git repository (how eglot finds a project) holding a workspace with the page's `triage` agent; its
     `current_time` is a warning (OSC102), so the open buffer gets a diagnostic and the agent still runs."""
     root = tmp_path / "ws"
     (root / "agents").mkdir(parents=True)
@@ -68,9 +68,9 @@ def run_editor(command: list[str], root: Path, snippets: dict[str, str], **extra
                           timeout=120)
 
 
-NEOVIM_SETUP = ("**Neovim 0.7+**", "lua")
+NEOVIM_SETUP = ("## Neovim", "lua")
 NEOVIM_RUN = ("**Neovim**: `vim.lsp.codelens.refresh()`", "lua")
-EMACS_SETUP = ("**Emacs** (eglot", "elisp")
+EMACS_SETUP = ("## Emacs", "elisp")
 EMACS_RUN = ("**Emacs (eglot)**", "elisp")
 
 
@@ -79,22 +79,22 @@ EMACS_RUN = ("**Emacs (eglot)**", "elisp")
     (Reply(status=500, error_message="the model is overloaded"),
      "PRINT failed: The model returned an error (HTTP 500): the model is overloaded"),
 ])
-def test_the_readme_neovim_snippets_give_diagnostics_and_run_an_agent(tmp_path: Path, fake: FakeOpenAI,
+def test_the_neovim_snippets_give_diagnostics_and_run_an_agent(tmp_path: Path, fake: FakeOpenAI,
                                                                       reply: Reply, printed: str) -> None:
     nvim = require("nvim", "neovim")
     root = workspace(tmp_path, fake)
     fake.enqueue(reply)
-    proc = run_editor([nvim, "--headless", "--clean", "-u", str(HERE / "readme_nvim.lua"),
+    proc = run_editor([nvim, "--headless", "--clean", "-u", str(HERE / "snippet_nvim.lua"),
                        str(root / "agents" / "triage.agent.yaml")], root,
-                      {"SETUP_SNIPPET": readme_block(*NEOVIM_SETUP), "RUN_SNIPPET": readme_block(*NEOVIM_RUN)})
+                      {"SETUP_SNIPPET": page_block(*NEOVIM_SETUP), "RUN_SNIPPET": page_block(*NEOVIM_RUN)})
     assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert re.search(r"^DIAG triage\.agent\.yaml 1:\d+ OSC102$", proc.stdout, re.M), proc.stdout
     assert printed in proc.stdout.splitlines(), proc.stdout + proc.stderr
     assert fake.requests[0].messages[-1]["content"] == "502s in eu-west"
 
 
-def test_the_readme_names_what_the_emacs_snippet_needs() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_page_names_what_the_emacs_snippet_needs() -> None:
+    text = EDITORS.read_text(encoding="utf-8")
     paragraph = text[text.index(f"\n{EMACS_SETUP[0]}"):].split("```", 1)[0]
     assert "yaml-mode" in paragraph and "elpa-yaml-mode" in paragraph
     ci = (HERE.parent.parent / ".ci" / "run").read_text()
@@ -106,7 +106,7 @@ def test_the_readme_names_what_the_emacs_snippet_needs() -> None:
     (Reply(status=500, error_message="the model is overloaded"),
      "failed: The model returned an error (HTTP 500): the model is overloaded"),
 ])
-def test_the_readme_emacs_snippets_give_diagnostics_and_run_an_agent(tmp_path: Path, fake: FakeOpenAI,
+def test_the_emacs_snippets_give_diagnostics_and_run_an_agent(tmp_path: Path, fake: FakeOpenAI,
                                                                      reply: Reply, status: str) -> None:
     emacs = require("emacs", "emacs-nox elpa-eglot elpa-yaml-mode")
     elpa = Path("/usr/share/emacs/site-lisp/elpa")
@@ -116,8 +116,8 @@ def test_the_readme_emacs_snippets_give_diagnostics_and_run_an_agent(tmp_path: P
         pytest.skip("eglot or yaml-mode is not installed (apt-get install elpa-eglot elpa-yaml-mode)")
     root = workspace(tmp_path, fake)
     fake.enqueue(reply)
-    proc = run_editor([emacs, "--batch", "-Q", "-l", str(HERE / "readme_eglot.el")], root,
-                      {"SETUP_SNIPPET": readme_block(*EMACS_SETUP), "RUN_SNIPPET": readme_block(*EMACS_RUN)},
+    proc = run_editor([emacs, "--batch", "-Q", "-l", str(HERE / "snippet_eglot.el")], root,
+                      {"SETUP_SNIPPET": page_block(*EMACS_SETUP), "RUN_SNIPPET": page_block(*EMACS_RUN)},
                       TARGET=str(root / "agents" / "triage.agent.yaml"))
     assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "MODE yaml-mode" in proc.stdout

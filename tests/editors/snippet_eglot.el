@@ -1,4 +1,4 @@
-;;; readme_eglot.el --- Emacs 28 batch: the README's Emacs snippets as printed  -*- lexical-binding: t -*-
+;;; snippet_eglot.el --- Emacs 28 batch: the Emacs snippets of docs/editors.md as printed  -*- lexical-binding: t -*-
 ;; $SETUP_SNIPPET (eglot for YAML files) is loaded as a user's init would, $TARGET is opened, and once its
 ;; diagnostics are in, $RUN_SNIPPET (the run from the editor) is loaded.  Batch-mode plumbing only: Debian's
 ;; elpa folder (`-Q' drops it) and one `post-command-hook' run, since `eglot-ensure' waits for a command.
