@@ -16,6 +16,7 @@
     (when (bound-and-true-p flymake-mode) (flymake-start))
     (accept-process-output nil 0.2)
     (setq found (and (bound-and-true-p flymake-mode) (flymake-diagnostics))))
+  (princ (format "ROOT %s\n" (project-root (eglot--project (eglot-current-server)))))
   (dolist (d found)
     (princ (format "DIAG %d %s\n" (line-number-at-pos (flymake-diagnostic-beg d)) (flymake-diagnostic-text d))))
   (unless found

@@ -18,6 +18,7 @@ vim.lsp.handlers['textDocument/publishDiagnostics'] = function(err, result, ctx,
   shown(err, result, ctx, config)
   if ran or vim.uri_to_fname(result.uri) ~= vim.fn.expand('%:p') or #result.diagnostics == 0 then return end
   ran = true
+  out('ROOT ' .. vim.lsp.get_client_by_id(ctx.client_id).config.root_dir)
   vim.schedule(function()
     -- Headless `print` goes to stderr between other messages: catch what the snippet prints, then quit.
     _G.print = function(...)
