@@ -1,4 +1,4 @@
-"""The `oscova-lsp` command line (SPEC §7). Heavy modules are imported by the command that needs them."""
+"""The `oscova-lsp` command line (docs/cli.md). Heavy modules are imported by the command that needs them."""
 
 from __future__ import annotations
 

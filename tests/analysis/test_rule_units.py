@@ -1,4 +1,4 @@
-"""One home per rule (issue 23): each OSC rule's code, severity, words, fix title and check sit in one family
+"""One home per rule: each OSC rule's code, severity, words, fix title and check sit in one family
 module under `analysis/rules/`, and everything else that shows a rule (`oscova-lsp rule`, `docs/rules.md`,
 hover, the codes `[lint]`, `--select` and the settings take) is made from the registry of those modules.
 

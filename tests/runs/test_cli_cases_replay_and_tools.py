@@ -1,4 +1,4 @@
-"""Agent tests, replay and tools from the command line (what a new user hit in issue 22's first hour): agent
+"""Agent tests, replay and tools from the command line (what a new user hit first): agent
 tests that see a change inside an agent called as a tool, replay's defaults and words, denied and withheld
 tools named for what withheld them, the endpoint's own words for 401 and 429, saving cases, and smaller ones. The command line as a
 subprocess, the real `openai` client against the local server."""

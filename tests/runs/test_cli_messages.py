@@ -1,4 +1,4 @@
-"""What `oscova-lsp run` and `preview` say, on copies of the bundled examples (found in issue 11's first hour):
+"""What `oscova-lsp run` and `preview` say, on copies of the bundled examples (what a new user found first):
 where the workspace is, which `[models.NAME]` is missing and through which agents, why a run ended, and
 where its transcript went."""
 
