@@ -72,6 +72,16 @@ def test_no_issue_number_spec_citation_or_this_vm(path: Path) -> None:
     assert found == [], "cite the page that says it (or say the fact), not an issue, a SPEC or a path outside"
 
 
+def test_the_code_cites_no_spec() -> None:
+    # A document outside the repository cannot be read by whoever reads the code: cite the docs page that says it.
+    sources = [path for folder in ("server", "runtime", "benchmarks", "tests", "vscode-client/src")
+               for path in sorted((ROOT / folder).rglob("*")) if path.suffix in {".py", ".ts"}]
+    assert len(sources) > 100
+    found = [f"{_page(path)}:{_line(text, m.start())}" for path in sources if path != Path(__file__)
+             for text in [path.read_text(encoding="utf-8")] for m in SPEC.finditer(text)]
+    assert found == []
+
+
 def test_no_commit_hash_of_this_repository() -> None:
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
