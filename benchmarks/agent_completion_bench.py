@@ -1,4 +1,4 @@
-"""`agent_tools` completion at scale (issue 10/13: p95 < 10 ms at 5,000 agents), in process: the editor
+"""`agent_tools` completion at scale (target: p95 < 10 ms at 5,000 agents), in process: the editor
 feature alone, without the protocol round trip that `server_bench.py` adds (and that a loaded machine makes
 noisy).
 

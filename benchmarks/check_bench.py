@@ -4,7 +4,7 @@ with a warm one (nothing changed since the last run: the stored results are reus
 template changed: its facts parsed again, the checks run on every file).
 
 Run: python benchmarks/check_bench.py [--count 5000] [--jobs N] [--runs 3]
-SPEC §9 target: 5,000 definitions and 5,000 templates in under 10 s and 400 MB on 2 cores; issue 13: warm
+Targets: 5,000 definitions and 5,000 templates in under 10 s and 400 MB on 2 cores; warm
 under 1 s, cold no slower than without the cache. The cache goes to a temporary folder, never the user's.
 """
 

@@ -1,4 +1,4 @@
-"""The first answers after spawn (issue 27): `initialize`, the first `publishDiagnostics`, the first correct
+"""The first answers after spawn: `initialize`, the first `publishDiagnostics`, the first correct
 hover and the last diagnostic of the initial check, cold and warm, on `examples/` and on N + N generated
 files (`workspace_gen`), median of five, with `python -c pass` timed in the same run for scale, and the
 floor a cold start's first check stands on: an interpreter that imports PyYAML, jinja2 and pydantic and

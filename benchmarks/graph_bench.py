@@ -2,7 +2,8 @@
 cost of one edit in the clique (re-parse, settle the uses, re-check every affected file), in process.
 
 Run: python benchmarks/graph_bench.py [--clique 30] [--cycle 500] [--edits 50]
-Issue 16: on main a clique of 9 templates took 43.5 s to check and a cycle of 500 took 131.6 s.
+Enumerating include paths, as the checker once did, took 43.5 s on a clique of 9 templates and 131.6 s on
+a cycle of 500.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The server's hover with token figures (issue 25): the server spawned over stdio on a copy of `examples/`
+"""The server's hover with token figures: the server spawned over stdio on a copy of `examples/`
 (o200k_base, the agent `triage` with its custom `tickets` provider), hovers on `triage`'s `id` (the prompt's
 figures) and on its `tickets` entry (that provider's share), round trips measured from the client.
 

@@ -1,4 +1,4 @@
-"""Recording overhead benchmark (issue 12): what recording a run into its transcript costs per run.
+"""Recording overhead benchmark: what recording a run into its transcript costs per run.
 
 The same run (the `helper` agent: a `read_file` tool call, then a streamed answer; two model requests)
 goes N times through one `RunService` against the local fake endpoint, alternating between the default

@@ -1,4 +1,4 @@
-"""Responsiveness benchmark (issues 16 and 20): hover and completion round trips, measured from the client,
+"""Responsiveness benchmark: hover and completion round trips, measured from the client,
 while the server is busy with something else. The server is spawned over stdio and driven with raw JSON-RPC;
 the model endpoint of the runs is the local fake server in a process of its own (`python -m
 tests.support.fake_openai`), so its work shares no interpreter with the client that measures.

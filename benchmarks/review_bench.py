@@ -3,8 +3,8 @@
 Generates the workspace (`workspace_gen.py`: 2,000 definitions and their templates), points the templates
 of 300 agents at one shared partial, commits it in a fresh git repository, edits that partial in the work
 tree, then runs `oscova-lsp review --format json` as a user would (a subprocess) `--runs` times and reports
-the wall time and CPU time (the review's process tree) of each run, the load average, and what the review found (300 agents changed). Target
-(issue 26): under 10 s on 2 cores.
+the wall time and CPU time (the review's process tree) of each run, the load average, and what the review found (300 agents changed). Target:
+under 10 s on 2 cores.
 
     python benchmarks/review_bench.py [--count 2000] [--reach 300] [--runs 3]
 """

@@ -1,4 +1,4 @@
-"""Runtime overhead benchmark (SPEC §9): provider pipeline + orchestrator per run, model time excluded,
+"""Runtime overhead benchmark (docs/performance.md): provider pipeline + orchestrator per run, model time excluded,
 for the full default order; and a cache hit. Targets: under 2 ms per run, under 50 µs per cache hit.
 
 Run: .venv/bin/python benchmarks/runtime_bench.py [--runs N]

@@ -1,4 +1,4 @@
-"""Language server benchmark (SPEC §9): a workspace of 1,000 definitions and 1,000 templates, the server
+"""Language server benchmark (docs/performance.md): a workspace of 1,000 definitions and 1,000 templates, the server
 spawned over stdio and driven with raw JSON-RPC.
 
 Measures: time from spawn to the `initialize` answer; time from spawn to the end of the background

@@ -1,4 +1,4 @@
-"""Server start on a cold and a warm facts cache (issue 13): time from spawn to the last published diagnostic.
+"""Server start on a cold and a warm facts cache: time from spawn to the last published diagnostic.
 
 The server is spawned over stdio on a generated workspace (`workspace_gen`, N definitions and N templates),
 first with an empty cache directory (cold), then again with the cache the first start wrote (warm). Measures,

@@ -1,4 +1,4 @@
-"""Soak benchmark (issue 16): the server as a subprocess over stdio, 100,000 incremental edits and 1,000 runs
+"""Soak benchmark: the server as a subprocess over stdio, 100,000 incremental edits and 1,000 runs
 (`oscova.runAgent`, streamed by the local OpenAI-compatible server of `tests/support/fake_openai.py`), with
 the server's RSS at the start and at the end; then a 50 MB document opened and edited incrementally, with
 the cost of an edit.

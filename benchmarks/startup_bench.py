@@ -1,4 +1,4 @@
-"""Start-up benchmark (issue 10): how soon a freshly spawned server gives a correct answer.
+"""Start-up benchmark: how soon a freshly spawned server gives a correct answer.
 
 The server is spawned over stdio on a generated workspace (`workspace_gen`, N definitions and N templates);
 right after `initialized` the client opens an agent and asks for the definition of its first `agent_tools`

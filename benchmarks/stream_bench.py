@@ -1,4 +1,4 @@
-"""Long-stream benchmark (issue 16 item 2): one `oscova-lsp run --json` whose model streams N deltas of
+"""Long-stream benchmark: one `oscova-lsp run --json` whose model streams N deltas of
 100 characters as fast as the local fake endpoint can send them; wall time of the whole command
 (interpreter start included) and the delta events it printed.
 

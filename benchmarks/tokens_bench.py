@@ -1,4 +1,4 @@
-"""What counting tokens adds to a preview (issue 25): the provider pipeline of the full default order assembled
+"""What counting tokens adds to a preview: the provider pipeline of the full default order assembled
 for a preview without counting, then with the model's tokenizer (o200k_base), warm (counts cached per text, as
 in a server answering again) and cold (a fresh tokenizer: every text encoded). Target: under 5 ms added.
 

@@ -302,7 +302,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 FILE_GATEWAY = "runtime/oscova_runtime/paths.py"
-"""The one module that opens, creates, renames, removes or lists files (issue 20): everything else asks it."""
+"""The one module that opens, creates, renames, removes or lists files: everything else asks it."""
 GATEWAY_ONLY = {
     "os": {"open", "fdopen", "replace", "rename", "renames", "link", "symlink", "mkfifo", "mknod", "truncate",
            "chmod", "lchmod", "chown", "lchown", "makedirs", "mkdir", "unlink", "remove", "rmdir", "removedirs",

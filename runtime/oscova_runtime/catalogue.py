@@ -1,4 +1,4 @@
-"""The provider and tool catalogue (SPEC §4), defined once.
+"""The provider and tool catalogue, defined once.
 
 The analyzer, the configured host (runtime) and hover/completion all read these tables, and
 `plan_providers` is the one function that decides which providers an agent gets, in which order and

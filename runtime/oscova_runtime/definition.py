@@ -1,4 +1,5 @@
-"""The agent definition model (SPEC §2): the one source of truth for validation, schema and completion.
+"""The agent definition model (docs/configuration.md, "Agent definitions"): the one source of truth for
+validation, schema and completion.
 
 `*.agent.yaml` files are validated against `AgentDefinition`; `oscova-lsp schema` is generated from it;
 the runtime builds agents from it. Importing this module must stay cheap (no `openai`).

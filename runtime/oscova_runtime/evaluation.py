@@ -56,7 +56,7 @@ ASSERTION_DOCS: dict[str, str] = {
     "instructions_contain": "The assembled instructions (the prompt before the input) contain this text; "
                             "checked without a model call.",
 }
-"""What each assertion checks, in one place: the schema's descriptions, hover and the README say it."""
+"""What each assertion checks, in one place: the schema's descriptions and hover say it."""
 
 
 class Expectation(BaseModel):

@@ -1,4 +1,4 @@
-"""Host configuration (SPEC §3): `oscova.toml`, or `[tool.oscova]` in `pyproject.toml`.
+"""Host configuration (docs/configuration.md): `oscova.toml`, or `[tool.oscova]` in `pyproject.toml`.
 
 The configured host and the analyzer read the same model. Keys are never stored here: a model names
 the environment variable that holds its key.

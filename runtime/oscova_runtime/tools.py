@@ -1,4 +1,4 @@
-"""Tools: `AIFunction`, JSON schemas from signatures, approval wrapping and the built-in tools (SPEC §2)."""
+"""Tools: `AIFunction`, JSON schemas from signatures, approval wrapping and the built-in tools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `oscova-lsp` command line (SPEC §7). Heavy modules are imported by the command that needs them."""
+"""The `oscova-lsp` command line (docs/cli.md). Heavy modules are imported by the command that needs them."""
 
 from __future__ import annotations
 
@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results")
     run.add_argument("agent_id", metavar="AGENT_ID", nargs="?",
                      help="the agent to run (with --replay: default the recorded one)")
+    run.add_argument("text", metavar="INPUT", nargs="?", default=None,
+                     help="the input (or --input TEXT; default: read from stdin)")
     run.add_argument("--input", default=None, metavar="TEXT", help="the input (default: read from stdin)")
     run.add_argument("--root", default=None, metavar="DIR",
                      help="the workspace root (default: found from the current directory)")
@@ -297,14 +299,15 @@ def _init(folder: str) -> int:
     except InitError as error:
         print(f"oscova-lsp: {error}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"Started a workspace in {folder}:")
+    # What init did is said on stderr, as `cargo new` and `uv init` say it: stdout stays for what a script reads.
+    print(f"Started a workspace in {folder}:", file=sys.stderr)
     for rel in started.written:
-        print(f"  {rel}")
+        print(f"  {rel}", file=sys.stderr)
     if started.test_note:
         print(f"The first agent test was not recorded: {started.test_note}", file=sys.stderr)
     here = "" if os.path.abspath(folder) == os.getcwd() else f"cd {folder} && "
-    print(f"Next: {here}oscova-lsp check && oscova-lsp run assistant --input Hello && oscova-lsp test && "
-          "oscova-lsp eval")
+    print(f"Next: {here}oscova-lsp check && oscova-lsp run assistant \"Hello\" && oscova-lsp test && oscova-lsp eval",
+          file=sys.stderr)
     return EXIT_OK
 
 
@@ -376,12 +379,16 @@ def _run(args: argparse.Namespace) -> int:
     root = _workspace_root(args.root)
     if root is None:
         return EXIT_USAGE
-    text = args.input
+    if args.text is not None and args.input is not None:
+        print("oscova-lsp: give the input once: as INPUT or as --input TEXT", file=sys.stderr)
+        return EXIT_USAGE
+    text = args.input if args.input is not None else args.text
     interactive = sys.stdin.isatty()
     if text is None:
         if interactive:
             print("Type the input, then press Ctrl-D:", file=sys.stderr)
-        text = sys.stdin.read()
+        # The line end a pipe or Ctrl-D leaves is not part of the input (`echo hi |` sends "hi").
+        text = sys.stdin.read().removesuffix("\n").removesuffix("\r")
         interactive = False  # stdin is spent: approval prompts cannot be answered
     if not text.strip():
         print("oscova-lsp: no input: pass --input TEXT or pipe it on stdin", file=sys.stderr)

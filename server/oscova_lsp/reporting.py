@@ -1,4 +1,4 @@
-"""Diagnostics as text, JSON, SARIF 2.1.0 and GitHub workflow commands (SPEC §7)."""
+"""Diagnostics as text, JSON, SARIF 2.1.0 and GitHub workflow commands (docs/checking.md)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from oscova_runtime.paths import FileRefused, make_folders, write_file
 
+from .runs.cases import GITIGNORE_LINES
+
 FILES: dict[str, str] = {
     "oscova.toml": """\
 # The host configuration of this workspace: `oscova-lsp check` checks it, `oscova-lsp run assistant` runs it.
@@ -77,8 +79,6 @@ cases:
 """Every file `init` writes, by path relative to the new workspace."""
 
 GITIGNORE = ".gitignore"
-IGNORED = ".oscova/runs/\n"
-"""Run transcripts stay out of version control; saved agent tests (`.oscova/tests/`) go in."""
 FIRST_TEST = ("assistant", "Hello", "assistant/hello")
 """The run `init` records and saves as the workspace's first agent test: agent, input, case name."""
 
@@ -119,7 +119,8 @@ def init_workspace(folder: str) -> Started:
             write_file(os.path.join(root, rel), text.encode(), root=root, exclusive=True)
             started.written.append(rel)
         if not os.path.lexists(os.path.join(root, GITIGNORE)):  # a project's own .gitignore is left as it is
-            write_file(os.path.join(root, GITIGNORE), IGNORED.encode(), root=root, exclusive=True)
+            ignored = "".join(f"{line}\n" for line in GITIGNORE_LINES)  # agent tests in, this machine's runs out
+            write_file(os.path.join(root, GITIGNORE), ignored.encode(), root=root, exclusive=True)
             started.written.append(GITIGNORE)
     except FileRefused as refused:
         raise InitError(f"{folder}: {refused}") from None

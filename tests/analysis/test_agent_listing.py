@@ -1,5 +1,5 @@
 """The `exampleInput` that `oscova.listAgents` answers is the definition's `example_input` as YAML reads it:
-the extension offers it as it is and parses no YAML of its own (issue 23)."""
+the extension offers it as it is and parses no YAML of its own."""
 
 from __future__ import annotations
 

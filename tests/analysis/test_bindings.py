@@ -1,4 +1,4 @@
-"""Issue 10: the checks and the editor features answer "which names does the renderer of this template bind,
+"""The checks and the editor features answer "which names does the renderer of this template bind,
 and who binds each" alike. A name the checker reports as unbound (OSC101) is one hover calls unbound, one
 that gets no inlay hint and one completion does not offer; a name it accepts is offered and explained.
 

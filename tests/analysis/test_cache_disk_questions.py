@@ -1,4 +1,4 @@
-"""The cache never shows less than `--no-cache` (issue 20, item 5): the stored results of a whole check are
+"""The cache never shows less than `--no-cache`: the stored results of a whole check are
 reused only while every question the checks asked the disk gets the same answer, the grant checks' included
 (the real path of each granted folder, so a folder swapped for a symlink; `HOME` and the home folder).
 

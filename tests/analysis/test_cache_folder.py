@@ -1,4 +1,4 @@
-"""The cache's own folder keeps the boundary's promises (issue 20, item 5's second half): it is created 0700;
+"""The cache's own folder keeps the boundary's promises: it is created 0700;
 a cache folder other users can write, or that another user owns, is not used (the check runs without it and
 says so once); a results file someone else wrote is not believed; a FIFO or a link to `/dev/zero` in place
 of `facts.json` or `results.json` neither hangs nor kills `check`.

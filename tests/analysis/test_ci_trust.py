@@ -1,4 +1,4 @@
-"""A checker CI can trust (issue 11): every workspace under the paths is checked, nothing checked is never
+"""A checker CI can trust: every workspace under the paths is checked, nothing checked is never
 success, codes and prefixes are honoured everywhere, and the model and path messages say what to do."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Suggestions and the files a check reaches (what a new user hit in issue 22's first hour): "did you mean" only
+"""Suggestions and the files a check reaches (what a new user hit first): "did you mean" only
 when close, an include through a symlink leading out, and `check` of one definition with the templates it
 renders. The checker
 as a user runs it (the console script), and the engine's diagnostics with their quick fixes."""

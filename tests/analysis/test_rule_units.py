@@ -1,5 +1,5 @@
-"""One home per rule (issue 23): each OSC rule's code, severity, words, fix title and check sit in one family
-module under `analysis/rules/`, and everything else that shows a rule (`oscova-lsp rule`, the README's table,
+"""One home per rule: each OSC rule's code, severity, words, fix title and check sit in one family
+module under `analysis/rules/`, and everything else that shows a rule (`oscova-lsp rule`, `docs/rules.md`,
 hover, the codes `[lint]`, `--select` and the settings take) is made from the registry of those modules.
 
 The modules under test are imported inside each test, so that each one fails on its own where they are
@@ -55,15 +55,17 @@ def test_each_rule_sits_beside_the_check_that_reports_it() -> None:
         assert names and names <= used, (family.__name__, names - used)
 
 
-def test_the_readme_rules_table_is_the_registry() -> None:
-    from oscova_lsp.analysis.rules.registry import RULES, markdown_table
+def test_the_rules_reference_is_the_registry() -> None:
+    from oscova_lsp.analysis.rules.registry import RULES, markdown_page, markdown_table
 
+    page = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert page == markdown_page(), ("docs/rules.md is made from the rule modules: write it again with "
+                                     "`python -m oscova_lsp.analysis.rules.registry > docs/rules.md`")
+    assert markdown_table() in page and len(markdown_table().splitlines()) == len(RULES) + 2
+    for rule in RULES.values():  # a section per rule, with its explanation
+        assert f"\n## {rule.code}\n\n**{rule.summary}**\n" in page and rule.explanation.strip() in page
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = markdown_table()
-    assert table in readme, ("the README's rules table is made from the rule modules: replace it with the output of "
-                             "`python -m oscova_lsp.analysis.rules.registry`")
-    assert readme.count("| OSC001 |") == 1  # the one table, no second copy
-    assert len(table.splitlines()) == len(RULES) + 2
+    assert "| OSC001 |" not in readme and "docs/rules.md" in readme  # one table, in the reference
 
 
 def test_oscova_lsp_rule_lists_and_documents_the_registry(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""`check`'s output is safe to print (issue 20, item 8): control characters from files are escaped in terminal
+"""`check`'s output is safe to print: control characters from files are escaped in terminal
 output (`\\x1b`, as git and ripgrep show them), and JSON and SARIF are valid UTF-8 whatever the file names
 (a name that is not UTF-8 is `\\xff` in text and JSON, percent-encoded in a SARIF URI)."""
 

@@ -1,4 +1,4 @@
-"""Safe to open any folder (issue 15): special files, paths past the workspace, nesting, encodings — through
+"""Safe to open any folder: special files, paths past the workspace, nesting, encodings — through
 the real `oscova-lsp check`, as a workspace someone else wrote would meet it."""
 
 from __future__ import annotations

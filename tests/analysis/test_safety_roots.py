@@ -1,4 +1,4 @@
-"""The workspace boundary for configured folders (issue 15, item 5): a `[memory] root` that leads outside the
+"""The workspace boundary for configured folders: a `[memory] root` that leads outside the
 workspace root (an absolute path, `..`, a symlink) is an OSC040 from `oscova-lsp check`; the runtime never reads
 or writes memory there (tests/runtime/test_boundary_providers.py)."""
 

@@ -59,7 +59,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("for-body-set-not-visible-after", "{% for i in ⟨xs⟩ %}{% set z = i %}{% endfor %}{{ ⟨z⟩ }}",
      {"xs": "ab", "z": "v"}),
     ("with-value-read-outside", "{% with a = ⟨a⟩ %}{{ a }}{% endwith %}", {"a": "v"}),
-    # Issue 22 item 4: a scoped block hands the names it sees to the blocks inside it, scoped or not.
+    # A scoped block hands the names it sees to the blocks inside it, scoped or not.
     ("nbconvert-null-blocks-in-a-loop",  # nbconvert's null.j2, condensed: the false OSC101 on `cell`
      "{%- for cell in ⟨nb⟩.cells -%}{%- block any_cell scoped -%}{%- if cell.cell_type == 'code' -%}"
      "{%- block codecell scoped -%}{%- if cell.outputs -%}{%- block output_group -%}"

@@ -1,6 +1,6 @@
 """Parsing never fails: a broken construct costs its own line, never the diagnostics of the others.
 
-Templates report every syntax error with its own range and still get the checks of SPEC §5 on the rest;
+Templates report every syntax error with its own range and still get the checks of docs/rules.md on the rest;
 definitions and the host configuration keep what can be read, and other files see a file's last good facts
 while nothing of it can be read.
 """
@@ -52,7 +52,7 @@ def test_every_syntax_error_is_reported_with_its_own_range(tmp_path: Path) -> No
     marks = ws.marked("t.j2")
     diagnostics = ws.diagnostics("t.j2")
     assert _codes_at(diagnostics, "OSC100") == _ranges([marks[1], marks[2], marks[4], marks[5]])
-    # The checks of SPEC §5 still run on the rest of the template.
+    # The checks of docs/rules.md still run on the rest of the template.
     assert _codes_at(diagnostics, "OSC101") == _ranges([marks[0]])
     assert _codes_at(diagnostics, "OSC102") == _ranges([marks[3]])
 

@@ -1,4 +1,4 @@
-"""Unknown codes are errors (issue 20, item 7): a typo in `--select`, `--ignore`, `[lint]` or an editor setting
+"""Unknown codes are errors: a typo in `--select`, `--ignore`, `[lint]` or an editor setting
 never passes for "All checks passed". At the command line: exit 2 with a sentence; in `oscova.toml`: an OSC002
 on the offending entry, which no `select` or `ignore` can hide; in a setting: a warning (`Settings.problems`,
 shown as `window/showMessage` by the server) while the setting's valid codes still apply."""

@@ -1,4 +1,4 @@
-"""`oscova-lsp review` on real git repositories (issue 26's acceptance list): what each change does to the
+"""`oscova-lsp review` on real git repositories: what each change does to the
 requests of the agents it reaches, the diagnostics it introduces and fixes, the agent tests that drift, and
 the usage errors. Every review runs as a subprocess with the network blocked; none may connect anywhere."""
 

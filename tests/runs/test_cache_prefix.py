@@ -1,4 +1,4 @@
-"""The cacheable prefix, predicted and measured (issue 25): the preview's prediction from the files alone equals
+"""The cacheable prefix, predicted and measured: the preview's prediction from the files alone equals
 the leading tokens `diff` measures between two recorded runs of the same agent on different days and for
 different users."""
 

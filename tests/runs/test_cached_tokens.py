@@ -1,5 +1,5 @@
 """The endpoint's cached input tokens (`usage.prompt_tokens_details.cached_tokens`), where it reports them, in
-`modelCall` events, transcripts and the terminal summary (issue 25); in spans: test_tracing.py, beside the
+`modelCall` events, transcripts and the terminal summary; in spans: test_tracing.py, beside the
 session's one Phoenix."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Agent tests, replay and tools from the command line (what a new user hit in issue 22's first hour): agent
+"""Agent tests, replay and tools from the command line (what a new user hit first): agent
 tests that see a change inside an agent called as a tool, replay's defaults and words, denied and withheld
 tools named for what withheld them, the endpoint's own words for 401 and 429, saving cases, and smaller ones. The command line as a
 subprocess, the real `openai` client against the local server."""
@@ -279,9 +279,9 @@ def test_a_missing_model_deep_in_the_chain_is_reported_from_the_agent_that_was_r
                             "(helpdesk → order-lookup), uses the model 'local'"), error
 
 
-def test_the_readme_custom_provider_classes_work_as_printed(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    code = readme.split("The class subclasses `oscova_runtime.AIContextProvider`", 1)[1]
+def test_the_configuration_pages_custom_provider_classes_work_as_printed(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    code = page.split("The class subclasses `oscova_runtime.AIContextProvider`", 1)[1]
     code = code.split("```python\n", 1)[1].split("```", 1)[0]
     host = (models_default(base_url=UNREACHABLE) + '\n'
             '[providers.tickets]\nclass = "providers.readme:TicketContextProvider"\ntemplate = "templates/tickets.j2"\n'

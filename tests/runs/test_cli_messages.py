@@ -1,4 +1,4 @@
-"""What `oscova-lsp run` and `preview` say, on copies of the bundled examples (found in issue 11's first hour):
+"""What `oscova-lsp run` and `preview` say, on copies of the bundled examples (what a new user found first):
 where the workspace is, which `[models.NAME]` is missing and through which agents, why a run ended, and
 where its transcript went."""
 
@@ -143,13 +143,11 @@ def test_providers_and_tools_print_the_catalogue(tmp_path: Path) -> None:
     assert "approval required" in next(line for line in tools.stdout.splitlines() if line.startswith("write_file"))
 
 
-# -- the README's "Run your first agent", with the local server standing in for Ollama ---------------------
+# -- docs/getting-started.md's "Run the example with Ollama", the local server standing in for Ollama ------
 
-def test_run_your_first_agent_as_the_readme_says(tmp_path: Path, fake_openai) -> None:
-    readme = (ROOT / "README.md").read_text()
-    sections = re.findall(r"^## (.+)$", readme, re.M)
-    assert sections[sections.index("Quick start") + 1] == "Run your first agent"
-    first = readme.split("## Run your first agent", 1)[1].split("\n## ", 1)[0]
+def test_run_the_example_as_getting_started_says(tmp_path: Path, fake_openai) -> None:
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    first = page.split("### Run the example with Ollama", 1)[1].split("\n## ", 1)[0]
     command = next(line for line in first.splitlines() if "oscova-lsp run " in line)
     args = command.split("oscova-lsp ", 1)[1]
     agent, text = re.match(r'run (\S+) --input "([^"]+)"', args).groups()  # type: ignore[union-attr]

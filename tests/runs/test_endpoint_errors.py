@@ -1,6 +1,6 @@
-"""An endpoint that answers wrongly ends the run as `failed` with a sentence saying what it did (issue 16
-item 7): never `completed`, never a Python exception name, never "unreachable" for a connection that was
-open. `oscova-lsp run --json` as a subprocess, the real `openai` client, the local misbehaving server."""
+"""An endpoint that answers wrongly ends the run as `failed` with a sentence saying what it did: never
+`completed`, never a Python exception name, never "unreachable" for a connection that was open.
+`oscova-lsp run --json` as a subprocess, the real `openai` client, the local misbehaving server."""
 
 from __future__ import annotations
 

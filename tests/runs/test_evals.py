@@ -336,12 +336,11 @@ def test_an_evals_folder_linked_out_of_the_workspace_gets_nothing(tmp_path: Path
     assert list(outside.iterdir()) == [] and fake_openai.requests == []
 
 
-def test_the_readme_quotes_the_judge_prompt_as_sent() -> None:
+def test_the_evaluations_page_quotes_the_judge_prompt_as_sent() -> None:
     from oscova_lsp.runs.grading import JUDGE_PROMPT
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    quoted = "\n".join(line.removeprefix("  ") for line in readme.split("You grade one answer", 1)[1].split("```")[0]
-                       .splitlines())
+    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluations.md").read_text(encoding="utf-8")
+    quoted = page.split("You grade one answer", 1)[1].split("```")[0]
     assert ("You grade one answer" + quoted).strip() == JUDGE_PROMPT.strip()
 
 

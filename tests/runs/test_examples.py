@@ -64,7 +64,7 @@ async def test_the_concierge_runs_and_delegates_to_triage(examples, fake_openai)
     assert events.of("toolResult")[0]["result"] == "Incident, urgent: see #1042."
     triage_system = fake_openai.requests[1].messages[0]["content"]
     assert "You are Triage" in triage_system
-    assert "<tickets>" not in triage_system  # run providers apply to the requested agent only (SPEC §4)
+    assert "<tickets>" not in triage_system  # run providers apply to the requested agent only
     assert not fake_openai.requests[1].stream and fake_openai.requests[2].stream
     assert Path(result["transcript"]).is_file()
 

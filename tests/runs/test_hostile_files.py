@@ -1,5 +1,5 @@
-"""`oscova-lsp test`, `run --replay` and `diff` on files an attacker or a careless user leaves in a workspace
-(issue 20, items 2, 3 and 10): a FIFO, links to `/proc/self/fd/0`, `/dev/zero`, `/etc/shadow` or any file
+"""`oscova-lsp test`, `run --replay` and `diff` on files an attacker or a careless user leaves in a workspace: a
+FIFO, links to `/proc/self/fd/0`, `/dev/zero`, `/etc/shadow` or any file
 outside the workspace, a `.oscova/tests` folder leading out, a full disk and a read-only `.oscova/runs/`.
 
 Each refused file gets a sentence and every other case keeps its result; nothing hangs (every command has a

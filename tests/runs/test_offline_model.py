@@ -86,3 +86,22 @@ async def test_an_answer_longer_than_max_tokens_is_cut_as_an_endpoint_cuts_it(tm
     (root / "agents/helper.agent.yaml").write_text("id: helper\ninstructions: Help.\nchat_options: {max_tokens: 3}\n")
     result, _ = await run(root, "a long one")
     assert result["text"] == "one two three"
+
+
+def test_input_piped_on_stdin_loses_the_line_end_the_pipe_added(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.support.cli_zygote import module_command
+
+    root = workspace(tmp_path, None)
+    done = subprocess.run(module_command("run", "helper"), cwd=root, input="hi\n", capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "You said: hi\n"
+
+
+def test_the_input_may_follow_the_agent_id(tmp_path: Path) -> None:
+    done = run_cli("run", "helper", "Hello there", cwd=workspace(tmp_path, None))
+    assert (done.returncode, done.stdout) == (0, "You said: Hello there\n"), done.stderr
+    twice = run_cli("run", "helper", "a", "--input", "b", cwd=tmp_path)
+    assert twice.returncode == 2 and "give the input once" in twice.stderr

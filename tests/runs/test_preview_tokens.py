@@ -1,4 +1,4 @@
-"""What a prompt costs, in the preview (issue 25): `tokens` in JSON and text, each provider's share and each tool's
+"""What a prompt costs, in the preview: `tokens` in JSON and text, each provider's share and each tool's
 cost, and the figure equal to what the request that a run then sends costs."""
 
 from __future__ import annotations

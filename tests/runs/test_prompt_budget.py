@@ -1,5 +1,5 @@
 """A run over `[models.NAME] context_window` or a definition's `max_prompt_tokens` is refused before the request is
-sent, with the figures; the preview warns (issue 25)."""
+sent, with the figures; the preview warns."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Refused private notes (issue 21): "Missing or unauthorized notes contribute nothing." — the prompt holds
+"""Refused private notes: "Missing or unauthorized notes contribute nothing." — the prompt holds
 nothing of them, and the preview and the run's events say why instead."""
 
 from __future__ import annotations

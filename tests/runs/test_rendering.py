@@ -1,4 +1,4 @@
-"""Rendering has a budget (issue 16 item 3): a template whose loops never end in practice stops with a
+"""Rendering has a budget: a template whose loops never end in practice stops with a
 sentence naming it, in `oscova-lsp preview` and in `oscova-lsp run`, within seconds (a subprocess each)."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def test_a_large_but_bounded_loop_still_renders(tmp_path, fake_openai):
 
 
 def test_a_giant_value_from_a_method_or_filter_is_refused_with_a_reason(tmp_path, fake_openai):
-    """Issue 20 item 10: a giant value built by a method or a filter (not `*`) was refused with an empty reason
+    """A giant value built by a method or a filter (not `*`) was refused with an empty reason
     ("Rendering instructions failed: ", from a MemoryError), or built (5 GB) where memory allowed it."""
     root = make_workspace(tmp_path / "ws", fake_openai.base_url, agents={
         **AGENTS, "method": "id: method\ninstructions: \"{{ 'x'.center(5000000000) }}\"\n",

@@ -1,4 +1,4 @@
-"""Recording, replay and compare (issue 12): a run recorded against the local OpenAI-compatible server (the
+"""Recording, replay and compare: a run recorded against the local OpenAI-compatible server (the
 real `openai` client) replays offline to the same events; an edit makes the replay stop at the first
 difference with a diff; `--live-tools` runs the tools; no replay opens a network connection."""
 
@@ -294,7 +294,7 @@ async def test_an_agent_called_as_a_tool_is_recorded_and_replays_with_and_withou
     attempts = no_network()
 
     recorded_tools = await replay_run(str(workspace), None, result["transcript"])
-    assert recorded_tools.matched  # echo ran, its model call answered from the recording (issue 22 item 2)
+    assert recorded_tools.matched  # echo ran, its model call answered from the recording
     live = await replay_run(str(workspace), None, result["transcript"], live_tools=True)
     assert live.matched  # the same with live tools
     assert replayable(live.events) == replayable(recorded_tools.events)

@@ -1,4 +1,4 @@
-"""Approval is never taken from a file (issue 20, item 6): a recording's approvals are not answers. A live
+"""Approval is never taken from a file: a recording's approvals are not answers. A live
 tool that needs approval asks, in a replay as in a run (`run --replay --live-tools` at a terminal: the
 `[y/N]` prompt), and is refused where nobody can answer (stdin not a terminal)."""
 

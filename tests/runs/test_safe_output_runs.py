@@ -1,4 +1,4 @@
-"""Runs' terminal output is safe to print (issue 20, item 8): control characters from definitions, models and
+"""Runs' terminal output is safe to print: control characters from definitions, models and
 tools are escaped (`\\x1b`) in `preview`, `run` (streamed deltas too, newlines, tabs and multi-byte characters
 kept), `test`, `diff` and replay; `--json` lines are valid UTF-8 whatever the model sends."""
 

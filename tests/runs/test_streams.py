@@ -1,6 +1,6 @@
 """Long and hostile streams through `oscova-lsp run --json` (a subprocess, the real `openai` client, the local
-server): streamed text is joined in linear time (issue 16 item 2) and a key the endpoint splits across
-chunks never reaches an event or the transcript (issue 15 item 7)."""
+server): streamed text is joined in linear time and a key the endpoint splits across
+chunks never reaches an event or the transcript."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Counts equal the tokenizer's own on every rendered prompt of examples/ (issue 25): the request each example
+"""Counts equal the tokenizer's own on every rendered prompt of examples/: the request each example
 agent sends, rendered in its chat format and encoded whole, against the sum the token module keeps per text."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A tool that keeps failing (issue 21): past the consecutive-error limit the run ends with the tool's own
+"""A tool that keeps failing: past the consecutive-error limit the run ends with the tool's own
 exception, and the result says which tool failed how often, in words."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A relative tool path means one thing (issue 22 item 1): relative to the workspace root, for `read_file`,
+"""A relative tool path means one thing: relative to the workspace root, for `read_file`,
 `write_file` and `list_directory` alike, whatever the agent's workspace directories are; the tools say so
 in the descriptions the model is sent, and `write_file` reports where the bytes went."""
 

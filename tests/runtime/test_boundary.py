@@ -1,4 +1,4 @@
-"""The runtime side of the workspace boundary (issue 15): templates, instruction files and workspace grants
+"""The runtime side of the workspace boundary: templates, instruction files and workspace grants
 resolve inside the workspace root or are refused with the reason; special files are refused, not read."""
 
 from __future__ import annotations

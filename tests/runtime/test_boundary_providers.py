@@ -1,4 +1,4 @@
-"""The workspace boundary in the file-backed providers and tools (issue 15, items 4 and 5): the Library, memory,
+"""The workspace boundary in the file-backed providers and tools: the Library, memory,
 private notes, skills, shared personal context, vision and `write_file` read and write only regular files
 inside the workspace root. A FIFO or a link to `/dev/zero` there is skipped with the reason (never waited on
 or read whole), a link leading out is not followed, and a storage folder outside the root is refused."""

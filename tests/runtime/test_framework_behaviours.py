@@ -1,6 +1,6 @@
-"""Where the seeds say nothing, a run behaves as the framework components the seeds build on (issue 21).
+"""Where the seeds say nothing, a run behaves as the framework components the seeds build on.
 
-One test per numbered behaviour of the issue, each named after it and citing the unit test of
+One test per behaviour, each named after it and citing the unit test of
 Microsoft Agent Framework (`AIContextProviderTests`, `ChatClientAgentTests`, `InMemoryChatHistoryProviderTests`,
 `ChatClientAgent_BackgroundResponsesTests`, `ChatClientAgent_ChatOptionsMergingTests`) or of
 Microsoft.Extensions.AI (`FunctionInvokingChatClientTests`, `FunctionInvocationProcessor`) that specifies it.

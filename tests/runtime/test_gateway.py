@@ -1,4 +1,4 @@
-"""The one file gateway (`oscova_runtime.paths`, issue 20): what every read, write, listing and removal in a
+"""The one file gateway (`oscova_runtime.paths`): what every read, write, listing and removal in a
 workspace, its `.oscova/` folder and the user's cache is held to, tested on real files, links, FIFOs, `/proc`
 entries, a folder swapped for a link between check and open, and (as root) a tmpfs that fills up."""
 

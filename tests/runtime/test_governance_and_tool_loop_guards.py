@@ -1,5 +1,5 @@
 """Governance at call time, the run scope around the run, the interfaces a host can swap, the order of the
-tool-loop guards and the public providers: seed statements the runtime once broke (issue 14); each test
+tool-loop guards and the public providers: seed statements the runtime once broke; each test
 failed before its fix. Runs go through the real `openai` client and the local server.
 """
 

@@ -1,4 +1,4 @@
-"""The configured host (SPEC §3, §4) and the built-in providers, end to end through the local server."""
+"""The configured host (docs/configuration.md) and the built-in providers, end to end through the local server."""
 
 from __future__ import annotations
 
@@ -350,7 +350,7 @@ async def test_missing_model_configuration_is_reported_in_words(tmp_path):
         await host.get_agent("x")
 
 
-# -- issue 21: conditions whose tests could not fail ----------------------------------------------------------
+# -- conditions whose tests could not fail ------------------------------------------------------------------
 
 
 def provider_names(agent) -> list[str]:

@@ -1,4 +1,4 @@
-"""Importing the package, the definition model and the catalogue never imports `openai` (SPEC §9)."""
+"""Importing the package, the definition model and the catalogue never imports `openai` (docs/performance.md)."""
 
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""The files providers read, as the seed states (the code differed until issue 21): private notes, the memory
+"""The files providers read, as the seed states (the code once differed): private notes, the memory
 block, the personal context's size, skill descriptions as data, and cancellable provider file reads. Each
 test failed before its fix."""
 

@@ -364,7 +364,7 @@ async def test_cancelling_a_run_does_not_evict_and_evicting_does_not_cancel(open
     assert orchestrator.agents.get("plain") is agent
 
 
-# -- issue 21: behaviours whose tests could not fail -------------------------------------------------------
+# -- behaviours whose tests could not fail ---------------------------------------------------------------
 
 
 def test_the_package_exports_the_orchestrator_and_the_build_request():

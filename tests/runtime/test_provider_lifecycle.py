@@ -346,7 +346,7 @@ async def test_run_options_override_agent_defaults_field_by_field(openai_client,
     assert (body["temperature"], body["max_tokens"], body["messages"][0]["content"]) == (0.3, 7, "base")
 
 
-# -- issue 21: behaviours whose tests could not fail, or were tested one way only ----------------------------
+# -- behaviours whose tests could not fail, or were tested one way only ------------------------------------
 
 
 async def test_provider_text_reaches_the_model_byte_for_byte(openai_client, fake_openai):

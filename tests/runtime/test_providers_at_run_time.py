@@ -1,4 +1,4 @@
-"""The providers at run time, as the seed states them (statements issue 14 found without a test): the
+"""The providers at run time, as the seed states them (statements once without a test): the
 conditions a provider needs, the post-run override, cancellation, ownership and eviction, what is read again
 on every run, the variables bound, builds and the observer. Each test fails when its behaviour breaks.
 

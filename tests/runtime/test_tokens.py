@@ -1,4 +1,4 @@
-"""Token counts with the model's own tokenizer, offline (issue 25): the encodings, the chat rule, the estimate."""
+"""Token counts with the model's own tokenizer, offline: the encodings, the chat rule, the estimate."""
 
 from __future__ import annotations
 

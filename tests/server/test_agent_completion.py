@@ -1,4 +1,4 @@
-"""Issue 10/13: `agent_tools` completion reads an index of the agent ids kept per workspace state. Whatever
+"""`agent_tools` completion reads an index of the agent ids kept per workspace state. Whatever
 the edits (an agent exposed or hidden, renamed, its id changed, a duplicate id, a definition deleted), the
 items are those a listing of the workspace as it is now gives: narrowed to the word typed, exposed agents
 first, capped at `LIMIT` and marked incomplete past it."""

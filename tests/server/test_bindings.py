@@ -1,4 +1,4 @@
-"""Issue 10: through a real client, the diagnostics and the editor features agree on which names a template's
+"""Through a real client, the diagnostics and the editor features agree on which names a template's
 renderer binds. A macro file imported without context sees no provider variable: the server reports
 `user_name` there as unbound, so hover, inlay hints and completion must not present it as bound; a
 `[variables]` key used in the environment template is named with its binder by the diagnostic as by hover."""

@@ -1,4 +1,4 @@
-"""Configuration and client input cannot widen what the server does (issue 20): a collector named by the
+"""Configuration and client input cannot widen what the server does: a collector named by the
 workspace gets no credentials (said once in the output channel), unknown codes in settings are a warning
 and never blank the editor, trust is a boolean, a command's `uri` outside every opened folder is refused,
 and a warm start from the cache never hides a grant that now leads elsewhere.

@@ -1,4 +1,4 @@
-"""Every feature of SPEC §6 end to end: the server as a subprocess, once with real VS Code 1.139's
+"""Every feature of docs/editors.md end to end: the server as a subprocess, once with real VS Code 1.139's
 capabilities (pull diagnostics) and once with Neovim 0.7's (push diagnostics)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The phase before pygls (issue 27): the first diagnostics, hovers, completions and diagnostic pulls go out
+"""The phase before pygls: the first diagnostics, hovers, completions and diagnostic pulls go out
 before pygls and lsprotocol are imported, equal to what the pygls server answers once it has settled, and
 every message read meanwhile is handed to the pygls server, in order.
 

@@ -1,4 +1,4 @@
-"""An untrusted folder cannot make the editor deaf (issue 20, items 1 and 10): cases and transcripts that are
+"""An untrusted folder cannot make the editor deaf: cases and transcripts that are
 links to `/proc/self/fd/0` (the server's own stdin), `/dev/zero` or `/etc/shadow`, or a FIFO, get a refusal
 each from `oscova.listTests` and `oscova.compareRuns`, at once; the server never reads its stdin through
 them, its memory does not grow, and hovers sent while the listing runs are answered (within 100 ms, measured by

@@ -1,5 +1,5 @@
 """A folder without oscova.toml opened in an editor: the server checks every workspace nested in it, as
-`oscova-lsp check FOLDER` does (issue 11), and skips what a workspace's `[host] exclude` leaves out."""
+`oscova-lsp check FOLDER` does, and skips what a workspace's `[host] exclude` leaves out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Editor features never point at, or read, a template outside the workspace root (issue 15, item 5): go to
+"""Editor features never point at, or read, a template outside the workspace root: go to
 definition, document links and hover on an `instructions_file`, an `include` or an `oscova.toml` template path
 that leaves the root (`..`, an absolute path, a symlink leading out) offer nothing; the same features on a
 template inside the root still work. Through the real server (a subprocess over stdio, pytest-lsp)."""

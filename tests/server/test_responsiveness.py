@@ -1,4 +1,4 @@
-"""The editing features keep answering while runs stream and templates render (issue 16 items 2 and 3).
+"""The editing features keep answering while runs stream and templates render.
 
 The server is a subprocess driven by pytest-lsp; its model endpoint is the local fake server started in a
 process of its own (`python -m tests.support.fake_openai`). How fast they answer (hover and completion p95

@@ -1,7 +1,8 @@
-"""A run started right after an edit runs what the editor shows or says why not (issue 10).
+"""A run started right after an edit runs what the editor shows or says why not.
 
-Runs read the saved files (SPEC): a definition or template open with unsaved changes makes the run refuse
-with a sentence that names the file; once saved, a run started at once uses the saved text.
+Runs read the saved files (docs/editors.md, "Which text a run uses"): a definition or template open with
+unsaved changes makes the run refuse with a sentence that names the file; once saved, a run started at once
+uses the saved text.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Safe to open any folder (issue 15), in the language server: a workspace with a FIFO, links to `/dev/stdin`
+"""Safe to open any folder, in the language server: a workspace with a FIFO, links to `/dev/stdin`
 and `/dev/zero`, a template path leaving the root, a UTF-16 definition and a nested root whose `oscova.toml`
 nests 1,000 arrays. The server (a subprocess over stdio, driven by pytest-lsp with Neovim's capabilities)
 finishes its background check, gives each file a diagnostic that says why, and keeps answering."""

@@ -1,4 +1,4 @@
-"""Requests sent right after start-up get the answer they get once the workspace is read (issue 10).
+"""Requests sent right after start-up get the answer they get once the workspace is read.
 
 The server starts on a fresh workspace, the editor opens an agent and a template and asks at once (after a
 random 0–500 ms) for the definition, hover, references and rename of an `agent_tools` item and for

@@ -1,5 +1,5 @@
 """A key the endpoint splits across stream chunks never reaches an `oscova/runEvent`, the run's answer or
-its transcript (issue 15 item 7): the server as a subprocess, the real `openai` client, the local server."""
+its transcript: the server as a subprocess, the real `openai` client, the local server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`serve --tcp` (issue 15, item 3): loopback only, LSP framing only (a web page's `fetch` is closed on),
+"""`serve --tcp`: loopback only, LSP framing only (a web page's `fetch` is closed on),
 one client per server, no second `initialize`."""
 
 from __future__ import annotations

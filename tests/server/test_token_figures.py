@@ -1,4 +1,4 @@
-"""Issue 25 in the editor, through a real client: the hover on a definition's `id` shows what its prompt costs
+"""What a prompt costs, in the editor through a real client: the hover on a definition's `id` shows its cost
 (total, instructions / messages / tools, the cacheable prefix, the tokenizer; `≈` for an estimate), the hover on a
 `context_providers` entry that provider's contribution and share, and the code lens on `id` says
 "1,240 tokens · 1,020 cacheable" once resolved, opening the preview; while a file cannot be previewed (unsaved,

@@ -1,4 +1,4 @@
-"""The language server starts from the cache (issue 13): the stored results of the last whole check are
+"""The language server starts from the cache: the stored results of the last whole check are
 published before the workspace is read when they hold for its files on disk, and a start that reads the
 workspace stores its results for the next start or `oscova-lsp check`.
 

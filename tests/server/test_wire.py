@@ -1,4 +1,4 @@
-"""The wire and the lifecycle (issue 16, items 4 to 6): framing read as raw bytes by the server as a
+"""The wire and the lifecycle: framing read as raw bytes by the server as a
 subprocess, a fuzz of headers and lengths, requests after `shutdown`, a second `initialize`, memory over many
 notifications, and a document too large to analyse."""
 

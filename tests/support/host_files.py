@@ -9,7 +9,7 @@ UNREACHABLE = "http://127.0.0.1:9/v1"
 def models_default(model: str = "m", *, base_url: str | None = None, api_key_env: str | None = None,
                    timeout: float | None = None) -> str:
     """The `[models.default]` table (the model of every agent without `model:`), one key a line, in the order
-    the README writes them; a workspace needs it, or the checker notes that runs cannot start (OSC042)."""
+    the docs write them; a workspace needs it, or the checker notes that runs cannot start (OSC042)."""
     lines = ["[models.default]", f'model = "{model}"']
     if base_url is not None:
         lines.append(f'base_url = "{base_url}"')

@@ -1,4 +1,4 @@
-"""A workspace whose saved cases and transcripts are hostile (issue 20, items 1 and 10): links to the server's
+"""A workspace whose saved cases and transcripts are hostile: links to the server's
 own stdin (`/proc/self/fd/0`), `/dev/zero` and `/etc/shadow`, and FIFOs, beside good ones. Used by
 tests/server/test_hostile_cases.py and benchmarks/responsiveness_bench.py."""
 

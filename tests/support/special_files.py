@@ -1,4 +1,4 @@
-"""Folders where writes fail for real: a small tmpfs that fills up, a read-only folder (issue 20, item 3).
+"""Folders where writes fail for real: a small tmpfs that fills up, a read-only folder.
 
 Root (the machine this suite runs on) mounts a tmpfs; elsewhere the full-disk tests are skipped with the
 reason, and a read-only folder is made with mode 0555 (which root would ignore).

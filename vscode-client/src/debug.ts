@@ -1,7 +1,7 @@
 /**
  * The debugger in VS Code: the `oscova` debug type runs `oscova-lsp debug` (the language server's command with
  * `debug`), fills in the workspace folder and its trust, and "Debug agent" (a lens beside "Run agent", and a
- * command) starts a session for one agent and input. The adapter does the rest (docs: README, Debugging a run).
+ * command) starts a session for one agent and input. The adapter does the rest (docs/debugging.md).
  */
 import * as vscode from 'vscode';
 import { DEBUG_TYPE, debugAdapterArgs, debugConfiguration, resolvedConfiguration, type DebugArgs,

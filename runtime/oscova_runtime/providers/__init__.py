@@ -1,4 +1,4 @@
-"""The built-in context providers (SPEC §4)."""
+"""The built-in context providers (`oscova-lsp providers` lists them)."""
 
 from .agent_tools import AgentAsToolProvider
 from .custom import DeclaredTemplateProvider, load_custom_provider

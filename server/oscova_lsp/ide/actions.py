@@ -1,4 +1,4 @@
-"""Code actions: the quick fixes the engine attaches to diagnostics (SPEC §5)."""
+"""Code actions: the quick fixes the engine attaches to diagnostics (docs/rules.md names each)."""
 
 from __future__ import annotations
 

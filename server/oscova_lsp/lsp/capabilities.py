@@ -17,7 +17,7 @@ COMMANDS = ("oscova.runAgent", "oscova.previewPrompt", "oscova.cancelRun", "osco
             "oscova.invalidateAgents", "oscova.invalidateAll", "oscova.listAgents",
             "oscova.listTests", "oscova.runTest", "oscova.saveTestCase", "oscova.compareRuns", "oscova.review",
             "oscova.listEvals", "oscova.runEval")
-"""The `workspace/executeCommand` commands (SPEC §6), in the order the server registers them."""
+"""The `workspace/executeCommand` commands (docs/editors.md), in the order the server registers them."""
 
 
 def _client_has(capabilities: Any, *path: str) -> bool:

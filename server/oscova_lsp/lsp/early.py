@@ -1,4 +1,4 @@
-"""The phase before pygls (issue 27): the first diagnostics, hovers and completions while pygls and
+"""The phase before pygls: the first diagnostics, hovers and completions while pygls and
 lsprotocol are still unimported (about a second of imports), over the project's own transport.
 
 `launch` answers `initialize`; this phase then reads what follows (`initialized`, the documents the editor

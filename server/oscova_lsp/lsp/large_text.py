@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class LargeText:
-    """The text of an open document too large to analyse (SPEC §9: skipped with a notice), kept in blocks so
+    """The text of an open document too large to analyse (skipped with a notice: docs/editors.md), kept in blocks so
     that an edit costs a block or two, not a join and split of the whole document (pygls's own document does
     that on every keystroke: 180–310 ms for 50 MB). Positions are LSP's: lines and UTF-16 code units."""
 

@@ -115,7 +115,7 @@ class DiagnosticsPublisher:
         self.flush(path)
 
     def notice_skipped(self, path: str) -> None:
-        """The notice SPEC §9 promises, once per open document, when the analysis skips it (too large)."""
+        """The notice docs/editors.md promises, once per open document, when the analysis skips it (too large)."""
         found = self.host.snapshot().parsed(path)
         skipped = found[1].skipped if found is not None else None
         if not skipped:

@@ -1,6 +1,6 @@
 """A review's findings as plain values, and their JSON shape (`--format json`, `oscova.review`).
 
-The shape, version 1 (README "Reviewing a change"):
+The shape, version 1 (docs/review.md, "The JSON report"):
 
     {"version": 1, "base": {"ref", "commit", "chosen"}, "head": "the work tree",
      "renderedAt": ISO time, "facts": {...}, "trusted": bool, "exitCode": 0 | 1,

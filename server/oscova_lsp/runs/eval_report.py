@@ -1,5 +1,5 @@
 """What `oscova-lsp eval` prints: the matrix (a row per case, a column per model) and the failures, as text;
-the JSON of the README (`{evals: [{file, agent, cases: [...]}], ok, passed, failed}`); JUnit XML (a test case
+the JSON of docs/evaluations.md (`{evals: [{file, agent, cases: [...]}], ok, passed, failed}`); JUnit XML (a test case
 per case × model); GitHub annotations on each failing case's line; one self-contained HTML page."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run events and results as plain JSON-ready dicts, and the redaction every outgoing text passes through.
 
-An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (SPEC §6 `oscova/runEvent`).
+An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (`oscova/runEvent`, docs/editors.md).
 `modelCall` (one per model call, nested agents' included) carries `agentId`, `model`, `responseModel`,
 `durationMs`, `usage` `{inputTokens, outputTokens, totalTokens, cachedInputTokens?}` and `failed` (when it did); `toolResult`
 carries `durationMs`. `notice` (`source`: a provider's full type name, `provider`: its class name, `message`)

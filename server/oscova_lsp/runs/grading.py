@@ -34,7 +34,7 @@ User's input:
 
 Agent's answer:
 {answer}"""
-"""The judge's fixed prompt (the README quotes it): `{rubric}`, `{input}` and `{answer}` are filled in."""
+"""The judge's fixed prompt (docs/evaluations.md quotes it): `{rubric}`, `{input}` and `{answer}` are filled in."""
 
 
 @dataclass

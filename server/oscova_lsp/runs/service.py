@@ -295,14 +295,13 @@ class RunService:
     """Runs and previews the agents of one workspace root.
 
     The workspace (definitions, host configuration) is read from snapshots of an `AnalysisHost` (the analysis
-    host): pass the language server's `host` to share its state (one parse per root; its owner keeps it
-    current), or let the service read the root from disk into an analysis host of its own (`reload`,
-    `file_saved`). Each run start reads one `WorkspaceView`. A run reads saved files (SPEC): it is refused
-    when its definition, a template it renders or the host configuration is open in the editor with unsaved
-    changes. One `ConfiguredHost` (the runtime's host: definitions + host configuration → agents) and one
-    `AgentOrchestrator` serve every run, so built dependencies stay cached across runs; the requested agent
-    of a run is built with the task-run observer (`configure_builder`), which bypasses the cache as the seed
-    says.
+    host): pass the language server's `host` to share its state (one parse per root; its owner keeps it current),
+    or let the service read the root from disk into an analysis host of its own (`reload`, `file_saved`). Each run
+    start reads one `WorkspaceView`. A run reads saved files (docs/editors.md, "Which text a run uses"): it is
+    refused when its definition, a template it renders or the host configuration is open in the editor with
+    unsaved changes. One `ConfiguredHost` (the runtime's host: definitions + host configuration → agents) and one
+    `AgentOrchestrator` serve every run, so built dependencies stay cached across runs; the requested agent of a
+    run is built with the task-run observer (`configure_builder`), which bypasses the cache as the seed says.
     """
 
     def __init__(

@@ -19,7 +19,7 @@ class Rule:
     summary: str
     explanation: str
     fix: str | None = None
-    """What the quick fix does, as the documentation, hover and the README table say it."""
+    """What the quick fix does, as the documentation, hover and docs/rules.md say it."""
     in_check: bool = True
     """False: shown in the editor only; `oscova-lsp check` prints it when `--select` names its code."""
 

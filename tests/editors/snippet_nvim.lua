@@ -1,4 +1,4 @@
--- Neovim 0.7 headless: the README's Neovim snippets as printed. $SETUP_SNIPPET (the client setup) is run
+-- Neovim 0.7 headless: the Neovim snippets of docs/editors.md as printed. $SETUP_SNIPPET (the client setup) is run
 -- first, so its autocommand starts `oscova-lsp` for the file given on the command line; once the buffer has
 -- its first diagnostics, $RUN_SNIPPET (the run from the editor) is run and whatever it prints ends the test.
 vim.defer_fn(function() io.stderr:write('TIMEOUT\n'); vim.cmd('cquit 2') end, tonumber(os.getenv('DEADLINE_MS') or '40000'))
@@ -18,6 +18,7 @@ vim.lsp.handlers['textDocument/publishDiagnostics'] = function(err, result, ctx,
   shown(err, result, ctx, config)
   if ran or vim.uri_to_fname(result.uri) ~= vim.fn.expand('%:p') or #result.diagnostics == 0 then return end
   ran = true
+  out('ROOT ' .. vim.lsp.get_client_by_id(ctx.client_id).config.root_dir)
   vim.schedule(function()
     -- Headless `print` goes to stderr between other messages: catch what the snippet prints, then quit.
     _G.print = function(...)

@@ -1,4 +1,4 @@
-;;; readme_eglot.el --- Emacs 28 batch: the README's Emacs snippets as printed  -*- lexical-binding: t -*-
+;;; snippet_eglot.el --- Emacs 28 batch: the Emacs snippets of docs/editors.md as printed  -*- lexical-binding: t -*-
 ;; $SETUP_SNIPPET (eglot for YAML files) is loaded as a user's init would, $TARGET is opened, and once its
 ;; diagnostics are in, $RUN_SNIPPET (the run from the editor) is loaded.  Batch-mode plumbing only: Debian's
 ;; elpa folder (`-Q' drops it) and one `post-command-hook' run, since `eglot-ensure' waits for a command.
@@ -16,6 +16,7 @@
     (when (bound-and-true-p flymake-mode) (flymake-start))
     (accept-process-output nil 0.2)
     (setq found (and (bound-and-true-p flymake-mode) (flymake-diagnostics))))
+  (princ (format "ROOT %s\n" (project-root (eglot--project (eglot-current-server)))))
   (dolist (d found)
     (princ (format "DIAG %d %s\n" (line-number-at-pos (flymake-diagnostic-beg d)) (flymake-diagnostic-text d))))
   (unless found
