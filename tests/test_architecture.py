@@ -32,6 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "oscova_lsp.runs": ("oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
     "oscova_lsp.review": ("oscova_lsp.runs", "oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
     "oscova_lsp.debug": ("oscova_lsp.runs", "oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
+    "oscova_lsp.runhost": ("oscova_lsp.runs", "oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
 }
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import sys
 from typing import Any
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -119,3 +121,18 @@ def _message(body: bytes) -> dict[str, Any]:
 def encode(message: dict[str, Any]) -> bytes:
     body = json.dumps(message, ensure_ascii=False, default=str).encode("utf-8")
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class ProtocolOutput:
+    """stdout for the protocol alone: the process's own file descriptor 1 goes to stderr, so code that prints (a
+    workspace's own) cannot corrupt the protocol stream. Written with `os.write` (no buffering)."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        self.fd = os.dup(sys.stdout.fileno())
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]

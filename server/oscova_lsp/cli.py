@@ -164,6 +164,10 @@ def _last_resort(entry: Callable[..., int]) -> Callable[..., int]:
 @_last_resort
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run-host"]:  # the language server's run host (`runhost/`): not a command for people
+        from .runhost.child import main as run_host
+
+        return run_host(argv[1:])
     if not argv or argv[0].startswith("--stdio") or argv[0].startswith("--clientProcessId") or argv[0] == "--tcp":
         argv = ["serve", *argv]  # `oscova-lsp` alone (or with a client's flags) is the language server
     args = build_parser().parse_args(argv)

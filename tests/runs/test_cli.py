@@ -48,7 +48,7 @@ def test_run_reads_the_input_from_stdin(workspace, fake_openai, tmp_path):
     result = oscova("run", "echo", "--root", str(workspace), cwd=tmp_path, stdin="from a pipe\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Piped.\n"
-    assert fake_openai.requests[0].messages[-1]["content"] == "from a pipe\n"
+    assert fake_openai.requests[0].messages[-1]["content"] == "from a pipe"  # the pipe's line end is not the input's
 
 
 def test_run_json_emits_one_event_per_line(workspace, fake_openai):

@@ -93,19 +93,22 @@ async def test_an_agent_whose_only_file_builds_no_definition_is_not_listed_and_i
 
 
 class Settles:
-    """The `settle` callback of a service over the editor's host: counts how often pending edits are applied."""
+    """Counts how often a service reads the analysis host's state (`RunService.snapshot`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, service: RunService) -> None:
         self.count = 0
+        self._snapshot = service.snapshot
+        service.snapshot = self  # type: ignore[method-assign]
 
-    def __call__(self) -> None:
+    def __call__(self) -> object:
         self.count += 1
+        return self._snapshot()
 
 
 @pytest.fixture
 async def counted(workspace: Path):
-    settles = Settles()
-    service = RunService(workspace, host=_loaded_host(workspace), settle=settles)
+    service = RunService(workspace, host=_loaded_host(workspace))
+    settles = Settles(service)
     yield service, settles
     await service.aclose()
 

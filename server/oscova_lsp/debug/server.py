@@ -4,31 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 from typing import Any
 
-from oscova_runtime.framing import MAX_HEADER_BYTES, FramingError, MessageReader, encode
+from oscova_runtime.framing import MAX_HEADER_BYTES, FramingError, MessageReader, ProtocolOutput, encode
 
 from .adapter import DebugAdapter
 
 
-class _ProtocolOutput:
-    """stdout for DAP alone: the process's own file descriptor 1 goes to stderr, so a tool that prints (a
-    workspace's own code) cannot corrupt the protocol stream. Written with `os.write` (no buffering)."""
-
-    def __init__(self) -> None:
-        sys.stdout.flush()
-        self.fd = os.dup(sys.stdout.fileno())
-        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view):]
-
-
-async def serve(stdin: Any, out: _ProtocolOutput) -> int:
+async def serve(stdin: Any, out: ProtocolOutput) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=max(MAX_HEADER_BYTES * 2, 1 << 16))
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
@@ -65,5 +49,5 @@ async def serve(stdin: Any, out: _ProtocolOutput) -> int:
 
 def main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="oscova-lsp debug: %(message)s")
-    out = _ProtocolOutput()
+    out = ProtocolOutput()
     return asyncio.run(serve(sys.stdin.buffer, out))

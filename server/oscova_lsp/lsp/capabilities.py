@@ -13,6 +13,8 @@ COMPLETION_TRIGGERS = [" ", "{", "%", "|", "'", '"', "/", "[", ",", "-"]
 DIAGNOSTIC_IDENTIFIER = "oscova"
 WATCHED_GLOBS = ["**/*.agent.yaml", "**/*.agent.yml", "**/*.j2", "**/*.jinja", "**/*.jinja2",
                  "**/oscova.toml", "**/pyproject.toml", "**/*.eval.yaml", "**/*.eval.yml"]
+CODE_GLOBS = ["**/*.py"]
+"""The workspace's code, watched too: a change restarts the run host, which imported it (`runhost/client.py`)."""
 COMMANDS = ("oscova.runAgent", "oscova.previewPrompt", "oscova.cancelRun", "oscova.evictAgent",
             "oscova.invalidateAgents", "oscova.invalidateAll", "oscova.listAgents",
             "oscova.listTests", "oscova.runTest", "oscova.saveTestCase", "oscova.compareRuns", "oscova.review",

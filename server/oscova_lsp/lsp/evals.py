@@ -7,7 +7,6 @@ workspace; running is refused there (a run builds the agent, which imports the w
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
@@ -63,33 +62,28 @@ def _options(args: dict[str, Any], command: str) -> dict[str, Any]:
 async def run_eval(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
     """`{uri, case?, models?, repeat?}` → the JSON of `oscova-lsp eval --format json` with `folder` (where the
     runs are recorded) and `cancelled`; `oscova/evalEvent` `{uri, case, model, done, total, passed, runs}` as
-    each run ends. Reads the saved files, as runs do. `$/cancelRequest` cancels the runs in progress (pygls
-    cancels the handler, `run_evals` ends its runs) and the answer says what finished."""
-    from ..runs.eval_report import to_json
-    from ..runs.evals import EvalError, EvalOptions, find_evals, run_evals
+    each run ends. The runs and their grading happen in the run host; it reads the saved files, as runs do.
+    `$/cancelRequest` cancels the runs in progress."""
+    from ..runhost.client import RunHostError
 
     args = command_argument(params)
     document_uri = _string(args, "uri", params.command, required=True) or ""
     path = runs.opened_path(document_uri, params.command)
-    options = EvalOptions(**_options(args, params.command))
+    options = _options(args, params.command)
     if not runs.trusted:
         raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runEval runs agents (and the workspace's "
                                    "tool and provider code) only in a trusted workspace")
 
-    def progress(done: int, total: int, outcome: Any) -> None:
-        runs.server.protocol.notify(EVAL_EVENT, {
-            "uri": document_uri, "case": outcome.case, "model": outcome.model, "done": done, "total": total,
-            "passed": outcome.passed, "runs": len(outcome.runs)})
+    def progress(event: dict[str, Any]) -> None:
+        runs.server.protocol.notify(EVAL_EVENT, {"uri": document_uri, **{
+            key: event.get(key) for key in ("case", "model", "done", "total", "passed", "runs")}})
 
-    options.progress = progress
+    host = await runs.host(runs.server.host.root_of(path))
     try:
-        evals = await asyncio.to_thread(find_evals, [path])
-        if not evals:
-            raise EvalError(f"{path} is not an evaluation file (*.eval.yaml)")
-        report = await run_evals(evals, options)
-    except EvalError as error:
+        found: dict[str, Any] = await host.run_eval(path, options, progress)
+    except RunHostError as error:
         raise JsonRpcRequestFailed(str(error)) from None
-    return {**to_json(report), "folder": report.folder, "cancelled": report.cancelled}
+    return found
 
 
 def eval_commands(runs: Runs) -> dict[str, Any]:

@@ -50,7 +50,7 @@ class _Entry:
 class TokenFigures:
     """The figures of the agents the editor asks about, one preview per agent and workspace state.
 
-    `root_for(uri, what)`: the workspace root of a document (`Runs.root_for`); `service(root)`: its run service;
+    `root_for(uri, what)`: the workspace root of a document (`Runs.root_for`); `service(root)`: its run host;
     `settle()`: applies the editor's pending edits; `changes()`: the analysis host's change count."""
 
     def __init__(self, root_for: Callable[[str, str], str], service: Callable[[str], Awaitable[Any]],
@@ -87,12 +87,12 @@ class TokenFigures:
                                  "ask again later")
 
     async def _preview(self, root: str, agent_id: str) -> Figures:
-        from ..runs import RunError
+        from ..runhost.client import RunHostError
 
         try:
-            service = await self._service(root)
-            preview = await service.preview(agent_id)
-        except (RunError, JsonRpcException) as error:
+            host = await self._service(root)
+            preview = await host.preview(agent_id)
+        except (RunHostError, JsonRpcException) as error:
             return Figures(None, str(error))
         except Exception as error:  # noqa: BLE001 - a hover never fails; the log has the rest
             logger.exception("counting the tokens of %s failed", agent_id)

@@ -1,14 +1,15 @@
 """Runs from the editor: the `oscova.*` commands, the `Run agent` / `Preview prompt` / token code lenses, streaming
 (`oscova/runEvent` and work-done progress), cancellation, tool approval and the workspace-trust gate.
 
-One `RunService` per workspace root, created on first use; its module and the runtime's model code are
-imported then, never at server start. A run is a task of the service: the `oscova.runAgent` request only
-awaits it, so a slow run never holds up diagnostics or completion.
+Runs, previews, agent tests and evaluations execute in the run host of their workspace root (`runhost`): a child
+process that holds the run service; this module relays their events, approvals and cancellation, and never
+imports the workspace's code, streams a model or grades. The `oscova.runAgent` request only awaits its run, so a
+slow run never holds up diagnostics or completion.
 
-Three ways stop a run for real, all through `RunHandle.cancel()` (the model's HTTP stream closes, running
-tools are cancelled, the result says `cancelled`): `oscova.cancelRun`, the progress's cancel button
-(`window/workDoneProgress/cancel`) and `$/cancelRequest` on the run's request, which `OscovaProtocol`
-routes here because pygls answers it without stopping the command's coroutine.
+Three ways stop a run for real, all through `HostedRun.cancel()` (the model's HTTP stream closes, running
+tools are cancelled, the result says `cancelled`; a run that does not end stops its run host): `oscova.cancelRun`,
+the progress's cancel button (`window/workDoneProgress/cancel`) and `$/cancelRequest` on the run's request, which
+`OscovaProtocol` routes here because pygls answers it without stopping the command's coroutine.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from lsprotocol import types as lsp
 from oscova_runtime.paths import is_inside
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from ..analysis.agents import agent_list
+from ..analysis.agents import agent_file, agent_list
 from ..analysis.files import DefinitionFile
 from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
@@ -37,18 +38,15 @@ from .figures import TokenFigures, token_lens
 from .settings import describe_value
 
 if TYPE_CHECKING:
-    from ..runs import RunHandle, RunService
+    from ..runhost.client import HostedRun, RunHost
 
 logger = logging.getLogger(__name__)
 
 RUN_EVENT = "oscova/runEvent"
 APPROVE = "Approve"
 DENY = "Deny"
-SHUTDOWN_GRACE = 3.0
-"""Seconds given to closing a service's chat clients at shutdown."""
-STREAM_SHARE = 0.25
-"""Share of the event loop's thread that streaming runs may use (`RunService(stream_share=...)`): the
-rest stays free for the editing features."""
+SHUTDOWN_GRACE = 6.0
+"""Seconds given to the run hosts to end their runs at shutdown."""
 MAX_ARGUMENT_PREVIEW = 400
 """Characters of a tool call's arguments shown in an approval prompt."""
 
@@ -63,7 +61,7 @@ class JsonRpcRequestFailed(JsonRpcException):
 class _RunRequest:
     """An `oscova.runAgent` request in flight: cancelled before its run started, or the run's handle."""
 
-    handle: RunHandle | None = None
+    handle: HostedRun | None = None
     cancelled: bool = False
     token: Any = None
     last_report: str | None = None
@@ -170,14 +168,14 @@ class Runs:
     def __init__(self, server: RunsServer) -> None:
         self.server = server
         self.trusted = True
-        self.services: dict[str, RunService] = {}
-        self._loading: dict[str, asyncio.Future[None]] = {}
+        self.hosts: dict[str, RunHost] = {}
+        """The run host of each workspace root a command used (`runhost/client.py`)."""
         self._requests: dict[Any, _RunRequest] = {}
         """`oscova.runAgent` requests by JSON-RPC id."""
         self._tokens: dict[Any, _RunRequest] = {}
         """The same, by work-done progress token."""
         self._closing = False
-        self.figures = TokenFigures(self.root_for, self.service, lambda: server.apply_pending_edits(),
+        self.figures = TokenFigures(self.root_for, self.host, lambda: server.apply_pending_edits(),
                                     lambda: server.host.changes)
         """The token figures of hovers and lenses (`figures.py`)."""
 
@@ -214,62 +212,48 @@ class Runs:
             raise JsonRpcInvalidParams(f"{command}: the editor opened no workspace folder; pass `uri`")
         return host.root_of_folder(host.folders[0])
 
-    async def service(self, root: str) -> RunService:
-        """The root's run service, over the server's analysis host once the root is read; it applies the
-        editor's debounced edits before each read (a run compares what the editor shows with the saved files)."""
+    async def host(self, root: str) -> RunHost:
+        """The root's run host, once the server has read the root (its commands name agents the server knows)."""
         if not await self.server.ready(root):
             raise JsonRpcRequestFailed(self.server.not_ready(root))
-        while root in self._loading:
-            await asyncio.shield(self._loading[root])
-        found = self.services.get(root)
-        if found is not None:
-            found.trusted = self.trusted
-            return found
-        from ..runs import RunService
+        found = self.hosts.get(root)
+        if found is None:
+            from ..runhost.client import RunHost
 
-        service = self.services[root] = RunService(root, host=self.server.host, trusted=self.trusted,
-                                                   stream_share=STREAM_SHARE,
-                                                   settle=self.server.apply_pending_edits, notify=self._notify)
-        loop = asyncio.get_running_loop()
-        self._loading[root] = loop.create_future()
-        try:
-            await loop.run_in_executor(None, _prepare)
-        except Exception as error:
-            self.services.pop(root, None)
-            logger.exception("reading the workspace %s for a run failed", root)
-            raise JsonRpcRequestFailed(f"Could not read the workspace {root}: {error}") from None
-        except BaseException:
-            self.services.pop(root, None)
-            raise
-        finally:
-            self._loading.pop(root).set_result(None)
-        return service
+            found = self.hosts[root] = RunHost(root, trusted=self.trusted, documents=lambda: self._documents(root),
+                                               approve=self._approve, notify=self._notify)
+        return found
+
+    def _documents(self, root: str) -> dict[str, tuple[str, int | None]]:
+        """The editor's open documents under `root`, its pending edits applied: what a run host lays over the disk."""
+        self.server.apply_pending_edits()
+        documents = self.server.host.snapshot().documents
+        return {path: (document.text, document.version) for path, document in documents.items()
+                if is_inside(path, root, real=False)}
+
+    def agent_name(self, root: str, agent_id: str) -> str:
+        """The agent's display name as the server reads the workspace, or its id."""
+        analysis = self.server.host.snapshot().analyses.get(root)
+        parsed = agent_file(analysis.workspace, agent_id) if analysis is not None else None
+        return parsed.definition.display_name if parsed is not None and parsed.definition is not None else agent_id
 
     def file_saved(self, path: str) -> None:
-        """A saved or changed file evicts the cached agents it affects in the service of its root, and the token
-        figures (the editor asks for its lenses again)."""
+        """A saved or changed file reaches the run host of its root (Python code restarts it), and the token
+        figures are forgotten (the editor asks for its lenses again)."""
         self.forget_figures()
-        for root, service in list(self.services.items()):
-            if root in self._loading or not is_inside(path, service.root):
-                continue
-            try:
-                evicted = service.file_saved(path)
-            except Exception:  # noqa: BLE001 - a cache that cannot tell must forget everything
-                logger.exception("evicting agents after a change to %s failed", path)
-                service.invalidate_all()
-                continue
-            if evicted:
-                logger.info("%s changed: evicted %s", path, ", ".join(evicted))
+        for root, host in list(self.hosts.items()):
+            if is_inside(path, root, real=False):
+                host.file_changed(path, deleted=not os.path.lexists(path))
 
     def forget_figures(self) -> None:
         if self.figures.forget() and self.server.caps("workspace", "code_lens", "refresh_support"):
             self.server.workspace_code_lens_refresh(None)
 
-    def _services_for(self, args: dict[str, Any], command: str) -> list[RunService]:
+    def _hosts_for(self, args: dict[str, Any], command: str) -> list[RunHost]:
         document_uri = _string(args, "uri", command)
         if document_uri is None:
-            return list(self.services.values())
-        found = self.services.get(self.root_for(document_uri, command))
+            return list(self.hosts.values())
+        found = self.hosts.get(self.root_for(document_uri, command))
         return [found] if found is not None else []
 
     # -- commands ---------------------------------------------------------------------------------------
@@ -294,16 +278,14 @@ class Runs:
         status = "cancelled"
         result: dict[str, Any] = {}
         try:
-            service = await self.service(root)
+            host = await self.host(root)
             request.token = await self._progress_token(params.work_done_token)
-            view = service.view()  # what the run reads, and the progress's title names
             if request.token is not None:
                 self._tokens[request.token] = request
                 self._progress(request, lsp.WorkDoneProgressBegin(
-                    title=f"Running {view.agent_name(agent_id)}", cancellable=True, message="starting"))
-            handle = service.start_run(agent_id, text, session_id=session_id,
-                                       on_event=lambda event: self._on_event(request, event),
-                                       approve=self._approve, view=view)
+                    title=f"Running {self.agent_name(root, agent_id)}", cancellable=True, message="starting"))
+            handle = host.start_run(agent_id, text, session_id=session_id,
+                                    on_event=lambda event: self._on_event(request, event))
             request.handle = handle
             if request.cancelled or self._closing:
                 handle.cancel()
@@ -332,12 +314,12 @@ class Runs:
         args = command_argument(params)
         agent_id = _required(args, "agentId", command)
         text = _string(args, "input", command)
-        service = await self.service(self.root_for(_string(args, "uri", command), command))
-        from ..runs import RunError
+        host = await self.host(self.root_for(_string(args, "uri", command), command))
+        from ..runhost.client import RunHostError
 
         try:
-            preview = await service.preview(agent_id, text or None)
-        except RunError as error:
+            preview = await host.preview(agent_id, text or None)
+        except RunHostError as error:
             raise JsonRpcRequestFailed(str(error)) from None
         return {"agentId": agent_id, "instructions": preview.get("instructions") or "",
                 "messages": preview.get("messages", []), "tools": preview.get("tools", []),
@@ -348,24 +330,25 @@ class Runs:
     def cancel_run(self, params: lsp.ExecuteCommandParams) -> None:
         args = command_argument(params)
         run_id = _string(args, "runId", params.command, required=True)
-        for service in list(self.services.values()):
-            if run_id is not None and service.cancel(run_id):
+        for host in list(self.hosts.values()):
+            run = host.find_run(run_id or "")
+            if run is not None and run.cancel():
                 return
 
     def evict_agent(self, params: lsp.ExecuteCommandParams) -> None:
         args = command_argument(params)
         agent_id = _string(args, "agentId", params.command, required=True)
-        for service in self._services_for(args, params.command):
+        for host in self._hosts_for(args, params.command):
             if agent_id is not None:
-                service.evict_agent(agent_id)
+                host.evict(agent_id)
 
     def invalidate_agents(self, params: lsp.ExecuteCommandParams) -> None:
-        for service in self._services_for(command_argument(params), params.command):
-            service.invalidate_agents()
+        for host in self._hosts_for(command_argument(params), params.command):
+            host.invalidate(everything=False)
 
     def invalidate_all(self, params: lsp.ExecuteCommandParams) -> None:
-        for service in self._services_for(command_argument(params), params.command):
-            service.invalidate_all()
+        for host in self._hosts_for(command_argument(params), params.command):
+            host.invalidate(everything=True)
 
     async def listed_roots(self, params: lsp.ExecuteCommandParams) -> list[str]:
         """The roots a listing command reads, once read: that of its `uri`, or every opened one; the editor's
@@ -417,20 +400,17 @@ class Runs:
             request.handle.cancel()
 
     def shutdown(self) -> None:
-        """Cancels every run (each ends as `cancelled`, its transcript closed) and closes the services' chat
-        clients once their runs are over."""
+        """Cancels every run (each ends as `cancelled`, its transcript closed) and stops the run hosts once their
+        runs are over."""
         self._closing = True
         for request in list(self._requests.values()):
             self._cancel(request)
-        handles = [h for s in self.services.values() for h in s.active_runs()]
-        for handle in handles:
-            handle.cancel()
-        self.server.spawn(self._close_services())
+        self.server.spawn(self._close_hosts())
 
-    async def _close_services(self) -> None:
-        for service in list(self.services.values()):
+    async def _close_hosts(self) -> None:
+        for host in list(self.hosts.values()):
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(service.aclose(), SHUTDOWN_GRACE)
+                await asyncio.wait_for(host.aclose(), SHUTDOWN_GRACE)
 
     # -- streaming ----------------------------------------------------------------------------------------
 
@@ -547,19 +527,10 @@ def workspace_trust(options: Any) -> tuple[bool, tuple[str, ...]]:
     return trusted, tuple(problems)
 
 
-def _prepare() -> None:
-    """Off the event loop: imports the model client's library (half a second of imports that would otherwise
-    stall diagnostics and completion on the first run). The workspace comes from the server's host."""
-    from ..runs import load_model_client
-
-    load_model_client()
-
-
 # ------------------------------------------------------------------------------- agent tests, compare
 # `oscova.listTests`, `oscova.runTest`, `oscova.saveTestCase` over the cases of `runs/cases.py` (the code of
-# `oscova-lsp test`), and `oscova.compareRuns` (`runs/compare.py`). A case replays in a worker thread with
-# an event loop of its own, so a replay (which reads the workspace and builds the agent) never holds up
-# diagnostics or completion on the server's loop.
+# `oscova-lsp test`), and `oscova.compareRuns` (`runs/compare.py`). A case replays in the run host (it builds
+# the agent, which imports the workspace's code); listing, saving and comparing read files only.
 
 
 def _case_json(case: Any) -> dict[str, Any]:
@@ -596,7 +567,7 @@ async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, An
     """`{name, path, uri, status, agentId, durationMs, difference?, error?}` of one case (`uri`: the case
     file); `update: true` re-records a drifted case. Refused in an untrusted workspace: a replay builds the
     agent, which imports the workspace's providers."""
-    from ..runs.cases import CaseError, find_cases, run_case
+    from ..runhost.client import RunHostError
 
     args = command_argument(params)
     document_uri = _string(args, "uri", params.command, required=True)
@@ -607,13 +578,12 @@ async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, An
     if not runs.trusted:
         raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runTest replays agents (and imports the "
                                    "workspace's provider code) only in a trusted workspace")
+    host = await runs.host(runs.server.host.root_of(path))
     try:
-        case = find_cases([path])[0]
-    except (CaseError, IndexError) as error:
-        raise JsonRpcRequestFailed(str(error) or f"{path} is not a case") from None
-    result = await asyncio.to_thread(lambda: asyncio.run(run_case(case, update=update)))
-    out = result.to_json()
-    out["uri"] = convert.uri(case.path)
+        out: dict[str, Any] = await host.run_test(path, update)
+    except RunHostError as error:
+        raise JsonRpcRequestFailed(str(error)) from None
+    out["uri"] = convert.uri(out.get("path") or path)
     return out
 
 

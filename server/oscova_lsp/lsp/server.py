@@ -25,7 +25,7 @@ from ..analysis.cache import StoredResults
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.engine import Analysis
 from ..analysis.host import AnalysisHost
-from .capabilities import SERVER_NAME, WATCHED_GLOBS
+from .capabilities import CODE_GLOBS, SERVER_NAME, WATCHED_GLOBS
 from .documents import OpenDocuments
 from .protocol import OscovaProtocol
 from .publisher import DiagnosticsPublisher
@@ -405,7 +405,7 @@ class OscovaServer(LanguageServer):
         if not self.caps("workspace", "did_change_watched_files", "dynamic_registration"):
             return
         options = lsp.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[lsp.FileSystemWatcher(glob_pattern=g) for g in WATCHED_GLOBS])
+            watchers=[lsp.FileSystemWatcher(glob_pattern=g) for g in [*WATCHED_GLOBS, *CODE_GLOBS]])
         registration = lsp.Registration(id="oscova-watched-files", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                         register_options=options)
         try:

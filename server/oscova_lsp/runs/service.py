@@ -87,8 +87,6 @@ MAX_ERROR_LINES = 5
 DELTA_INTERVAL = 0.05
 """Seconds between two `delta` events of a run: text streamed faster is sent in one event, so a model
 streaming at full speed costs a handful of notifications a second, not one per token."""
-PACE_WINDOW = 0.02
-"""Seconds over which `_Pacer` measures the CPU time streaming runs used."""
 NOT_BLOCKING = frozenset({UNKNOWN_MODEL.code})
 """Errors a run reports better itself: an unconfigured model (and a preview needs no model at all)."""
 
@@ -307,12 +305,9 @@ class RunService:
     def __init__(
         self, root: str | os.PathLike[str], *, host: AnalysisHost | None = None, runs_dir: str | None = None,
         function_invocation: FunctionInvocationSettings | None = None, trusted: bool = True,
-        stream_share: float | None = None, settle: Callable[[], None] | None = None, tracing: bool = True,
-        notify: Callable[[str], None] | None = None,
+        tracing: bool = True, notify: Callable[[str], None] | None = None,
     ) -> None:
         self.root = os.path.realpath(os.fspath(root))
-        self._settle = settle
-        """Called before each read of the host's state: the language server applies its debounced edits."""
         self._source_root = os.path.abspath(os.fspath(root))
         """The root as the analysis host names it (not resolved: the host indexes files by their given path)."""
         self.trusted = trusted
@@ -327,7 +322,6 @@ class RunService:
         self._runs_boundary = runs_dir or self.root
         """Transcripts stay inside it: a `.oscova` link leading out of the workspace gets none written."""
         self.orchestrator = AgentOrchestrator(function_invocation)
-        self._pacer = _Pacer(stream_share) if stream_share is not None else None
         self._configured_host: ConfiguredHost | None = None
         self._configured_from: HostConfig | None = None
         """The host configuration `_configured_host` was built from (a changed one replaces it)."""
@@ -345,15 +339,32 @@ class RunService:
         return self._root_analysis(self.snapshot())
 
     def snapshot(self) -> Snapshot:
-        """The analysis host's state now, the editor's pending edits applied first (`settle`)."""
-        if self._settle is not None:
-            self._settle()
+        """The analysis host's state now."""
         host = self._analysis_host
         root = host.root_of_folder(self._source_root)
         if self._owns_analysis_host and not host.is_loaded(root):
             host.ensure_root(root)
             host.install(root, host.load(root))
         return host.snapshot()
+
+    def lay_documents(self, documents: dict[str, tuple[str, int | None]]) -> None:
+        """The editor's open documents (`{path: (text, version)}`) laid over the files its own analysis host read
+        (a run host's): those it was given before and is not given now are closed again."""
+        host = self._analysis_host
+        self.snapshot()  # the root is read first: a document then replaces its file
+        given = host.snapshot().documents
+        for path in [p for p in given if p not in documents]:
+            host.close(path)
+        for path, (text, version) in documents.items():
+            known = given.get(path)
+            if known is None or (known.text, known.version) != (text, version):
+                host.open(path, text, version)
+
+    def disk_changed(self, path: str, deleted: bool) -> None:
+        """A file changed on disk: its own analysis host reads it again, and the agents it reaches are evicted."""
+        if self._owns_analysis_host:
+            self._analysis_host.disk_changed(path, deleted)
+        self.file_saved(path)
 
     def view(self) -> WorkspaceView:
         """One snapshot of the root: what a run start, a preview or an approval question reads."""
@@ -437,10 +448,6 @@ class RunService:
     def _make_importable(self, config: HostConfig) -> None:
         make_importable(self.root, config)
 
-    def _forget_workspace_modules(self) -> None:
-        """Drops modules loaded from the workspace, so edited tools and providers load afresh."""
-        forget_modules_inside(self.root)
-
     # -- cache -----------------------------------------------------------------------------------------
 
     def evict_agent(self, agent_id: str) -> bool:
@@ -451,11 +458,11 @@ class RunService:
         self.orchestrator.invalidate_all_agents()
 
     def invalidate_all(self) -> None:
-        """Drops every cached agent and the tool catalogue; workspace code is imported again next run."""
+        """Drops every cached agent and the tool catalogue. The workspace's modules stay imported: a process
+        imports them once (the language server's run host is restarted when they change)."""
         self.orchestrator.invalidate_all()
         if self._configured_host is not None:
             self._configured_host.forget_tools()
-        self._forget_workspace_modules()
 
     def file_saved(self, path: str) -> list[str]:
         """A file was saved (or deleted): re-reads it (a host of its own only) and evicts the cached agents it
@@ -673,13 +680,11 @@ class RunService:
                 with approval_channel(self._approval_handler(run, approve) if approve else None), \
                         run.recorder.active(), listening(run.on_notice), \
                         observe_calls(run.calls, *([tracer] if tracer is not None else [])):
-                    # closed here, not by the loop later: a cancellation landing between two updates (the
-                    # pacing wait) still ends the model call before the final event
+                    # closed here, not by the loop later: a cancellation landing between two updates still
+                    # ends the model call before the final event
                     async with contextlib.aclosing(agent.run_streaming(input, session=session)) as updates:
                         async for update in updates:
                             run.on_update(update)
-                            if self._pacer is not None:
-                                await self._pacer.step()
             unanswered = run.unanswered_calls()
             if unanswered:  # the tool loop hands back calls it could not run: say so, not `completed`
                 rounds = sum(m.role == "tool" for m in run.updates.messages())
@@ -769,25 +774,6 @@ def load_model_client() -> None:
 
 def _to_stderr(text: str) -> None:
     print(f"oscova-lsp: {text}", file=sys.stderr, flush=True)
-
-
-class _Pacer:
-    """Keeps streaming runs to a share of the event loop's thread: once the thread has used `share` of a
-    `PACE_WINDOW` in CPU time, streaming runs wait for the next window. A model streaming at full speed
-    then leaves the loop idle part of the time, so requests (hover, completion) are read and answered at
-    once instead of queueing behind chunks. Requests handled in a window count too: they come first."""
-
-    def __init__(self, share: float) -> None:
-        self.share = share
-        self.window_start = time.monotonic()
-        self.cpu_start = time.thread_time()
-
-    async def step(self) -> None:
-        now = time.monotonic()
-        if now - self.window_start >= PACE_WINDOW:
-            self.window_start, self.cpu_start = now, time.thread_time()
-        elif time.thread_time() - self.cpu_start > self.share * PACE_WINDOW:
-            await asyncio.sleep(self.window_start + PACE_WINDOW - now)
 
 
 class _UnconfiguredChatClient:
