@@ -456,3 +456,49 @@ def test_a_client_that_sends_initialized_with_initialize_and_waits_gets_the_diag
     assert not server.imported("lsprotocol.types"), "published only once pygls was imported"
     server.open_gate()
     assert server.stop() == 0
+
+
+def test_an_answer_to_the_last_read_before_the_hand_over_is_written(tmp_path: Path):
+    """A hover that arrives in the phase's last read, just as pygls is ready, is answered here: its answer is
+    written before the hand-over (it was kept in the write buffer, and lost: the editor waited for ever)."""
+    import io
+
+    from oscova_lsp.lsp.early import EarlyPhase
+    from oscova_lsp.lsp.transport import Framer
+
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".oscova", "__pycache__", "broken"))
+    template = root / "templates" / "concierge.j2"
+    initialize_message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "processId": None, "rootUri": root.as_uri(), "capabilities": VSCODE["capabilities"],
+        "workspaceFolders": [{"uri": root.as_uri(), "name": "ws"}]}}
+    read_end, write_end = os.pipe()
+    opened = {"textDocument": {"uri": template.as_uri(), "languageId": "jinja", "version": 1,
+                               "text": template.read_text()}}
+    os.write(write_end, frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+             + frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}))
+    hover = {"jsonrpc": "2.0", "id": 7, "method": "textDocument/hover",
+             "params": {"textDocument": {"uri": template.as_uri()}, "position": {"line": 0, "character": 0}}}
+
+    class Loader:
+        """pygls, ready once the phase has read the hover: the hover comes in the phase's last read."""
+
+        polls = 0
+
+        def is_alive(self) -> bool:
+            self.polls += 1
+            if self.polls == 1:
+                os.write(write_end, frame(hover))
+            return self.polls == 1
+
+        def join(self) -> None:
+            pass
+
+    out = io.BytesIO()
+    try:
+        handover = EarlyPhase(initialize_message, out).run(read_end, Framer(), Loader)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert not any(getattr(item, "value", {}).get("id") == 7 for item in handover.items)  # answered here...
+    assert b'"id": 7' in out.getvalue()  # ...and written

@@ -119,6 +119,7 @@ class EarlyPhase:
                 loader.join()
             else:
                 self._poll(fd, framer, POLL_SECONDS)
+        self._flush()  # the answers to what the last read brought: written before the pygls server takes over
         # The result ids of what went out, computed once the publications are out (not on their way).
         self.handover.published = {path: result_id(path, found) for path, found in self._published.items()}
         return self.handover
