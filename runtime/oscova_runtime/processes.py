@@ -206,16 +206,16 @@ async def run_async(argv: Sequence[str], *, cwd: str, timeout: float = DEFAULT_T
 # ------------------------------------------------------------------------------------ long-lived children
 
 
-def _limits(memory_limit: int | None) -> Callable[[], None] | None:
-    """What the child runs before the program: its address space limited to `memory_limit` bytes."""
+def _limit(pid: int, memory_limit: int | None) -> None:
+    """The child's address space limited to `memory_limit` bytes, set from here (`prlimit`) as soon as it runs:
+    a `preexec_fn` would run Python in the forked child of a process with threads, where a lock another thread
+    held at the fork is never released (the child hangs before `exec`, and the parent with it)."""
     if memory_limit is None:
-        return None
+        return
     import resource
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-
-    return limit
+    with contextlib.suppress(ProcessLookupError):  # a child already gone needs no limit
+        resource.prlimit(pid, resource.RLIMIT_AS, (memory_limit, memory_limit))
 
 
 def spawn(argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None, memory_limit: int | None = None,
@@ -224,11 +224,12 @@ def spawn(argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None
     `subprocess.DEVNULL`), the fixed environment (plus `env`), in a session of its own, its address space
     limited to `memory_limit` bytes. `stop` ends it."""
     try:
-        return subprocess.Popen(list(argv), cwd=cwd, env=environment(env), start_new_session=True,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                                preexec_fn=_limits(memory_limit))  # noqa: PLW1509 - one C call, no lock taken
+        process = subprocess.Popen(list(argv), cwd=cwd, env=environment(env), start_new_session=True,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
     except OSError as error:
         raise _not_started(argv, error) from None
+    _limit(process.pid, memory_limit)
+    return process
 
 
 async def spawn_async(argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None,
@@ -238,11 +239,13 @@ async def spawn_async(argv: Sequence[str], *, cwd: str, env: Mapping[str, str] |
     import asyncio
 
     try:
-        return await asyncio.create_subprocess_exec(
+        process = await asyncio.create_subprocess_exec(
             *argv, cwd=cwd, env=environment(env), start_new_session=True, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=stderr, preexec_fn=_limits(memory_limit))
+            stdout=asyncio.subprocess.PIPE, stderr=stderr)
     except OSError as error:
         raise _not_started(argv, error) from None
+    _limit(process.pid, memory_limit)
+    return process
 
 
 def stop(process: subprocess.Popen[bytes] | asyncio.subprocess.Process) -> None:
