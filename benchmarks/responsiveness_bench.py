@@ -15,7 +15,10 @@ Scenarios (each on a fresh server):
 - `cancel`: `oscova-lsp run` streaming from the endpoint, then Ctrl-C (SIGINT): until it has exited
   (budget < 2 s; tests/runs/test_cli.py checks that it cancels cleanly);
 - `yaml`: an alias bomb, a recursive alias and 200 levels of block and flow nesting parsed as definitions
-  (budget: each under 1 s; tests/analysis/test_robustness.py checks that each is OSC001).
+  (budget: each under 1 s; tests/analysis/test_robustness.py checks that each is OSC001);
+- `grading`: the `runs` scenario while `oscova.runEval` grades answers with a backtracking regex (`^(a+)+$` on
+  forty `a` and a `!`) in the run host; hover and completion p95 (budget p95 < 50 ms) and the language server's
+  largest resident memory meanwhile (budget < 300 MB).
 
 The tests check the behaviour (answered, right, in order); these figures are measured here, on an idle
 machine, because a test's timing is luck on a shared one. The budgets are the old tests' assertions; each
@@ -71,8 +74,10 @@ class Server:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         while (message := read_frame(self.proc.stdout)) is not None:
-            if "method" in message and "id" in message:
-                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            if "method" in message and "id" in message:  # a request of the server's: answered as an editor would
+                items = message.get("params", {}).get("items", []) if message["method"] == "workspace/configuration" \
+                    else None
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None if items is None else [None] * len(items)})
                 continue
             with self.arrived:
                 if "method" in message:
@@ -195,6 +200,70 @@ def runs_scenario(base: Path, samples: int, runs: int = 20) -> dict[str, Any]:
             "idle_completion": summary(idle[1]), "hover": summary(busy[0]), "completion": summary(busy[1])}
 
 
+BACKTRACKING_EVAL = """\
+agent: echo
+models: [offline]
+repeat: 3
+cases:
+  - name: backtracks
+    input: say it
+    expect:
+      - regex: "^(a+)+$"
+"""
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def grading_scenario(base: Path, samples: int, runs: int = 20) -> dict[str, Any]:
+    with fast_endpoint(400_000) as endpoint:
+        host = host_toml(endpoint, None) + '\n[models.offline]\nkind = "offline"\nmodel = "offline"\nscript = "offline.yaml"\n'
+        root = write_workspace(base / "grading", host)
+        (root / "offline.yaml").write_text(f'replies:\n  - say: "{"a" * 40}!"\n')
+        (root / "evals").mkdir()
+        (root / "evals" / "backtracking.eval.yaml").write_text(BACKTRACKING_EVAL)
+        server = Server(root)
+        peak = [0.0]
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.is_set():
+                peak[0] = max(peak[0], rss_mb(server.proc.pid))
+                time.sleep(0.05)
+
+        try:
+            server.initialize(VSCODE, {"oscova": {"debounce": 50}, "workspaceTrusted": True})
+            uri = server.open(HELPER)
+            round_trips(server, uri, 10)
+            pending = [server.request("workspace/executeCommand", {"command": "oscova.runAgent", "arguments": [
+                {"agentId": "echo", "input": f"run {n}", "uri": uri}]}) for n in range(runs)]
+            server.wait_notification(lambda _m: len({m["params"]["runId"] for _, m in server.notifications
+                                                     if m.get("method") == "oscova/runEvent"
+                                                     and m["params"]["kind"] == "delta"}) == runs, timeout=120)
+            threading.Thread(target=sample, daemon=True).start()
+            graded = server.request("workspace/executeCommand", {"command": "oscova.runEval", "arguments": [
+                {"uri": (root / "evals" / "backtracking.eval.yaml").as_uri()}]})
+            busy = round_trips(server, uri, samples)
+            report = server.answer(graded, timeout=300)
+            sampling.set()
+            for _, message in list(server.notifications):
+                if message.get("method") == "oscova/runEvent" and message["params"]["kind"] == "started":
+                    server.call("workspace/executeCommand", {"command": "oscova.cancelRun",
+                                                             "arguments": [{"runId": message["params"]["runId"]}]})
+            for msg_id in pending:
+                server.answer(msg_id)
+        finally:
+            sampling.set()
+            server.close()
+    failures = [f for e in report.get("evals", []) for c in e.get("cases", []) for f in c.get("failures", [])]
+    return {"runs": runs, "graded": not report.get("ok", True), "failures": failures[:1],
+            "hover": summary(busy[0]), "completion": summary(busy[1]), "server_rss_mb_max": round(peak[0], 1)}
+
+
 def render_scenario(base: Path) -> dict[str, Any]:
     agents = {**AGENTS, "endless": f"id: endless\ninstructions: \"{ENDLESS_LOOP}done\"\n"}
     server = Server(write_workspace(base / "render", host_toml("http://127.0.0.1:9/v1", None), agents))
@@ -315,6 +384,9 @@ def yaml_scenario() -> dict[str, Any]:
 
 def met(name: str, result: dict[str, Any]) -> bool:
     """Whether `result` of scenario `name` is within the budget its test used to assert."""
+    if name == "grading":
+        return result["hover"]["p95_ms"] < 50 and result["completion"]["p95_ms"] < 50 and \
+            result["server_rss_mb_max"] < 300
     if name in ("runs", "clique"):
         loaded = name == "runs" or result["hover_during_load_s"] < 10
         return loaded and result["hover"]["p95_ms"] < 50 and result["completion"]["p95_ms"] < 50
@@ -327,7 +399,7 @@ def met(name: str, result: dict[str, Any]) -> bool:
     return result["under_100_ms"] >= 9 and result["hover_while_listing"]["max_ms"] < 1000
 
 
-SCENARIOS = ["runs", "render", "clique", "hostile", "cancel", "yaml"]
+SCENARIOS = ["runs", "render", "clique", "hostile", "cancel", "yaml", "grading"]
 
 
 def main() -> int:
@@ -342,7 +414,7 @@ def main() -> int:
         scenarios = {"runs": lambda: runs_scenario(base, args.samples), "render": lambda: render_scenario(base),
                      "clique": lambda: clique_scenario(base, args.samples * 3 // 2),
                      "hostile": lambda: hostile_scenario(base), "cancel": lambda: cancel_scenario(base),
-                     "yaml": yaml_scenario}
+                     "yaml": yaml_scenario, "grading": lambda: grading_scenario(base, args.samples)}
         for name in chosen:
             results[name] = scenarios[name]()
             results[name]["met"] = met(name, results[name])
