@@ -196,7 +196,8 @@ class ConfiguredHost:
         raw = OpenAIChatClient(settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
                                timeout=settings.timeout, model_name=name)
         self._owned_clients.append(raw)
-        client = observed_model_client(raw, settings.model, settings.base_url)
+        client = observed_model_client(raw, settings.model, settings.base_url,
+                                       lambda: tokenizer_for(settings.model, settings.tokenizer, root=self.root))
         self._chat_clients[name] = client
         return client
 

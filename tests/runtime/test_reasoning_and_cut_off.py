@@ -10,7 +10,13 @@ import pytest
 from conftest import Reply, ToolCall
 from oscova_runtime.agent import ChatClientAgent, ChatClientAgentOptions
 from oscova_runtime.chat_client import ChatClientError, InlineThinking
-from oscova_runtime.messages import ChatMessage, ChatOptions, ReasoningContent, TextContent, updates_to_messages
+from oscova_runtime.messages import (
+    ChatMessage,
+    ChatOptions,
+    ReasoningContent,
+    TextContent,
+    updates_to_messages,
+)
 
 DOUBLED_WORD = re.compile(r"\b(\w+) \1\b", re.IGNORECASE)
 
