@@ -608,8 +608,10 @@ def _positive(value: str) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    """`oscova-lsp eval`: exit 0 when every case meets its pass rate on every model, 1 when one does not (or the
-    evaluation was cancelled), 2 on usage errors and when there is no evaluation file."""
+    """`oscova-lsp eval`: exit 0 when every case meets its pass rate on every model, 1 when one does not (a run that
+    failed or was cancelled fails its case unless the case asserts that status; no run completed adds a sentence
+    naming the cause on stderr) or the evaluation was cancelled, 2 on usage errors and when there is no evaluation
+    file."""
     from .reporting import printable
     from .runs.eval_report import render
     from .runs.evals import EvalError, EvalOptions, find_evals, rescore
@@ -625,6 +627,9 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     print(render(report, args.format))
+    cause = report.none_completed()
+    if cause is not None:  # the endpoint down, its key unset: said once, whatever the format
+        print(f"oscova-lsp: {printable(cause)}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FINDINGS
 
 

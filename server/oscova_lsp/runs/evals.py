@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import datetime as _dt
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -83,9 +84,18 @@ class CaseOutcome:
         return sum(1 for facts in self.runs if facts.repeat not in failed)
 
     @property
+    def total(self) -> int:
+        return max(self.expected_runs, len(self.runs))
+
+    @property
+    def needed(self) -> int:
+        """How many runs must pass to meet the pass rate."""
+        return math.ceil(self.pass_rate * self.total - 1e-9)
+
+    @property
     def ok(self) -> bool:
-        total = max(self.expected_runs, len(self.runs))
-        return total > 0 and len(self.runs) == total and self.passed >= self.pass_rate * total - 1e-9
+        total = self.total
+        return total > 0 and len(self.runs) == total and self.passed >= self.needed
 
     @property
     def tokens(self) -> int:
@@ -167,6 +177,21 @@ class EvalReport:
     def ok(self) -> bool:
         return not self.cancelled and bool(self.outcomes) and all(o.ok for o in self.outcomes)
 
+    def none_completed(self) -> str | None:
+        """When runs ended and none completed (the endpoint down, its key unset), one sentence naming the cause:
+        the failures' own words, the most frequent first; else None."""
+        runs = [facts for outcome in self.outcomes for facts in outcome.runs]
+        if not runs or any(facts.status == "completed" for facts in runs):
+            return None
+        causes: dict[str, int] = {}
+        for facts in runs:
+            cause = facts.error or f"the run ended `{facts.status}`"
+            causes[cause] = causes.get(cause, 0) + 1
+        ranked = sorted(causes, key=lambda cause: -causes[cause])
+        others = len(ranked) - 1
+        return f"no run completed: {ranked[0]}" + (
+            f" (and {others} other cause{'s' if others > 1 else ''}; the report lists them)" if others else "")
+
 
 def evaluation_folder(root: str) -> str:
     """`<root>/.oscova/evals/<UTC time>/`, made inside the root (a `.oscova` link leading out is refused)."""
@@ -246,9 +271,16 @@ async def _run_root(root: str, folder: str, items: list[tuple[LoadedEval, list[C
         await service.aclose()
 
 
+COMPLETES = "the run completes (no `status` assertion)"
+"""What a run is held to when its case asserts no status: a failed or cancelled run fails its case."""
+
+
 def _record(outcome: CaseOutcome, case: EvalCase, facts: RunFacts) -> None:
     outcome.runs.append(facts)
     outcome.runs.sort(key=lambda f: f.repeat)
+    if facts.status != "completed" and not any(e.kind == "status" for e in case.expect):
+        outcome.failures.append(Failure(facts.repeat, COMPLETES, f"the run ended `{facts.status}`"
+                                        + (f": {facts.error}" if facts.error else "")))
     for expectation in case.expect:
         message = grade(expectation, facts)
         if message is not None:
