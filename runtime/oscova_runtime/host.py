@@ -167,7 +167,7 @@ class ConfiguredHost:
         settings = self.config.models.get(definition.model)
         if settings is None:
             return Tokenizer(ESTIMATE)
-        return tokenizer_for(settings.model, settings.tokenizer, root=self.root)
+        return tokenizer_for(settings.model, settings.tokenizer, root=self.root, chat_template=settings.chat_template)
 
     def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
         """The host-managed client of the definition's model. `requested`: the agent whose build reached this
@@ -197,7 +197,8 @@ class ConfiguredHost:
                                timeout=settings.timeout, model_name=name)
         self._owned_clients.append(raw)
         client = observed_model_client(raw, settings.model, settings.base_url,
-                                       lambda: tokenizer_for(settings.model, settings.tokenizer, root=self.root))
+                                       lambda: tokenizer_for(settings.model, settings.tokenizer, root=self.root,
+                                                             chat_template=settings.chat_template))
         self._chat_clients[name] = client
         return client
 
