@@ -13,6 +13,7 @@ function-invocation loop around each tool execution).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -186,19 +187,28 @@ class ObservedChatClient(DelegatingChatClient):
 
     def _call(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ObservedCall:
         parent = _current.get()
-        call = ObservedCall("model", self.model, parent, _enclosing_agent(parent), provider=self.provider,
+        return ObservedCall("model", self.model, parent, _enclosing_agent(parent), provider=self.provider,
                             server_address=self.server_address, server_port=self.server_port, messages=messages,
                             options=options)
-        if self.tokenizer is not None:
+
+    async def _predict(self, call: ObservedCall) -> None:
+        """Counts the call's request as the endpoint will (`tokens.prompt_tokens`), in a worker thread: a long
+        conversation rendered through a chat template and tokenized keeps the event loop free meanwhile."""
+        if self.tokenizer is None or call.options is None:
+            return
+        options, messages, load = call.options, call.messages, self.tokenizer
+
+        def count() -> tuple[int, bool]:
             from .chat_client import to_openai_messages  # imports no `openai` until a call
-            from .tokens import count_request
+            from .tokens import prompt_tokens
             from .tools import AIFunction
 
-            tokenizer = self.tokenizer()
+            tokenizer = load()
             wire_tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]
-            counted = count_request(to_openai_messages(messages, options.instructions), wire_tools, tokenizer)
-            call.predicted_input_tokens, call.counted_exactly = counted.total, counted.exact
-        return call
+            return prompt_tokens(to_openai_messages(messages, options.instructions), wire_tools, tokenizer), \
+                tokenizer.exact
+
+        call.predicted_input_tokens, call.counted_exactly = await asyncio.to_thread(count)
 
     def _answered(self, call: ObservedCall, messages: Sequence[ChatMessage] | None, reasoning: str) -> None:
         """Notes what the answer asked for and its reasoning's tokens (counted when the endpoint does not say)."""
@@ -216,6 +226,7 @@ class ObservedChatClient(DelegatingChatClient):
         if not observers:
             return await self.inner.get_response(messages, options)
         call = self._call(messages, options)
+        await self._predict(call)
         _start(observers, call)
         try:
             response = await self.inner.get_response(messages, options)
@@ -240,6 +251,7 @@ class ObservedChatClient(DelegatingChatClient):
                     yield update
             return
         call = self._call(messages, options)
+        await self._predict(call)
         keep = any(getattr(o, "wants_content", False) for o in observers)
         updates: list[ChatResponseUpdate] = []
         reasoning: list[str] = []

@@ -415,6 +415,18 @@ def count_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping
                          exact=tokenizer.exact, tokenizer=tokenizer.name, note=note)
 
 
+def prompt_tokens(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
+                  tokenizer: Tokenizer) -> int:
+    """A request's total prompt tokens, as cheaply as `count_request` would give it: one render through the chat
+    template (the rule's count when there is none, or it refuses the request)."""
+    if tokenizer.template is not None:
+        try:
+            return tokenizer.count_prompt(tokenizer.template.render(messages, tools))
+        except ChatTemplateUnavailable:
+            pass
+    return count_request(messages, tools, tokenizer.with_template(None) if tokenizer.template else tokenizer).total
+
+
 def count_templated(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], tokenizer: Tokenizer,
                     per_message: list[int] | None = None) -> RequestTokens:
     """A request counted as a chat-template server counts it: rendered through `tokenizer.template` with the
@@ -572,8 +584,11 @@ class PromptBudgetClient(DelegatingChatClient):
         from .tools import AIFunction
 
         wire_tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]
-        counted = count_request(to_openai_messages(messages, options.instructions), wire_tools, self.tokenizer)
-        refusal = over_limit(counted, self.limits)
+        wire_messages = to_openai_messages(messages, options.instructions)
+        total = prompt_tokens(wire_messages, wire_tools, self.tokenizer)
+        if all(total <= limit.tokens for limit in self.limits):
+            return
+        refusal = over_limit(count_request(wire_messages, wire_tools, self.tokenizer), self.limits)
         if refusal is not None:
             raise PromptTooLongError(f"{refusal}; nothing was sent. Shorten the input, the instructions or the "
                                      "history, or raise the limit")

@@ -122,3 +122,31 @@ def test_the_bos_token_is_counted_once_where_the_server_adds_it(model_files):
     counted_by = tokens.tokenizer_for("m", chat_template=str(with_bos))
     assert counted_by.count_prompt("<|im_start|>user") == counted_by.count("<|im_start|>user")  # it begins with BOS
     assert counted_by.count_prompt("hello") == counted_by.count("hello") + 1
+
+
+async def test_a_limit_is_kept_as_the_server_counts_tools_included(model_files):
+    """`context_window` against a chat-template server: a request the rule counts under the limit but the
+    server's template puts over it is refused before it is sent."""
+    from conftest import ScriptedChatClient
+    from oscova_runtime.messages import ChatMessage, ChatOptions
+    from oscova_runtime.tools import function_from_callable
+
+    def read_file(path: str) -> str:
+        """Read a file of the workspace."""
+        return path
+
+    templated = tokens.tokenizer_for("local-model", chat_template="model.gguf", root=str(model_files))
+    by_rule = tokens.tokenizer_for("local-model", "model.gguf", root=str(model_files))
+    tool = function_from_callable(read_file)
+    messages, options = [ChatMessage.of("user", "Read the notes.")], ChatOptions(instructions="You are a helpful "
+                                                                                "assistant.", tools=[tool])
+    wire = [{"role": "system", "content": options.instructions}, {"role": "user", "content": "Read the notes."}]
+    served = tokens.count_request(wire, [tool.schema()], templated).total
+    ruled = tokens.count_request(wire, [tool.schema()], by_rule).total
+    assert ruled < served
+    limit = tokens.PromptLimit((ruled + served) // 2, "the context window of [models.local]")
+    inner = ScriptedChatClient("fine")
+    await tokens.PromptBudgetClient(inner, by_rule, [limit]).get_response(messages, options)  # the rule lets it by
+    with pytest.raises(tokens.PromptTooLongError, match=f"The request would be {served:,} prompt tokens"):
+        await tokens.PromptBudgetClient(inner, templated, [limit]).get_response(messages, options)
+    assert len(inner.requests) == 1  # nothing was sent the second time
