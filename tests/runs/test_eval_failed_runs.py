@@ -87,3 +87,19 @@ def test_the_pass_rate_is_said_in_runs(tmp_path: Path, fake_openai: FakeOpenAI) 
     result = evaluate(ws, "--jobs", "1")
     assert result.returncode == 1
     assert "✗ c on default: 1/3 runs passed (needs 2 of 3 runs)" in result.stdout
+
+
+def test_a_cut_off_answer_fails_its_case_unless_the_case_asserts_the_status(tmp_path: Path,
+                                                                           fake_openai: FakeOpenAI) -> None:
+    fake_openai.responder = lambda body: Reply(text="The launch is", finish_reason="length")
+    evaluation = ("agent: triage\ncases:\n  - name: cut\n    input: hi\n    expect:\n      - contains: launch\n"
+                  "  - name: asserted\n    input: hi\n    expect:\n      - status: completed\n")
+    ws = make_ws(tmp_path / "ws", fake_openai, {"c.eval.yaml": evaluation})
+    result = evaluate(ws, "--jobs", "1")
+    assert result.returncode == 1
+    assert ("run 1: the run completes (no `status` assertion)\n      its answer is incomplete: The answer of `triage` "
+            "was cut off: it reached its token limit (no `max_tokens` is set: the endpoint's own limit, or its "
+            "context was full)") in result.stdout
+    assert "✗ asserted" not in result.stdout  # a case that asserts the status decides for itself
+    results = json.loads(next((ws / ".oscova" / "evals").glob("*/results.json")).read_text())
+    assert {run["case"]: run["incomplete"] is not None for run in results["runs"]} == {"cut": True, "asserted": True}

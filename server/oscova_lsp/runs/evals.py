@@ -272,15 +272,19 @@ async def _run_root(root: str, folder: str, items: list[tuple[LoadedEval, list[C
 
 
 COMPLETES = "the run completes (no `status` assertion)"
-"""What a run is held to when its case asserts no status: a failed or cancelled run fails its case."""
+"""What a run is held to when its case asserts no status: a failed or cancelled run fails its case, and so does
+one whose answer is cut off or was stopped (graded, that part answer would pass for the model's answer)."""
 
 
 def _record(outcome: CaseOutcome, case: EvalCase, facts: RunFacts) -> None:
     outcome.runs.append(facts)
     outcome.runs.sort(key=lambda f: f.repeat)
-    if facts.status != "completed" and not any(e.kind == "status" for e in case.expect):
-        outcome.failures.append(Failure(facts.repeat, COMPLETES, f"the run ended `{facts.status}`"
-                                        + (f": {facts.error}" if facts.error else "")))
+    if not any(e.kind == "status" for e in case.expect):
+        if facts.status != "completed":
+            outcome.failures.append(Failure(facts.repeat, COMPLETES, f"the run ended `{facts.status}`"
+                                            + (f": {facts.error}" if facts.error else "")))
+        elif facts.incomplete:
+            outcome.failures.append(Failure(facts.repeat, COMPLETES, f"its answer is incomplete: {facts.incomplete}"))
     for expectation in case.expect:
         message = grade(expectation, facts)
         if message is not None:
@@ -305,6 +309,7 @@ async def run_case_once(service: RunService, loaded: LoadedEval, case: EvalCase,
     facts.duration_ms = round((time.monotonic() - started) * 1000, 1)
     facts.status, facts.text = str(result["status"]), str(result.get("text") or "")
     facts.error = result.get("error")
+    facts.incomplete = (result.get("incomplete") or {}).get("message")
     facts.transcript = result.get("transcript")
     return facts
 
