@@ -93,6 +93,17 @@ each worker takes the next file as it nears the end of one, so these start first
 one of them alone at the end."""
 
 
+REAL_MODEL = ROOT / "tests" / "realmodel"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/realmodel/ needs a real `llama-server` (`.ci/llama-server.sh` builds it and prints the variables): it is
+    left out of the run, neither passed nor skipped, until OSCOVA_LLAMA_SERVER names the binary."""
+    if collection_path == REAL_MODEL and not os.environ.get("OSCOVA_LLAMA_SERVER"):
+        return True
+    return None
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto`: a worker more than there are cores. Some tests wait most of their time (a collector starting,
     servers started one after another, a package installing); with one worker a core, each such wait left a

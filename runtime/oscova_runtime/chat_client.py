@@ -7,7 +7,12 @@ The endpoint's answer is read as raw HTTP (server-sent events for a stream) and 
 chat-completions format: a body that is not a completion (an HTML page), data that is not JSON, a chunk
 of the wrong shape, a stream that ends before `data: [DONE]`, a connection closed mid-answer and tool
 arguments that are not a JSON object each raise `ChatClientError` with a sentence saying what the
-endpoint did. Parsing the JSON ourselves also keeps a long stream cheap (no model object per chunk).
+endpoint did; tool arguments cut off by the token limit (`finish_reason: "length"`) say that instead, and keep
+the call's usage. Parsing the JSON ourselves also keeps a long stream cheap (no model object per chunk).
+
+A reasoning model's thinking arrives in one of three shapes, each read into a `ReasoningContent` apart from
+the answer's text: `reasoning_content` beside `content` (llama.cpp, vLLM, DeepSeek), `reasoning` (OpenRouter,
+Ollama, newer vLLM), or a `<think>…</think>` block at the start of `content` where the server leaves it inline.
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from .messages import (
     ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
+    Content,
     DataContent,
     FunctionCallContent,
+    ReasoningContent,
     TextContent,
     UsageDetails,
 )
@@ -47,7 +54,27 @@ def load_library() -> None:
 
 
 class ChatClientError(Exception):
-    """A model call failed; the message is written for the user and never holds the key."""
+    """A model call failed; the message is written for the user and never holds the key. `usage`: what the
+    endpoint reported the call cost, when it answered before the failure was found (a cut tool call)."""
+
+    def __init__(self, message: str, usage: UsageDetails | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+CUT_OFF = {"length": "reached its token limit", "content_filter": "was stopped by the endpoint's content filter"}
+"""`finish_reason`s that end an answer before the model did, in words: the answer (or a tool call) is incomplete."""
+
+
+def cut_off_words(finish_reason: str | None, max_tokens: int | None) -> str | None:
+    """Why an answer ended early, in words (`reached its token limit (`max_tokens` 64)`), or None."""
+    words = CUT_OFF.get(finish_reason or "")
+    if words is None:
+        return None
+    if finish_reason == "length":
+        return words + (f" (`max_tokens` {max_tokens})" if max_tokens is not None else
+                        " (no `max_tokens` is set: the endpoint's own limit, or its context was full)")
+    return words
 
 
 def to_openai_messages(messages: Sequence[ChatMessage], instructions: str | None) -> list[dict[str, Any]]:
@@ -64,7 +91,8 @@ def to_openai_messages(messages: Sequence[ChatMessage], instructions: str | None
             continue
         calls = message.function_calls
         if message.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            # An answer that was all reasoning is sent back as an empty answer (the reasoning never is).
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text or (None if calls else "")}
             if calls:
                 entry["tool_calls"] = [
                     {"id": c.call_id, "type": "function",
@@ -100,7 +128,8 @@ def _loads(raw: str | bytes, what: str, *, plural: bool = False) -> Any:
     try:
         return json.loads(raw)
     except json.JSONDecodeError as error:
-        raise _Malformed(f"{what} that {verb} not valid JSON ({error.msg} at character {error.pos})") from None
+        where = error.msg.removesuffix(" at")  # "Unterminated string starting at": its position follows
+        raise _Malformed(f"{what} that {verb} not valid JSON ({where} at character {error.pos})") from None
     except RecursionError:
         raise _Malformed(f"{what} nested too deeply to read") from None
     except UnicodeDecodeError:
@@ -165,7 +194,10 @@ def _usage(raw: Any, what: str) -> UsageDetails | None:
     details = raw.get("prompt_tokens_details")
     cached = _field(details, "cached_tokens", int, "usage.prompt_tokens_details.", what) \
         if isinstance(details, dict) else None
-    return UsageDetails(prompt, completion, total, cached_input_tokens=cached)
+    output = raw.get("completion_tokens_details")
+    reasoning = _field(output, "reasoning_tokens", int, "usage.completion_tokens_details.", what) \
+        if isinstance(output, dict) else None
+    return UsageDetails(prompt, completion, total, cached_input_tokens=cached, reasoning_tokens=reasoning)
 
 
 def _first_choice(payload: Any, what: str) -> dict[str, Any] | None:
@@ -200,6 +232,76 @@ def _tool_call_parts(holder: dict[str, Any], path: str, what: str) -> list[tuple
                       _field(function, "name", str, where + "function.", what) or "",
                       _field(function, "arguments", str, where + "function.", what) or ""))
     return parts
+
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def _reasoning(holder: dict[str, Any], path: str, what: str) -> str | None:
+    """The reasoning text of a message or delta: `reasoning_content`, else `reasoning`."""
+    for name in REASONING_FIELDS:
+        value = _field(holder, name, str, path, what)
+        if value:
+            return value
+    return None
+
+
+def _held_back(text: str, marker: str) -> int:
+    """How many characters at the end of `text` could be the start of `marker` (held until the next piece)."""
+    for size in range(min(len(marker) - 1, len(text)), 0, -1):
+        if text.endswith(marker[:size]):
+            return size
+    return 0
+
+
+class InlineThinking:
+    """Splits a `<think>…</think>` block at the start of an answer's text out of it, as the text streams in:
+    `feed` each piece, `flush` at the end. What it holds back is at most the length of a marker. Text that
+    does not begin with `<think>` (after white space) passes unchanged."""
+
+    def __init__(self) -> None:
+        self._state = "start"  # start (undecided), think, gap (white space after `</think>`), answer
+        self._held = ""
+
+    def feed(self, text: str) -> list[Content]:
+        out: list[Content] = []
+        self._held += text
+        while self._held:
+            if self._state == "start":
+                stripped = self._held.lstrip()
+                if stripped.startswith(THINK_OPEN):
+                    self._held, self._state = stripped[len(THINK_OPEN):], "think"
+                elif not stripped or THINK_OPEN.startswith(stripped):
+                    break  # it may still become `<think>`
+                else:
+                    self._state = "answer"
+            elif self._state == "think":
+                at = self._held.find(THINK_CLOSE)
+                if at == -1:
+                    keep = _held_back(self._held, THINK_CLOSE)
+                    if len(self._held) > keep:
+                        out.append(ReasoningContent(self._held[:len(self._held) - keep]))
+                        self._held = self._held[len(self._held) - keep:]
+                    break
+                if at:
+                    out.append(ReasoningContent(self._held[:at]))
+                self._held, self._state = self._held[at + len(THINK_CLOSE):], "gap"
+            elif self._state == "gap":
+                self._held = self._held.lstrip()
+                if self._held:
+                    self._state = "answer"
+            else:
+                out.append(TextContent(self._held))
+                self._held = ""
+        return out
+
+    def flush(self) -> list[Content]:
+        """What is still held: reasoning inside an unclosed block, else text."""
+        held, self._held = self._held, ""
+        if not held or self._state == "gap":
+            return []
+        return [ReasoningContent(held) if self._state == "think" else TextContent(held)]
 
 
 def _http() -> Any:
@@ -371,7 +473,7 @@ class OpenAIChatClient:
         return ChatClientError(f"The model endpoint at {self._where()} closed the connection in the middle of "
                                "the answer")
 
-    def _completion(self, payload: Any) -> ChatResponse:
+    def _completion(self, payload: Any, max_tokens: int | None = None) -> ChatResponse:
         what = "an answer"
         choice = _first_choice(payload, what)
         result: list[ChatMessage] = []
@@ -382,15 +484,36 @@ class OpenAIChatClient:
             if message is None:
                 raise _Malformed(f"sent {what} that is not a chat completion: `choices[0].message` is missing")
             contents: list[Any] = []
+            reasoning = _reasoning(message, "choices[0].message.", what)
+            if reasoning:
+                contents.append(ReasoningContent(reasoning))
             text = _field(message, "content", str, "choices[0].message.", what)
             if text:
-                contents.append(TextContent(text))
+                inline = InlineThinking()
+                contents.extend([*inline.feed(text), *inline.flush()])
+            usage = _usage(payload.get("usage"), what)
             for _, call_id, name, arguments in _tool_call_parts(message, "choices[0].message.", what):
-                contents.append(FunctionCallContent(call_id, name, _parse_arguments(arguments, name)))
+                contents.append(FunctionCallContent(call_id, name, self._arguments_of(arguments, name, finish,
+                                                                                      max_tokens, usage)))
             result.append(ChatMessage("assistant", contents))
         model = payload.get("model")
         return ChatResponse(result, _usage(payload.get("usage"), what), finish,
                             model if isinstance(model, str) else None)
+
+    def _arguments_of(self, raw: str, name: str, finish: str | None, max_tokens: int | None,
+                      usage: UsageDetails | None) -> dict[str, Any]:
+        """A tool call's arguments; arguments the token limit (or a content filter) cut off are said to be, with
+        the call's usage kept, rather than blamed on the endpoint."""
+        try:
+            return _parse_arguments(raw, name)
+        except _Malformed:
+            cut = cut_off_words(finish, max_tokens)
+            if cut is None:
+                raise
+            advice = ("" if finish != "length" else "; raise `max_tokens` in the agent's `chat_options`"
+                      if max_tokens is not None else "; shorten the conversation or raise the endpoint's limit")
+            raise ChatClientError(f"The model's answer {cut} in the middle of the arguments of the tool {name!r}, "
+                                  f"so the tool was not called{advice}", usage) from None
 
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         request = self._arguments(messages, options, False)
@@ -435,7 +558,7 @@ class OpenAIChatClient:
         except httpx.HTTPError as error:
             raise self._mid_stream(error) from None
         try:
-            return self._completion(_loads(body, "sent an answer"))
+            return self._completion(_loads(body, "sent an answer"), request.get("max_tokens"))
         except _Malformed as malformed:
             raise self._failure(malformed) from None
 
@@ -451,11 +574,13 @@ class OpenAIChatClient:
         answered_by: str | None = None
         done = False
         what = "a stream chunk"
+        inline = InlineThinking()
         try:
             async with client.chat.completions.with_streaming_response.create(**request) as response:
                 media = self._check_media_type(response.headers, ("text/event-stream", "application/json"))
                 if media == "application/json":  # the endpoint ignored `stream`: one whole completion
-                    whole = self._completion(_loads(await response.http_response.aread(), "sent an answer"))
+                    whole = self._completion(_loads(await response.http_response.aread(), "sent an answer"),
+                                             request.get("max_tokens"))
                     for message in whole.messages:
                         yield ChatResponseUpdate("assistant", list(message.contents))
                     yield ChatResponseUpdate("assistant", [], whole.usage, whole.finish_reason, whole.model)
@@ -476,6 +601,7 @@ class OpenAIChatClient:
                     delta = _field(choice, "delta", dict, "choices[0].", what)
                     if delta is None:
                         continue
+                    reasoning = _reasoning(delta, "choices[0].delta.", what)
                     text = _field(delta, "content", str, "choices[0].delta.", what)
                     parts = _tool_call_parts(delta, "choices[0].delta.", what)
                     for index, call_id, name, arguments in parts:
@@ -484,17 +610,20 @@ class OpenAIChatClient:
                             slot["id"] = call_id
                         slot["name"].append(name)
                         slot["arguments"].append(arguments)
+                    pieces: list[Content] = [ReasoningContent(reasoning)] if reasoning else []
                     if text:
-                        yield ChatResponseUpdate("assistant", [TextContent(text)])
+                        pieces.extend(inline.feed(text))
+                    if pieces:
+                        yield ChatResponseUpdate("assistant", pieces)
                     # A fast stream is read from a buffer without waiting: let the loop serve others.
                     await asyncio.sleep(0)
             if not done:
                 raise _Malformed("ended the stream before `data: [DONE]`: the answer is incomplete")
-            finished = []
+            finished: list[Content] = inline.flush()
             for _, call in sorted(calls.items()):
                 name = "".join(call["name"])
-                finished.append(FunctionCallContent(call["id"], name, _parse_arguments("".join(call["arguments"]),
-                                                                                       name)))
+                finished.append(FunctionCallContent(call["id"], name, self._arguments_of(
+                    "".join(call["arguments"]), name, finish, request.get("max_tokens"), usage)))
         except openai.OpenAIError as error:
             raise self._translate(error) from None
         except httpx.HTTPError as error:

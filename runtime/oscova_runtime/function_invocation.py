@@ -47,6 +47,7 @@ from .messages import (
     UpdateAccumulator,
     UsageDetails,
 )
+from .notices import AGENT, warn
 from .stepping import current_stepper
 from .telemetry import observed_tool
 from .tools import AIFunction
@@ -357,6 +358,9 @@ class RepeatedCallGuard:
         count = returned.get(key, 0) + 1
         if count >= self.limit:
             context.terminate = True
+            warn("repeatedCall", f"The repeated-call guard stopped the tool loop of {AGENT}: the model called "
+                                 f"`{context.call.name}` {count} times with the same arguments in one request, so the "
+                                 "answer is the text the model wrote before that call")
             return REPEATED_CALL_STOPPED.format(count=count)
         result = await call_next(context)
         returned[key] = count

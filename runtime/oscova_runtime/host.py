@@ -168,7 +168,8 @@ class ConfiguredHost:
         settings = self.config.models.get(definition.model)
         if settings is None:
             return Tokenizer(ESTIMATE)
-        return tokenizer_for(settings.model, settings.tokenizer, root=self.root, trusted=self.trusted)
+        return tokenizer_for(settings.model, settings.tokenizer, root=self.root, chat_template=settings.chat_template,
+                             trusted=self.trusted)
 
     def chat_client_for(self, definition: AgentDefinition, requested: AgentDefinition | None = None) -> ChatClient:
         """The host-managed client of the definition's model. `requested`: the agent whose build reached this
@@ -196,7 +197,9 @@ class ConfiguredHost:
 
         raw = client_for(settings, name, self.root)
         self._owned_clients.append(raw)
-        client = observed_model_client(raw, settings.model, settings.base_url)
+        client = observed_model_client(raw, settings.model, settings.base_url,
+                                       lambda: tokenizer_for(settings.model, settings.tokenizer, root=self.root,
+                                                             chat_template=settings.chat_template, trusted=self.trusted))
         self._chat_clients[name] = client
         return client
 

@@ -72,8 +72,14 @@ class ModelSettings(_Section):
     timeout: float = Field(default=60.0, gt=0)
     tokenizer: str | None = Field(
         default=None, description="How the model counts tokens: `o200k_base`, `cl100k_base`, or the path of its "
-                                  "Hugging Face `tokenizer.json` (relative to the root). Default: from an OpenAI "
-                                  "model name; otherwise counts are estimates (≈).")
+                                  "Hugging Face `tokenizer.json` or GGUF model file (relative to the root). Default: "
+                                  "from an OpenAI model name, else from a GGUF `chat_template`; otherwise counts are "
+                                  "estimates (≈).")
+    chat_template: str | None = Field(
+        default=None, description="The chat template the endpoint applies (llama.cpp, vLLM, Ollama): the path of a "
+                                  "Jinja file, a Hugging Face `tokenizer_config.json` or a GGUF model file, relative "
+                                  "to the root. A request is then counted as that server counts it, tools included: "
+                                  "rendered through the template, then tokenized.")
     context_window: int | None = Field(
         default=None, ge=1, description="The model's context window in tokens: a preview warns and a run refuses "
                                         "before sending a request with more prompt tokens.")

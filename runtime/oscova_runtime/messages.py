@@ -47,6 +47,15 @@ class TextContent:
 
 
 @dataclass(slots=True)
+class ReasoningContent:
+    """What a reasoning model thought before it answered (`delta.reasoning_content`, `delta.reasoning`, or a
+    `<think>` block the endpoint left in the text): shown apart from the answer, kept in transcripts, never
+    part of `text` and never sent back to the model."""
+
+    text: str
+
+
+@dataclass(slots=True)
 class DataContent:
     """Binary content (an image) sent to the model as a data URI."""
 
@@ -69,7 +78,7 @@ class FunctionResultContent:
     """The application-side exception: kept for the host, never sent to the model."""
 
 
-Content = TextContent | DataContent | FunctionCallContent | FunctionResultContent
+Content = TextContent | ReasoningContent | DataContent | FunctionCallContent | FunctionResultContent
 
 
 @dataclass(slots=True)
@@ -86,6 +95,10 @@ class ChatMessage:
     @property
     def text(self) -> str:
         return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(c.text for c in self.contents if isinstance(c, ReasoningContent))
 
     @property
     def function_calls(self) -> list[FunctionCallContent]:
@@ -107,6 +120,9 @@ class UsageDetails:
     cached_input_tokens: int | None = None
     """Input tokens the endpoint read from its prompt cache (`usage.prompt_tokens_details.cached_tokens`); None
     where it does not say."""
+    reasoning_tokens: int | None = None
+    """Output tokens spent on reasoning (`usage.completion_tokens_details.reasoning_tokens`); None where the
+    endpoint does not say."""
 
     def add(self, other: UsageDetails | None) -> None:
         if other is not None:
@@ -115,6 +131,8 @@ class UsageDetails:
             self.total_tokens += other.total_tokens
             if other.cached_input_tokens is not None:
                 self.cached_input_tokens = (self.cached_input_tokens or 0) + other.cached_input_tokens
+            if other.reasoning_tokens is not None:
+                self.reasoning_tokens = (self.reasoning_tokens or 0) + other.reasoning_tokens
 
 
 @dataclass(slots=True)
@@ -179,19 +197,25 @@ class ChatResponseUpdate:
     def text(self) -> str:
         return "".join(c.text for c in self.contents if isinstance(c, TextContent))
 
+    @property
+    def reasoning(self) -> str:
+        return "".join(c.text for c in self.contents if isinstance(c, ReasoningContent))
+
 
 class UpdateAccumulator:
     """Streamed updates coalesced into messages as they arrive: consecutive updates of one role form one
-    message, consecutive text deltas one text (kept as plain strings and joined once, so a long stream
-    costs linear time and keeps no object per delta alive for the garbage collector to walk)."""
+    message, consecutive text deltas one text and consecutive reasoning deltas one reasoning (kept as plain
+    strings and joined once, so a long stream costs linear time and keeps no object per delta alive for the
+    garbage collector to walk)."""
 
     def __init__(self) -> None:
         self._messages: list[ChatMessage] = []
-        self._pieces: list[str] = []  # the text run at the end of the last message, not yet joined
+        self._pieces: list[str] = []  # the text (or reasoning) run at the end of the last message, not yet joined
+        self._kind: type[TextContent] | type[ReasoningContent] = TextContent
 
     def _close_text(self) -> None:
         if self._pieces:
-            self._messages[-1].contents.append(TextContent("".join(self._pieces)))
+            self._messages[-1].contents.append(self._kind("".join(self._pieces)))
             self._pieces.clear()
 
     def add(self, update: ChatResponseUpdate) -> None:
@@ -204,7 +228,10 @@ class UpdateAccumulator:
         elif self._messages[-1].author_name is None:
             self._messages[-1].author_name = update.author_name
         for content in update.contents:
-            if isinstance(content, TextContent):
+            if isinstance(content, TextContent | ReasoningContent):
+                if type(content) is not self._kind:
+                    self._close_text()
+                    self._kind = type(content)
                 self._pieces.append(content.text)
             else:
                 self._close_text()

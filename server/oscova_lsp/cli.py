@@ -11,7 +11,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+"""`EXIT_INCOMPLETE`: `run` ended `completed` with an answer that is cut off (`finish_reason` `length` or
+`content_filter`) or that a guard stopped (the result's `incomplete`)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     _serve_arguments(serve)
 
-    run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results")
+    run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results",
+                         epilog="exit status: 0 completed, 1 failed or cancelled, 2 usage error, 3 completed with an "
+                                "incomplete answer (cut off at the token limit or by a content filter, or stopped "
+                                "by the repeated-call guard)")
     run.add_argument("agent_id", metavar="AGENT_ID", nargs="?",
                      help="the agent to run (with --replay: default the recorded one)")
     run.add_argument("text", metavar="INPUT", nargs="?", default=None,
@@ -407,7 +412,9 @@ def _run(args: argparse.Namespace) -> int:
             await service.aclose()
 
     result = asyncio.run(main())
-    return EXIT_OK if result["status"] == "completed" else EXIT_FINDINGS
+    if result["status"] != "completed":
+        return EXIT_FINDINGS
+    return EXIT_INCOMPLETE if result.get("incomplete") else EXIT_OK
 
 
 REPLAY_MATCHED = {"completed": "✓ replay matches the recording",
@@ -647,8 +654,10 @@ def _positive(value: str) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    """`oscova-lsp eval`: exit 0 when every case meets its pass rate on every model, 1 when one does not (or the
-    evaluation was cancelled), 2 on usage errors and when there is no evaluation file."""
+    """`oscova-lsp eval`: exit 0 when every case meets its pass rate on every model, 1 when one does not (a run that
+    failed or was cancelled fails its case unless the case asserts that status; no run completed adds a sentence
+    naming the cause on stderr) or the evaluation was cancelled, 2 on usage errors and when there is no evaluation
+    file."""
     from .reporting import printable
     from .runs.eval_report import render
     from .runs.evals import EvalError, EvalOptions, find_evals, rescore
@@ -664,6 +673,9 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     print(render(report, args.format))
+    cause = report.none_completed()
+    if cause is not None:  # the endpoint down, its key unset: said once, whatever the format
+        print(f"oscova-lsp: {printable(cause)}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FINDINGS
 
 

@@ -69,11 +69,11 @@ def test_the_terminal_summary_lists_every_call_with_tokens_and_time(tmp_path, fa
     summary = textwrap.dedent("\n".join(line for line in lines[done + 1:] if line.startswith("  ")))
     timing = r"\s+(\d+ ms|\d+\.\d s)"
     patterns = [
-        rf"model\s+coordinator → fake-model-2025\s+23 in · 9 out{timing}",
-        rf"model\s+repeater → fake-model-2025\s+5 in · 3 out{timing}",
+        rf"model\s+coordinator → fake-model-2025\s+23 in \(≈ \d+ predicted\) · 9 out{timing}",
+        rf"model\s+repeater → fake-model-2025\s+5 in \(≈ \d+ predicted\) · 3 out{timing}",
         rf"tool\s+repeater{timing}",
         rf"tool\s+read_file{timing}",
-        rf"model\s+coordinator → fake-model-2025\s+41 in · 6 out{timing}",
+        rf"model\s+coordinator → fake-model-2025\s+41 in \(≈ \d+ predicted\) · 6 out{timing}",
     ]
     rows = summary.splitlines()
     assert len(rows) == len(patterns), summary

@@ -301,7 +301,7 @@ def test_ctrl_c_cancels_and_reports_what_finished(tmp_path: Path, fake_openai: F
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 1 and "Traceback" not in err, err
-    assert "✗ c on default: 1/3 runs passed (needs 1 of the runs); 1 of 3 ran" in out
+    assert "✗ c on default: 1/3 runs passed (needs 3 of 3 runs); 1 of 3 ran" in out
     assert out.rstrip().splitlines()[-1].startswith("cancelled: 0 of 1 case × model cells met their pass rate")
     results = json.loads(next((ws / ".oscova" / "evals").glob("*/results.json")).read_text())
     assert [(r["repeat"], r["status"], r["text"]) for r in results["runs"]] == [(1, "completed", "eu-west")]
@@ -374,7 +374,7 @@ def test_junit_github_and_html_reports(tmp_path: Path, fake_openai: FakeOpenAI) 
     assert set(cases) == {"passes [default]", "fails [default]"} and suite.tests == 2 and suite.failures == 1
     assert cases["passes [default]"].is_passed
     [failure] = [r for r in cases["fails [default]"].result if isinstance(r, Failure)]
-    assert failure.message == "0/2 runs passed, needs 1 of the runs"
+    assert failure.message == "0/2 runs passed, needs 2 of 2 runs"
     assert "run 1: contains: \"eu-west\"" in failure.text and "\\u001b" in failure.text and "\x1b" not in junit.stdout
 
     github = oscova_eval("--format", "github", cwd=ws)

@@ -126,3 +126,17 @@ def test_a_span_carries_the_cache_read_attribute(tmp_path, workspace, fake_opena
     chat = [s for s in phoenix.trace_of(session, 2) if s["name"].startswith("chat ")]
     assert [s["attributes"]["gen_ai.usage.cache_read.input_tokens"] for s in chat] == [1536]
     assert chat[0]["attributes"]["gen_ai.usage.input_tokens"] == 1900
+
+
+def test_a_reasoning_models_thinking_is_a_reasoning_part_of_the_answer(tmp_path, fake_openai, phoenix):
+    fake_openai.enqueue(Reply(reasoning="The notes say Tuesday.", text="Tuesday."))
+    extra = '\n[telemetry]\ncapture_content = true\n'
+    root = make_workspace(tmp_path / "ws", fake_openai.base_url, host=host_toml(fake_openai.base_url, extra=extra))
+    result = oscova("run", "echo", "--input", "When is the launch?", "--json", cwd=root,
+                    env=cli_env(OTEL_EXPORTER_OTLP_ENDPOINT=phoenix.otlp))
+    assert result.returncode == 0, result.stderr
+    session = json.loads(result.stdout.splitlines()[0])["sessionId"]
+    [chat] = [s for s in phoenix.trace_of(session, 2) if s["name"].startswith("chat ")]
+    [answer] = json.loads(chat["attributes"]["gen_ai.output.messages"])
+    assert answer["parts"] == [{"type": "reasoning", "content": "The notes say Tuesday."},
+                               {"type": "text", "content": "Tuesday."}]

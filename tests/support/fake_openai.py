@@ -49,6 +49,16 @@ class Reply:
     hang: bool = False
     """Streaming: send the first text chunk, then keep the stream open until the client leaves."""
     model: str = "fake-model"
+    reasoning: str | None = None
+    """A reasoning model's thinking, sent before the text in `reasoning_field` (streamed in `chunk_size` pieces)."""
+    reasoning_field: str = "reasoning_content"
+    """Where the thinking goes: `reasoning_content` (llama.cpp, vLLM, DeepSeek) or `reasoning` (OpenRouter, Ollama)."""
+    reasoning_tokens: int | None = None
+    """`usage.completion_tokens_details.reasoning_tokens`; None: not reported."""
+    finish_reason: str | None = None
+    """The answer's `finish_reason` (`length`, `content_filter`); None: `tool_calls` with calls, else `stop`."""
+    recorded: str | None = None
+    """Streaming: the path of a recorded server's SSE body (`tests/fixtures/`), sent as it is instead."""
 
 
 @dataclass
@@ -205,12 +215,16 @@ class FakeOpenAI:
                  "total_tokens": reply.prompt_tokens + reply.completion_tokens}
         if reply.cached_tokens is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
-        finish = "tool_calls" if calls else "stop"
+        if reply.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
         created = int(time.time())
         if not request.stream:
             if reply.delay:
                 await asyncio.sleep(reply.delay)
             message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+            if reply.reasoning is not None:
+                message[reply.reasoning_field] = reply.reasoning
             if calls:
                 message["tool_calls"] = [{"id": c["id"], "type": "function",
                                           "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]
@@ -220,7 +234,19 @@ class FakeOpenAI:
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             })
             return True
+        if reply.recorded is not None:
+            return await self._replay(reply.recorded, writer)
         return await self._stream(request, reply, calls, usage, finish, created, reader, writer)
+
+    async def _replay(self, path: str, writer: asyncio.StreamWriter) -> bool:
+        """A recorded server's stream, event by event as it sent them."""
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n")
+        with open(path, "rb") as recorded:
+            for event in recorded.read().split(b"\n\n"):
+                if event.strip():
+                    writer.write(event + b"\n\n")
+                    await writer.drain()
+        return False
 
     async def _stream(self, request: RecordedRequest, reply: Reply, calls: list[dict[str, str]],
                       usage: dict[str, int], finish: str, created: int,
@@ -240,6 +266,9 @@ class FakeOpenAI:
             return f"data: {json.dumps(payload)}\n\n".encode()
 
         pieces = [chunk({"role": "assistant", "content": ""})]
+        thinking = reply.reasoning or ""
+        for start in range(0, len(thinking), max(1, reply.chunk_size)):
+            pieces.append(chunk({reply.reasoning_field: thinking[start:start + reply.chunk_size]}))
         text = reply.text or ""
         for start in range(0, len(text), max(1, reply.chunk_size)):
             pieces.append(chunk({"content": text[start:start + reply.chunk_size]}))

@@ -19,6 +19,8 @@ export interface AnswerItem {
   /** The observer's `message` for this text arrived (so a later copy is not shown twice). */
   confirmed?: boolean;
 }
+/** A reasoning model's thinking (`reasoning` events): shown apart from the answer, collapsible. */
+export interface ReasoningItem { type: 'reasoning'; text: string; streaming: boolean }
 export interface MessageItem { type: 'message'; role: string; source?: string; text: string }
 export interface ToolItem {
   type: 'tool';
@@ -32,7 +34,7 @@ export interface ToolItem {
   /** How long the tool ran (`toolResult`'s `durationMs`). */
   durationMs?: number;
 }
-export type RunItem = AnswerItem | MessageItem | ToolItem;
+export type RunItem = AnswerItem | ReasoningItem | MessageItem | ToolItem;
 
 export interface Usage {
   inputTokens: number;
@@ -40,6 +42,16 @@ export interface Usage {
   totalTokens: number;
   /** Input tokens the endpoint read from its prompt cache, where it reports them (`modelCall`'s `cachedInputTokens`). */
   cachedInputTokens?: number;
+  /** Output tokens spent on reasoning (the endpoint's figure, else counted by the server). */
+  reasoningTokens?: number;
+}
+
+/** What makes an answer other than the model's whole answer, said where it happened (`warning` event):
+ * `cutOff` (the token limit), `contentFilter`, `repeatedCall` (the repeated-call guard), `toolChoiceIgnored`. */
+export interface Warning {
+  reason: string;
+  agentId?: string;
+  message: string;
 }
 
 /** What a provider left out of the prompt on purpose, and why (`notice` event; docs/runtime.md). */
@@ -59,6 +71,11 @@ export interface ModelCall {
   usage?: Usage;
   durationMs?: number;
   failed?: boolean;
+  /** The prompt tokens the server counted before sending the request, beside the endpoint's own `inputTokens`. */
+  predictedInputTokens?: number;
+  /** False: `predictedInputTokens` is an estimate. */
+  predictionExact?: boolean;
+  finishReason?: string;
 }
 
 export interface RunState {
@@ -83,6 +100,10 @@ export interface RunState {
   usage?: Usage;
   /** What providers left out of the prompt, each provider and message once, in the order they came. */
   notices?: Notice[];
+  /** Cut-offs, guards and ignored tool choices, in the order they happened. */
+  warnings?: Warning[];
+  /** Why a `completed` run's answer is incomplete (cut off, or stopped by a guard): not a plain success. */
+  incomplete?: { reason: string; message: string };
 }
 
 export const TERMINAL: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
@@ -120,8 +141,24 @@ function usageOf(value: unknown): Usage | undefined {
   const inputTokens = num(u.inputTokens) ?? 0;
   const outputTokens = num(u.outputTokens) ?? 0;
   const cached = num(u.cachedInputTokens);
+  const reasoning = num(u.reasoningTokens);
   return { inputTokens, outputTokens, totalTokens: num(u.totalTokens) ?? inputTokens + outputTokens,
-    ...(cached !== undefined ? { cachedInputTokens: cached } : {}) };
+    ...(cached !== undefined ? { cachedInputTokens: cached } : {}),
+    ...(reasoning !== undefined ? { reasoningTokens: reasoning } : {}) };
+}
+
+/** `275 (273 predicted)`: the endpoint's input tokens beside the count made before the request was sent. */
+export function formatPredicted(call: ModelCall): string {
+  const input = call.usage ? formatInput(call.usage) : '—';
+  if (call.predictedInputTokens === undefined) return input;
+  return `${input} (${call.predictionExact === false ? '≈ ' : ''}${call.predictedInputTokens} predicted)`;
+}
+
+function incompleteOf(value: unknown): { reason: string; message: string } | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const v = value as Record<string, unknown>;
+  const message = str(v.message);
+  return message ? { reason: str(v.reason) ?? 'incomplete', message } : undefined;
 }
 
 /** `23` input tokens, `23 (20 cached)` where the endpoint said how many it read from its cache. */
@@ -190,7 +227,7 @@ function errorText(value: unknown): string | undefined {
 
 function closeAnswer(items: RunItem[]): RunItem[] {
   const last = items[items.length - 1];
-  if (last?.type === 'answer' && last.streaming) {
+  if ((last?.type === 'answer' || last?.type === 'reasoning') && last.streaming) {
     return [...items.slice(0, -1), { ...last, streaming: false }];
   }
   return items;
@@ -229,7 +266,16 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
       if (last?.type === 'answer' && last.streaming) {
         return { ...run, status: 'running', items: [...run.items.slice(0, -1), { ...last, text: last.text + text }] };
       }
-      return { ...run, status: 'running', items: [...run.items, { type: 'answer', text, streaming: true }] };
+      return { ...run, status: 'running', items: [...closeAnswer(run.items), { type: 'answer', text, streaming: true }] };
+    }
+    case 'reasoning': {
+      const text = str(e.text) ?? '';
+      if (!text) return { ...run, status: 'running' };
+      const last = run.items[run.items.length - 1];
+      if (last?.type === 'reasoning' && last.streaming) {
+        return { ...run, status: 'running', items: [...run.items.slice(0, -1), { ...last, text: last.text + text }] };
+      }
+      return { ...run, status: 'running', items: [...closeAnswer(run.items), { type: 'reasoning', text, streaming: true }] };
     }
     case 'message': {
       const role = str(e.role) ?? 'assistant';
@@ -264,10 +310,15 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
       const agentId = str(e.agentId);
       const usage = usageOf(e.usage);
       const durationMs = num(e.durationMs);
+      const predicted = num(e.predictedInputTokens);
+      const finishReason = str(e.finishReason);
       if (agentId !== undefined) call.agentId = agentId;
       if (usage !== undefined) call.usage = usage;
       if (durationMs !== undefined) call.durationMs = durationMs;
       if (e.failed === true) call.failed = true;
+      if (predicted !== undefined) call.predictedInputTokens = predicted;
+      if (e.predictionExact === false) call.predictionExact = false;
+      if (finishReason !== undefined) call.finishReason = finishReason;
       return { ...run, modelCalls: [...(run.modelCalls ?? []), call] };
     }
     case 'toolResult': {
@@ -300,10 +351,24 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
       if (run.notices?.some((n) => n.provider === provider && n.message === message)) return run;
       return { ...run, notices: [...(run.notices ?? []), notice] };
     }
+    case 'warning': {
+      const message = str(e.message);
+      if (!message) return run;
+      const warning: Warning = { reason: str(e.reason) ?? 'warning', message };
+      const agentId = str(e.agentId);
+      if (agentId !== undefined) warning.agentId = agentId;
+      return { ...run, warnings: [...(run.warnings ?? []), warning] };
+    }
     case 'completed': {
       const finished = finish(run, 'completed', now);
       const usage = usageOf(e.usage);
-      const done = usage ? { ...finished, usage } : finished;
+      const incomplete = incompleteOf(e.incomplete);
+      let done: RunState = usage ? { ...finished, usage } : finished;
+      if (incomplete) done = { ...done, incomplete };
+      const reasoning = str(e.reasoning);
+      if (reasoning && !done.items.some((i) => i.type === 'reasoning')) {
+        done = { ...done, items: [{ type: 'reasoning', text: reasoning, streaming: false }, ...done.items] };
+      }
       const text = str(e.text);
       const withText = text && !done.items.some((i) => i.type === 'answer')
         ? { ...done, items: [...done.items, { type: 'answer' as const, text, streaming: false }] }
@@ -324,6 +389,8 @@ export interface RunResult {
   runId?: string;
   status?: string;
   text?: string;
+  reasoning?: string;
+  incomplete?: unknown;
   error?: unknown;
   transcript?: string;
 }
@@ -334,6 +401,11 @@ export function applyResult(run: RunState, result: RunResult | null | undefined,
   const status = result.status;
   if (status === 'completed' || status === 'failed' || status === 'cancelled') {
     next = finish(next, status, now, status === 'failed' ? errorText(result.error) ?? 'the run failed' : undefined);
+  }
+  const incomplete = incompleteOf(result.incomplete);
+  if (incomplete && status === 'completed' && !next.incomplete) next = { ...next, incomplete };
+  if (typeof result.reasoning === 'string' && result.reasoning && !next.items.some((i) => i.type === 'reasoning')) {
+    next = { ...next, items: [{ type: 'reasoning', text: result.reasoning, streaming: false }, ...next.items] };
   }
   if (typeof result.text === 'string' && result.text && !next.items.some((i) => i.type === 'answer')) {
     next = { ...next, items: [...next.items, { type: 'answer', text: result.text, streaming: false }] };

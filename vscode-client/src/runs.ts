@@ -155,6 +155,9 @@ export class Runs implements vscode.Disposable {
     if (done?.status === 'failed' && !this.view.shown) {
       void vscode.window.showErrorMessage(`Oscova: ${done.agentId} failed: ${done.error}`, 'Show Run')
         .then((c) => { if (c) this.view.show(run.key, false); });
+    } else if (done?.status === 'completed' && done.incomplete && !this.view.shown) {
+      void vscode.window.showWarningMessage(`Oscova: ${done.agentId}: ${done.incomplete.message}`, 'Show Run')
+        .then((c) => { if (c) this.view.show(run.key, false); });
     }
   }
 

@@ -45,8 +45,8 @@ def _matrix(outcomes: list[CaseOutcome]) -> list[str]:
 
 
 def _failures(outcome: CaseOutcome) -> list[str]:
-    total = max(outcome.expected_runs, len(outcome.runs))
-    needed = f"needs {outcome.pass_rate:g} of the runs"
+    total = outcome.total
+    needed = f"needs {outcome.needed} of {total} runs"
     lines = [f"✗ {printable_line(outcome.case)} on {printable_line(outcome.model)}: {outcome.passed}/{total} runs "
              f"passed ({needed})" + ("" if len(outcome.runs) == total else f"; {len(outcome.runs)} of {total} ran")]
     for failure in outcome.failures:
@@ -105,9 +105,9 @@ def _failure_text(outcome: CaseOutcome) -> str:
 
 
 def _summary(outcome: CaseOutcome) -> str:
-    total = max(outcome.expected_runs, len(outcome.runs))
+    total = outcome.total
     ran = "" if len(outcome.runs) == total else f"; {len(outcome.runs)} of {total} ran"
-    return f"{outcome.passed}/{total} runs passed, needs {outcome.pass_rate:g} of the runs{ran}"
+    return f"{outcome.passed}/{total} runs passed, needs {outcome.needed} of {total} runs{ran}"
 
 
 def format_junit(report: EvalReport) -> str:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import datetime as _dt
 import json
+import math
 import os
 import re
 import time
@@ -86,9 +87,18 @@ class CaseOutcome:
         return sum(1 for facts in self.runs if facts.repeat not in failed)
 
     @property
+    def total(self) -> int:
+        return max(self.expected_runs, len(self.runs))
+
+    @property
+    def needed(self) -> int:
+        """How many runs must pass to meet the pass rate."""
+        return math.ceil(self.pass_rate * self.total - 1e-9)
+
+    @property
     def ok(self) -> bool:
-        total = max(self.expected_runs, len(self.runs))
-        return total > 0 and len(self.runs) == total and self.passed >= self.pass_rate * total - 1e-9
+        total = self.total
+        return total > 0 and len(self.runs) == total and self.passed >= self.needed
 
     @property
     def tokens(self) -> int:
@@ -169,6 +179,21 @@ class EvalReport:
     @property
     def ok(self) -> bool:
         return not self.cancelled and bool(self.outcomes) and all(o.ok for o in self.outcomes)
+
+    def none_completed(self) -> str | None:
+        """When runs ended and none completed (the endpoint down, its key unset), one sentence naming the cause:
+        the failures' own words, the most frequent first; else None."""
+        runs = [facts for outcome in self.outcomes for facts in outcome.runs]
+        if not runs or any(facts.status == "completed" for facts in runs):
+            return None
+        causes: dict[str, int] = {}
+        for facts in runs:
+            cause = facts.error or f"the run ended `{facts.status}`"
+            causes[cause] = causes.get(cause, 0) + 1
+        ranked = sorted(causes, key=lambda cause: -causes[cause])
+        others = len(ranked) - 1
+        return f"no run completed: {ranked[0]}" + (
+            f" (and {others} other cause{'s' if others > 1 else ''}; the report lists them)" if others else "")
 
 
 def evaluation_folder(root: str) -> str:
@@ -271,9 +296,21 @@ async def _run_root(root: str, folder: str, items: list[tuple[LoadedEval, list[C
         await service.aclose()
 
 
+COMPLETES = "the run completes (no `status` assertion)"
+"""What a run is held to when its case asserts no status: a failed or cancelled run fails its case, and so does
+one whose answer is cut off or was stopped (graded, that part answer would pass for the model's answer)."""
+
+
 def graded(case: EvalCase, facts: RunFacts) -> list[Failure]:
-    """The assertions of `case` the run failed, each with why."""
+    """The assertions of `case` the run failed, each with why; a run that did not complete fails `COMPLETES`
+    unless the case asserts its status."""
     failures = []
+    if not any(e.kind == "status" for e in case.expect):
+        if facts.status != "completed":
+            failures.append(Failure(facts.repeat, COMPLETES, f"the run ended `{facts.status}`"
+                                    + (f": {facts.error}" if facts.error else "")))
+        elif facts.incomplete:
+            failures.append(Failure(facts.repeat, COMPLETES, f"its answer is incomplete: {facts.incomplete}"))
     for expectation in case.expect:
         message = grade(expectation, facts)
         if message is not None:
@@ -305,6 +342,7 @@ async def run_case_once(service: RunService, loaded: LoadedEval, case: EvalCase,
     facts.duration_ms = round((time.monotonic() - started) * 1000, 1)
     facts.status, facts.text = str(result["status"]), str(result.get("text") or "")
     facts.error = result.get("error")
+    facts.incomplete = (result.get("incomplete") or {}).get("message")
     facts.transcript = result.get("transcript")
     return facts
 
@@ -449,6 +487,7 @@ class RecordedRun(_Recorded):
     status: str = "failed"
     text: str = ""
     error: str | None = None
+    incomplete: str | None = None
     tool_calls: list[RecordedCall] = []
     tokens: int = 0
     model_calls: int = 0
@@ -458,10 +497,12 @@ class RecordedRun(_Recorded):
     judged: dict[str, RecordedVerdict] = {}
 
     def facts(self) -> RunFacts:
-        return RunFacts(self.case, self.model, self.repeat, self.input, self.status, self.text, self.error,
-                        [{"name": c.name, "arguments": c.arguments} for c in self.tool_calls], self.tokens,
-                        self.model_calls, self.duration_ms, self.instructions, self.transcript,
-                        {k: Verdict(v.passed, v.reason, v.prompt, v.reply) for k, v in self.judged.items()})
+        return RunFacts(self.case, self.model, self.repeat, input=self.input, status=self.status, text=self.text,
+                        error=self.error, incomplete=self.incomplete,
+                        tool_calls=[{"name": c.name, "arguments": c.arguments} for c in self.tool_calls],
+                        tokens=self.tokens, model_calls=self.model_calls, duration_ms=self.duration_ms,
+                        instructions=self.instructions, transcript=self.transcript,
+                        judged={k: Verdict(v.passed, v.reason, v.prompt, v.reply) for k, v in self.judged.items()})
 
 
 class ResultsFile(_Recorded):

@@ -2,9 +2,17 @@
 
 An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (`oscova/runEvent`, docs/editors.md).
 `modelCall` (one per model call, nested agents' included) carries `agentId`, `model`, `responseModel`,
-`durationMs`, `usage` `{inputTokens, outputTokens, totalTokens, cachedInputTokens?}` and `failed` (when it did); `toolResult`
-carries `durationMs`. `notice` (`source`: a provider's full type name, `provider`: its class name, `message`)
-says what a provider left out of the run and why (private notes that were refused).
+`durationMs`, `usage` `{inputTokens, outputTokens, totalTokens, cachedInputTokens?, reasoningTokens?}`,
+`finishReason`, `predictedInputTokens` (the request as counted here before it was sent, beside the endpoint's
+`inputTokens`; `predictionExact` false for an estimate) and `failed` (when it did); `toolResult` carries
+`durationMs`. `notice` (`source`: a provider's full type name, `provider`: its class name, `message`) says what
+a provider left out of the run and why (private notes that were refused). `reasoning` (`text`) streams a
+reasoning model's thinking as `delta` streams the answer, apart from it. `warning` (`reason`, `agentId`,
+`message`) says, where it happens, what makes an answer other than the model's whole answer: `cutOff` (the
+answer reached its token limit, `finish_reason: "length"`), `contentFilter`, `repeatedCall` (the repeated-call
+guard stopped the tool loop) and `toolChoiceIgnored` (`tool_choice: required`, answered in text only). When the
+requested agent's answer is cut off or stopped, the final event and the result carry `incomplete` `{reason,
+message}`.
 """
 
 from __future__ import annotations
@@ -16,10 +24,11 @@ from typing import Any
 
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, FunctionCallContent, FunctionResultContent, UsageDetails
-from oscova_runtime.telemetry import ObservedCall
+from oscova_runtime.notices import AGENT, RunWarning
+from oscova_runtime.telemetry import ObservedCall, current_call
 
-EVENT_KINDS = ("started", "message", "delta", "modelCall", "toolCall", "toolResult", "notice", "completed", "failed",
-               "cancelled")
+EVENT_KINDS = ("started", "message", "delta", "reasoning", "modelCall", "toolCall", "toolResult", "notice", "warning",
+               "completed", "failed", "cancelled")
 FINAL_KINDS = frozenset({"completed", "failed", "cancelled"})
 REDACTED = "***"
 MIN_SECRET_LENGTH = 4
@@ -93,6 +102,53 @@ class StreamRedactor:
         return longest
 
 
+class PacedStream:
+    """A text that streams in pieces (a reasoning model's thinking), sent as events of one `kind` (`{text}`) at
+    most every `interval` seconds and redacted over the whole stream (`StreamRedactor`, which the owner replaces
+    with its run's redaction). Its pieces are kept, and joined once (`text`)."""
+
+    def __init__(self, kind: str, emit: Callable[..., Any], interval: float) -> None:
+        self.kind = kind
+        self.emit = emit
+        self.interval = interval
+        self.redactor = StreamRedactor(Redactor())
+        self._pieces: list[str] = []
+        self._unsent: list[str] = []
+        self._last = 0.0
+        self._timer: Any = None
+
+    def add(self, piece: str) -> None:
+        import asyncio
+        import time
+
+        self._pieces.append(piece)
+        self._unsent.append(piece)
+        waited = time.monotonic() - self._last
+        if waited >= self.interval:
+            self.send()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.interval - waited, self.send)
+
+    def send(self, final: bool = False) -> None:
+        """Sends what is not sent yet as one event; `final` also releases the tail held back because it could
+        be the start of a secret (the stream has ended, or another kind of event follows)."""
+        import time
+
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        text = self.redactor.feed("".join(self._unsent)) if self._unsent else ""
+        self._unsent.clear()
+        if final:
+            text += self.redactor.flush()
+        if text:
+            self._last = time.monotonic()
+            self.emit(self.kind, text=text)
+
+    def text(self) -> str:
+        return "".join(self._pieces)
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -115,8 +171,10 @@ def jsonable(value: Any) -> Any:
 
 
 def message_to_dict(message: ChatMessage) -> dict[str, Any]:
-    """`{role, source, sourceId?, text, toolCalls?, toolResults?}`."""
+    """`{role, source, sourceId?, text, reasoning?, toolCalls?, toolResults?}`."""
     out: dict[str, Any] = {"role": message.role, "source": message.source.type.value, "text": message.text}
+    if message.reasoning:
+        out["reasoning"] = message.reasoning
     if message.source.source_id:
         out["sourceId"] = message.source.source_id
     if message.author_name:
@@ -135,6 +193,8 @@ def usage_fields(usage: UsageDetails) -> dict[str, int]:
     fields = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
     if usage.cached_input_tokens is not None:
         fields["cachedInputTokens"] = usage.cached_input_tokens
+    if usage.reasoning_tokens is not None:
+        fields["reasoningTokens"] = usage.reasoning_tokens
     return fields
 
 
@@ -142,9 +202,15 @@ def milliseconds(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
 
+def _of_requested_agent(call: ObservedCall | None) -> bool:
+    """The call belongs to the run's requested agent (not to an agent it called as a tool)."""
+    return call is not None and call.parent is not None and call.parent.parent is None
+
+
 class CallLog:
     """Observes a run's calls (a `CallObserver`) for its events: a `modelCall` event as each model call
-    ends, and the duration of each tool call of the requested agent for its `toolResult` event."""
+    ends, the duration of each tool call of the requested agent for its `toolResult` event, and a `warning`
+    where an answer is cut off, stopped or not what `tool_choice` asked for."""
 
     wants_content = False
 
@@ -153,6 +219,9 @@ class CallLog:
         self.tool_durations: dict[str, float] = {}
         self.usage = UsageDetails()
         """The tokens of every model call of the run."""
+        self.incomplete: dict[str, str] | None = None
+        """`{reason, message}` when the requested agent's answer is cut off or was stopped (its last model call
+        ended on `length` or a content filter, or a guard stopped its tool loop after it)."""
 
     def call_started(self, call: ObservedCall) -> None:
         pass
@@ -166,8 +235,53 @@ class CallLog:
             if call.usage is not None:
                 self.usage.add(call.usage)
                 fields["usage"] = usage_fields(call.usage)
+                if call.usage.reasoning_tokens is None and call.reasoning_tokens is not None:
+                    fields["usage"]["reasoningTokens"] = call.reasoning_tokens  # counted here
+            if call.finish_reason:
+                fields["finishReason"] = call.finish_reason
+            if call.predicted_input_tokens is not None:
+                fields["predictedInputTokens"] = call.predicted_input_tokens
+                if not call.counted_exactly:
+                    fields["predictionExact"] = False
             if call.error is not None:
                 fields["failed"] = True
             self.emit("modelCall", **fields)
+            if call.error is None:
+                self._check_answer(call)
         elif call.kind == "tool" and call.call_id and call.parent is not None and call.parent.parent is None:
             self.tool_durations[call.call_id] = call.duration
+
+    def _check_answer(self, call: ObservedCall) -> None:
+        from oscova_runtime.chat_client import CUT_OFF, cut_off_words  # imports no `openai` until a call
+
+        options = call.options
+        cut = cut_off_words(call.finish_reason, options.max_tokens if options is not None else None)
+        requested = _of_requested_agent(call)
+        if cut is not None:
+            reason = "cutOff" if call.finish_reason == "length" else "contentFilter"
+            self.warning(reason, f"The answer of {self._whose(call)} was cut off: it {cut}", call)
+        elif requested:
+            self.incomplete = None  # the last answer decides
+        if options is not None and options.tool_choice == "required" and options.tools and not call.tool_calls \
+                and call.finish_reason not in CUT_OFF:
+            self.warning("toolChoiceIgnored", f"The model of {self._whose(call)} was required to call a tool "
+                         "(`tool_choice: required`) and answered in text only", call)
+
+    @staticmethod
+    def _whose(call: ObservedCall | None) -> str:
+        agent = call.agent_id if call is not None else None
+        if agent is None:
+            return "the agent"
+        return f"`{agent}`" + ("" if _of_requested_agent(call) else " (called as a tool)")
+
+    def warning(self, reason: str, message: str, call: ObservedCall | None = None) -> None:
+        """Emits a `warning` event; one about the requested agent's answer makes the run `incomplete`."""
+        agent = call.agent_id if call is not None else None
+        self.emit("warning", reason=reason, **({"agentId": agent} if agent else {}), message=message)
+        if _of_requested_agent(call) and reason != "toolChoiceIgnored":
+            self.incomplete = {"reason": reason, "message": message}
+
+    def heard(self, warning: RunWarning) -> None:
+        """A runtime warning (`oscova_runtime.notices.warn`), said of the call in progress (a tool call's agent)."""
+        call = current_call()
+        self.warning(warning.reason, warning.message.replace(AGENT, self._whose(call)), call)

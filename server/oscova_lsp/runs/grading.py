@@ -59,6 +59,8 @@ class RunFacts:
     status: str = "failed"
     text: str = ""
     error: str | None = None
+    incomplete: str | None = None
+    """Why a `completed` run's answer is not the model's whole answer (cut off, or stopped by a guard)."""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     """`{name, arguments}` in the order the model asked for them (a parallel round in its order)."""
     tokens: int = 0

@@ -201,8 +201,9 @@ async def assemble_preview(
                                changing_parts(instructions, steps, counted_providers,
                                               frozenset(p.type for p in plan if p.custom is not None)))
         result["tokens"]["cacheable"] = {"tokens": prefix.tokens, "endsAt": prefix.ends}
-        if tokenizer.note or not counted.exact:
-            result["tokens"]["note"] = tokenizer.note or ESTIMATED_NOTE
+        notes = [tokenizer.note or (ESTIMATED_NOTE if not counted.exact else None), counted.note]
+        if any(notes):
+            result["tokens"]["note"] = "; ".join(note for note in notes if note)
         refusal = over_limit(counted, limits)
         if refusal is not None:
             result["tokens"]["warnings"] = [f"{refusal}: a run would refuse to send it"]

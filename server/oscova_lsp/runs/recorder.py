@@ -26,6 +26,7 @@ from oscova_runtime.messages import (
     FunctionResultContent,
     MessageSource,
     MessageSourceType,
+    ReasoningContent,
     TextContent,
     UsageDetails,
 )
@@ -49,6 +50,8 @@ def message_record(message: ChatMessage) -> dict[str, Any]:
     for content in message.contents:
         if isinstance(content, TextContent):
             contents.append({"text": content.text})
+        elif isinstance(content, ReasoningContent):
+            contents.append({"reasoning": content.text})
         elif isinstance(content, FunctionCallContent):
             contents.append({"call": content.call_id, "name": content.name, "arguments": jsonable(content.arguments)})
         elif isinstance(content, FunctionResultContent):
@@ -68,6 +71,8 @@ def message_from_record(data: dict[str, Any]) -> ChatMessage:
     for item in data.get("contents") or ():
         if "text" in item:
             contents.append(TextContent(str(item["text"])))
+        elif "reasoning" in item:
+            contents.append(ReasoningContent(str(item["reasoning"])))
         elif "call" in item:
             contents.append(FunctionCallContent(str(item["call"]), str(item.get("name", "")),
                                                 dict(item.get("arguments") or {})))
@@ -84,9 +89,10 @@ def message_from_record(data: dict[str, Any]) -> ChatMessage:
 
 
 class _Response:
-    """A model response as it streams in: text, tool calls, usage, finish reason."""
+    """A model response as it streams in: reasoning, text, tool calls, usage, finish reason."""
 
     def __init__(self) -> None:
+        self.reasoning: list[str] = []
         self.text: list[str] = []
         self.calls: list[dict[str, Any]] = []
         self.usage = UsageDetails()
@@ -98,6 +104,8 @@ class _Response:
         for content in update.contents:
             if isinstance(content, TextContent):
                 self.text.append(content.text)
+            elif isinstance(content, ReasoningContent):
+                self.reasoning.append(content.text)
             elif isinstance(content, FunctionCallContent):
                 self.calls.append({"id": content.call_id, "name": content.name,
                                    "arguments": jsonable(content.arguments)})
@@ -112,6 +120,8 @@ class _Response:
                                "usage": _usage(self.usage) if self.has_usage else None, "finishReason": self.finish}
         if self.model:
             out["model"] = self.model
+        if self.reasoning:
+            out["reasoning"] = "".join(self.reasoning)
         return out
 
 
@@ -191,6 +201,7 @@ class Recorder:
                     yield update
         except Exception as error:
             line["error"] = {"type": type(error).__name__, "message": str(error)}
+            response.add(ChatResponseUpdate("assistant", [], getattr(error, "usage", None)))  # a cut tool call's
             raise
         except BaseException:  # cancelled, or the consumer stopped reading: what came so far
             line["incomplete"] = True
@@ -205,6 +216,9 @@ class Recorder:
             answer = await real()
         except Exception as error:
             line["error"] = {"type": type(error).__name__, "message": str(error)}
+            usage = getattr(error, "usage", None)
+            if isinstance(usage, UsageDetails):  # a cut tool call still cost tokens
+                line["response"] = {"usage": usage_fields(usage)}
             self.write(line)
             raise
         except BaseException:

@@ -33,6 +33,7 @@ from oscova_runtime.messages import (
     ChatResponseUpdate,
     Content,
     FunctionCallContent,
+    ReasoningContent,
     TextContent,
     UsageDetails,
 )
@@ -70,21 +71,23 @@ class ReplayResult:
     """The run result (`RunService.run`)."""
 
 
-def _recreate(error: dict[str, Any]) -> Exception:
-    """The recorded exception again: same type name and message, so reports read as they did."""
+def _recreate(error: dict[str, Any], usage: UsageDetails | None = None) -> Exception:
+    """The recorded exception again: same type name and message (and a model call's usage), so reports read as
+    they did."""
     message = str(error.get("message", ""))
     name = str(error.get("type") or "Exception")
     if name in (ChatClientError.__name__, ReplayDrift.__name__):
-        return ChatClientError(message)
+        return ChatClientError(message, usage)
     return type(name if name.isidentifier() else "Exception", (Exception,), {})(message)
 
 
 def _usage(recorded: Any) -> UsageDetails | None:
     if not isinstance(recorded, dict):
         return None
-    cached = recorded.get("cachedInputTokens")
+    cached, reasoning = (value if isinstance(value := recorded.get(key), int) and not isinstance(value, bool) else None
+                         for key in ("cachedInputTokens", "reasoningTokens"))
     inputs, outputs, total = (int(recorded.get(key) or 0) for key in ("inputTokens", "outputTokens", "totalTokens"))
-    return UsageDetails(inputs, outputs, total, cached_input_tokens=cached if isinstance(cached, int) and not isinstance(cached, bool) else None)
+    return UsageDetails(inputs, outputs, total, cached_input_tokens=cached, reasoning_tokens=reasoning)
 
 
 class Replayer(Recorder):
@@ -142,7 +145,8 @@ class Replayer(Recorder):
 
     @staticmethod
     def _contents(response: dict[str, Any]) -> tuple[list[Content], list[Content]]:
-        text: list[Content] = [TextContent(response["text"])] if response.get("text") else []
+        text: list[Content] = [ReasoningContent(str(response["reasoning"]))] if response.get("reasoning") else []
+        text += [TextContent(response["text"])] if response.get("text") else []
         calls: list[Content] = [FunctionCallContent(str(c.get("id", "")), str(c.get("name", "")),
                                                     dict(c.get("arguments") or {}))
                                 for c in response.get("toolCalls") or ()]
@@ -155,7 +159,7 @@ class Replayer(Recorder):
         if text:
             yield ChatResponseUpdate("assistant", text)
         if recorded.get("error"):
-            raise _recreate(recorded["error"])
+            raise _recreate(recorded["error"], _usage(response.get("usage")))
         if recorded.get("incomplete"):  # the recorded run was stopped here
             raise _cancelled()
         yield ChatResponseUpdate("assistant", calls, _usage(response.get("usage")), response.get("finishReason"),
@@ -164,7 +168,7 @@ class Replayer(Recorder):
     async def _answer(self, request: dict[str, Any]) -> ChatResponse:
         recorded = self._expect(request)
         if recorded.get("error"):
-            raise _recreate(recorded["error"])
+            raise _recreate(recorded["error"], _usage((recorded.get("response") or {}).get("usage")))
         if recorded.get("incomplete"):
             raise _cancelled()
         response = recorded.get("response") or {}

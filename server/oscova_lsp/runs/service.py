@@ -2,8 +2,10 @@
 
 Plain Python (no LSP types), shared by `oscova-lsp run` / `preview` and the language server's commands.
 Every run streams events (`events.EVENT_KINDS`) to a callback and to a JSON-lines transcript under
-`<root>/.oscova/runs/`, and ends with a result `{runId, status, text, messages, error?, transcript,
-transcriptError?}` (`transcriptError`: why the transcript could not be written, or was cut short).
+`<root>/.oscova/runs/`, and ends with a result `{runId, status, text, reasoning?, incomplete?, messages, error?,
+transcript, transcriptError?}` (`reasoning`: what a reasoning model thought, apart from the answer; `incomplete`:
+why a `completed` answer is cut off or stopped, `events.py`; `transcriptError`: why the transcript could not be
+written, or was cut short).
 Keys never leave the service: events, results, log messages and transcripts pass through a `Redactor`.
 """
 
@@ -34,11 +36,12 @@ from oscova_runtime.messages import (
     ChatResponseUpdate,
     FunctionCallContent,
     FunctionResultContent,
+    ReasoningContent,
     TextContent,
     UpdateAccumulator,
     short_type_name,
 )
-from oscova_runtime.notices import ProviderNotice, listening
+from oscova_runtime.notices import ProviderNotice, RunWarning, listening
 from oscova_runtime.observer import (
     AgentRunObserverAccessor,
     AgentTaskRun,
@@ -61,6 +64,7 @@ from .errors import RunError, denial_reason, describe_failure, unanswered_calls_
 from .events import (
     FINAL_KINDS,
     CallLog,
+    PacedStream,
     Redactor,
     StreamRedactor,
     describe_exception,
@@ -133,6 +137,8 @@ class _Run:
                  writer: TranscriptWriter | None) -> None:
         self.handle = handle
         self.on_event = on_event
+        self.reasoning = PacedStream("reasoning", self.emit, DELTA_INTERVAL)
+        """A reasoning model's thinking, streamed as `reasoning` events apart from the answer."""
         self.redact = redact
         self.writer = writer
         self.seq = itertools.count(1)
@@ -162,6 +168,7 @@ class _Run:
     def redact(self, redactor: Redactor) -> None:
         self._redact = redactor
         self._stream = StreamRedactor(redactor)
+        self.reasoning.redactor = StreamRedactor(redactor)
 
     def record(self, line: dict[str, Any]) -> None:
         """A recording line (`transcript.py`), redacted, to the transcript only: listeners get events."""
@@ -173,6 +180,8 @@ class _Run:
             return None
         if kind != "delta":  # the text streamed so far goes out first, so events stay in order
             self.send_text(final=True)
+        if kind != "reasoning":
+            self.reasoning.send(final=True)
         event = self.redact({"runId": self.handle.run_id, "seq": next(self.seq), "kind": kind, "time": now_iso(),
                              **fields})
         self.finished = kind in FINAL_KINDS
@@ -218,7 +227,10 @@ class _Run:
             self.emit("message", **message_to_dict(message))
         self.reported_messages = len(live)
 
-    def on_notice(self, notice: ProviderNotice) -> None:
+    def on_notice(self, notice: ProviderNotice | RunWarning) -> None:
+        if isinstance(notice, RunWarning):
+            self.calls.heard(notice)
+            return
         self.emit("notice", source=notice.source, provider=short_type_name(notice.source), message=notice.message)
 
     def on_update(self, update: ChatResponseUpdate) -> None:
@@ -226,7 +238,12 @@ class _Run:
         for content in update.contents:
             if isinstance(content, TextContent) and update.role == "assistant":
                 if content.text:
+                    self.reasoning.send(final=True)  # the thinking so far goes out before the answer after it
                     self._stream_text(content.text)
+            elif isinstance(content, ReasoningContent) and update.role == "assistant":
+                if content.text:
+                    self.send_text(final=True)
+                    self.reasoning.add(content.text)
             elif isinstance(content, FunctionCallContent):
                 self.call_names[content.call_id] = content.name
                 self.emit("toolCall", callId=content.call_id, name=content.name,
@@ -710,6 +727,10 @@ class RunService:
         handle.finishing = True  # a listener cancelling now must not turn the result into an exception
         text = run.text()
         fields: dict[str, Any] = {"text": text}
+        extra: dict[str, Any] = {"reasoning": run.reasoning.text()} if run.reasoning.text() else {}
+        if status == "completed" and run.calls.incomplete is not None:  # cut off, or stopped by a guard
+            extra["incomplete"] = run.calls.incomplete
+        fields.update(extra)
         if status == "completed":
             fields["usage"] = usage_fields(run.calls.usage)  # every model call, agents used as tools' too
         if error is not None:
@@ -720,7 +741,7 @@ class RunService:
         self._runs.pop(handle.run_id, None)
         result: dict[str, Any] = {"runId": handle.run_id, "agentId": handle.agent_id, "sessionId": handle.session_id,
                                   "status": status, "text": text, "messages": run.messages(),
-                                  "transcript": handle.transcript}
+                                  "transcript": handle.transcript, **extra}
         if error is not None:
             result["error"] = error
         return run.redact(result)

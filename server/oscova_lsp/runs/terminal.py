@@ -1,7 +1,7 @@
 """The terminal front end of runs and previews: a live transcript, a spinner while waiting, `--json` lines.
 
-The answer streams to stdout; tool calls, results, progress and errors go to stderr, so
-`oscova-lsp run agent > answer.txt` keeps only the answer.
+The answer streams to stdout; a reasoning model's thinking, tool calls, results, warnings, progress and errors
+go to stderr, so `oscova-lsp run agent > answer.txt` keeps only the answer.
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ class _Style:
     def green(self, text: str) -> str:
         return self("32", text)
 
+    def yellow(self, text: str) -> str:
+        return self("33", text)
+
 
 def _wants_color(stream: IO[str]) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
@@ -77,11 +80,7 @@ def call_summary(calls: list[dict[str, Any]]) -> list[str]:
     for event in calls:
         duration = format_duration(float(event.get("durationMs") or 0))
         if event["kind"] == "modelCall":
-            usage = event.get("usage") or {}
-            tokens = f"{usage.get('inputTokens', 0)} in · {usage.get('outputTokens', 0)} out" if usage else "no usage"
-            if "cachedInputTokens" in usage:
-                tokens = f"{usage.get('inputTokens', 0)} in ({usage['cachedInputTokens']} cached) · " \
-                         f"{usage.get('outputTokens', 0)} out"
+            tokens = model_call_tokens(event)
             model = event.get("responseModel") or event.get("model") or ""
             rows.append(("model", f"{event.get('agentId') or ''} → {model}", tokens, duration))
         else:
@@ -91,6 +90,22 @@ def call_summary(calls: list[dict[str, Any]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return [f"  {kind:<{widths[0]}}  {what:<{widths[1]}}  {tokens:>{widths[2]}}  {duration:>8}".rstrip()
             for kind, what, tokens, duration in rows]
+
+
+def model_call_tokens(event: dict[str, Any]) -> str:
+    """A `modelCall`'s tokens as the endpoint reported them, with the count predicted here before the request
+    was sent beside its input (`275 in (273 predicted) · 12 out (8 reasoning)`)."""
+    usage = event.get("usage") or {}
+    notes = []
+    if "cachedInputTokens" in usage:
+        notes.append(f"{usage['cachedInputTokens']} cached")
+    if isinstance(event.get("predictedInputTokens"), int):
+        notes.append(f"{figure(event['predictedInputTokens'], event.get('predictionExact', True))} predicted")
+    noted = f" ({', '.join(notes)})" if notes else ""
+    if not usage:
+        return "no usage" + noted
+    reasoning = f" ({usage['reasoningTokens']} reasoning)" if "reasoningTokens" in usage else ""
+    return f"{usage.get('inputTokens', 0)} in{noted} · {usage.get('outputTokens', 0)} out{reasoning}"
 
 
 class LiveTranscript:
@@ -111,6 +126,8 @@ class LiveTranscript:
         self.transcript: str | None = None
         self.calls: list[dict[str, Any]] = []
         """`modelCall` events and timed `toolResult` events, for the summary at the end."""
+        self.thinking = False
+        """A reasoning model's thinking is being written (to stderr, apart from the answer)."""
 
     # -- spinner -------------------------------------------------------------------------------------
 
@@ -143,8 +160,15 @@ class LiveTranscript:
             self.out.flush()
             self.at_line_start = True
 
+    def _end_thinking(self) -> None:
+        if self.thinking:
+            self.err.write("\n")
+            self.err.flush()
+            self.thinking = False
+
     def note(self, text: str) -> None:
         self._clear_spinner()
+        self._end_thinking()
         self._end_line()
         self.err.write(text + "\n")
         self.err.flush()
@@ -153,7 +177,18 @@ class LiveTranscript:
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["kind"]
         style = self.style
-        if kind == "started":
+        if kind not in ("reasoning", "modelCall"):
+            self._end_thinking()
+        if kind == "reasoning":
+            self._clear_spinner()
+            if not self.thinking:
+                self._end_line()
+                self.err.write(style.dim("thinking: "))
+                self.thinking = True
+            self.err.write(style.dim(printable(event.get("text", ""))))
+            self.err.flush()
+            self.last_output = time.monotonic()
+        elif kind == "started":
             self.transcript = event.get("transcript")
             self.status = "waiting for the model"
             name = printable_line(str(event.get("agentName") or event.get("agentId")))
@@ -184,6 +219,8 @@ class LiveTranscript:
                 self.note(style.red(f"← {tool}: denied{reason}"))
             else:
                 self.note(style.dim(f"← {tool}: {_one_line(event.get('result'))}"))
+        elif kind == "warning":
+            self.note(style.yellow(f"⚠ {printable_line(_one_line(event.get('message'), 400))}"))
         elif kind == "notice":
             self.note(style.dim(f"! {printable_line(str(event.get('provider')))}: "
                                 f"{printable_line(_one_line(event.get('message'), 400))}"))
@@ -194,7 +231,12 @@ class LiveTranscript:
             if kind == "completed":
                 usage = event.get("usage") or {}
                 tokens = f" · {usage['totalTokens']} tokens" if usage.get("totalTokens") else ""
-                self.err.write(style.dim(f"✓ completed{tokens}") + "\n")
+                incomplete = event.get("incomplete")
+                if isinstance(incomplete, dict):  # not a success: the answer is cut off, or was stopped
+                    self.err.write(style.yellow(f"⚠ incomplete: {printable_line(str(incomplete.get('message')))}")
+                                   + style.dim(tokens) + "\n")
+                else:
+                    self.err.write(style.dim(f"✓ completed{tokens}") + "\n")
             elif kind == "failed":
                 self.err.write(style.red("✗ ") + printable(str(event.get("error") or "The run failed.")) + "\n")
             else:

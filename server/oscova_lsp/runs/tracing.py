@@ -30,6 +30,7 @@ from oscova_runtime.messages import (
     DataContent,
     FunctionCallContent,
     FunctionResultContent,
+    ReasoningContent,
     TextContent,
 )
 from oscova_runtime.telemetry import ObservedCall
@@ -192,6 +193,8 @@ def _parts(message: ChatMessage) -> list[dict[str, Any]]:
     for content in message.contents:
         if isinstance(content, TextContent):
             parts.append({"type": "text", "content": content.text})
+        elif isinstance(content, ReasoningContent):
+            parts.append({"type": "reasoning", "content": content.text})
         elif isinstance(content, FunctionCallContent):
             parts.append({"type": "tool_call", "id": content.call_id, "name": content.name,
                           "arguments": jsonable(content.arguments)})

@@ -2,8 +2,8 @@
  * The Run view's script (runs inside the webview). It renders the `RunState` the extension posts with
  * DOM APIs and `textContent` only: model output and tool results are never parsed as HTML.
  */
-import type { Notice, RunItem, RunState } from '../runModel';
-import { callTotals, durationMs, formatDuration, formatInput, formatTokens, isActive } from '../runModel';
+import type { Notice, RunItem, RunState, Warning } from '../runModel';
+import { callTotals, durationMs, formatDuration, formatPredicted, formatTokens, isActive } from '../runModel';
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -36,6 +36,7 @@ function details(id: string, summary: Node | string, body: Node, className: stri
 }
 
 function statusLabel(run: RunState): string {
+  if (run.status === 'completed' && run.incomplete) return 'Incomplete';
   return { pending: 'Starting…', running: 'Running', completed: 'Completed', failed: 'Failed', cancelled: 'Cancelled' }[run.status];
 }
 
@@ -43,6 +44,10 @@ function renderItem(run: RunState, item: RunItem, index: number): HTMLElement {
   switch (item.type) {
     case 'answer':
       return el('div', { class: `answer${item.streaming ? ' streaming' : ''}`, 'data-testid': 'answer' }, item.text);
+    case 'reasoning':
+      // Apart from the answer, collapsible: open while it streams, folded once the answer starts.
+      return details(`${run.key}:reasoning:${index}`, item.streaming ? 'Thinking…' : 'Reasoning',
+        el('div', { class: 'reasoning-text', 'data-testid': 'reasoning' }, item.text), 'reasoning', item.streaming);
     case 'message':
       return el('div', { class: `message role-${item.role}` },
         el('div', { class: 'label' }, `${item.role}${item.source ? ` · ${item.source}` : ''}`),
@@ -70,6 +75,13 @@ function renderNotices(notices: Notice[] | undefined): HTMLElement | undefined {
       el('code', {}, n.provider), `: ${n.message}`)));
 }
 
+/** Cut-offs, guards and ignored tool choices, where they happened (`warning` events). */
+function renderWarnings(warnings: Warning[] | undefined): HTMLElement | undefined {
+  if (!warnings?.length) return undefined;
+  return el('section', { class: 'warnings', 'data-testid': 'warnings' },
+    ...warnings.map((w) => el('div', { class: 'warning', 'data-testid': 'warning', title: w.reason }, `⚠ ${w.message}`)));
+}
+
 /** Every model call with its tokens and time, and the totals (tools included): what the run cost. */
 function renderCalls(run: RunState): HTMLElement | undefined {
   const calls = run.modelCalls ?? [];
@@ -77,8 +89,9 @@ function renderCalls(run: RunState): HTMLElement | undefined {
   const totals = callTotals(run);
   const rows = calls.map((c) => el('tr', {},
     el('td', {}, c.agentId ?? ''), el('td', {}, el('code', {}, c.model)),
-    el('td', { class: 'num' }, c.usage ? formatInput(c.usage) : '—'),
-    el('td', { class: 'num' }, c.usage ? String(c.usage.outputTokens) : '—'),
+    el('td', { class: 'num', 'data-testid': 'call-input' }, formatPredicted(c)),
+    el('td', { class: 'num' }, c.usage ? String(c.usage.outputTokens)
+      + (c.usage.reasoningTokens !== undefined ? ` (${c.usage.reasoningTokens} reasoning)` : '') : '—'),
     el('td', { class: 'num' }, c.durationMs !== undefined ? formatDuration(c.durationMs) : '—')));
   const table = el('table', { class: 'calls', 'data-testid': 'model-calls' },
     el('thead', {}, el('tr', {}, el('th', {}, 'Agent'), el('th', {}, 'Model'), el('th', { class: 'num' }, 'In'),
@@ -100,7 +113,7 @@ function render() {
   const now = Date.now() + offset;
   const header = el('header', {},
     el('h1', {}, run.agentName ? `${run.agentName} ` : '', el('code', {}, run.agentId)),
-    el('span', { class: `status ${run.status}`, 'data-testid': 'status' }, statusLabel(run)),
+    el('span', { class: `status ${run.status}${run.incomplete ? ' incomplete' : ''}`, 'data-testid': 'status' }, statusLabel(run)),
     el('span', { class: 'duration', 'data-testid': 'duration' }, formatDuration(durationMs(run, now))));
   const tokens = run.modelCalls?.length ? callTotals(run).usage.totalTokens : undefined;
   if (tokens !== undefined) header.append(el('span', { class: 'tokens', 'data-testid': 'tokens' }, `${tokens} tokens`));
@@ -131,6 +144,9 @@ function render() {
   run.items.forEach((item, i) => timeline.append(renderItem(run, item, i)));
   if (!run.items.length && isActive(run)) timeline.append(el('div', { class: 'waiting' }, 'Waiting for the model…'));
   root.append(timeline);
+  const warnings = renderWarnings(run.warnings);
+  if (warnings) root.append(warnings);
+  if (run.incomplete) root.append(el('div', { class: 'incomplete', role: 'alert', 'data-testid': 'incomplete' }, `Incomplete: ${run.incomplete.message}`));
   const calls = renderCalls(run);
   if (calls) root.append(calls);
   if (run.error) root.append(el('div', { class: 'error', role: 'alert', 'data-testid': 'error' }, run.error));
