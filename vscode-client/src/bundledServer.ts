@@ -255,7 +255,7 @@ async function install(input: BundledInput, effects: Effects, info: PythonInfo, 
   try {
     await step(`creating a Python ${pyv} environment`, info.executable, ['-I', '-m', 'venv', '--without-pip', partial], VENV_MS);
     const pip = path.join(input.bundledDir, manifest.pip, 'pip');
-    await step(`installing ${manifest.requirement} and its dependencies`, envPython(partial, input.platform),
+    await step(`installing ${manifest.requirement} and its dependencies from the extension`, envPython(partial, input.platform),
       ['-I', pip, 'install', '--isolated', '--no-index', '--find-links', path.join(input.bundledDir, 'wheels'), '--only-binary', ':all:',
         '--no-cache-dir', '--disable-pip-version-check', '--no-input', '--no-warn-script-location', '--no-compile', manifest.requirement], PIP_MS);
     report('checking that the server starts');

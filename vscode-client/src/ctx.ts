@@ -227,7 +227,7 @@ export class Ctx implements vscode.Disposable {
     if (prepared.kind !== 'install') return prepared.outcome;
     return vscode.window.withProgress({
       location: vscode.ProgressLocation.Notification,
-      title: `Oscova: installing the language server for Python ${versionText(prepared.python.version)}, once (from the extension, no download)`,
+      title: 'Oscova: installing the language server (once)',
     }, (progress) => prepared.install((step) => progress.report({ message: step })));
   }
 

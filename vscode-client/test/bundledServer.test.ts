@@ -176,7 +176,7 @@ test('a failed install says why, leaves nothing behind, and is tried again next 
   machine.failPip = 'ERROR: Could not find a version that satisfies the requirement pydantic-core==2.50.5\nERROR: No matching distribution';
   const failed = await activate(machine, ['/usr/bin/python3']);
   assert.ok(!failed.ok);
-  assert.match(failed.reason, /^installing the bundled server into \/storage\/server\/oscova-lsp-0\.1\.0-cp311-\w+ failed: installing oscova-lsp==0\.1\.0 and its dependencies failed: ERROR: Could not find/);
+  assert.match(failed.reason, /^installing the bundled server into \/storage\/server\/oscova-lsp-0\.1\.0-cp311-\w+ failed: installing oscova-lsp==0\.1\.0 and its dependencies from the extension failed: ERROR: Could not find/);
   assert.deepEqual(machine.list('/storage/server'), []);
   machine.failPip = '';
   assert.equal((await prepare(input(['/usr/bin/python3']), machine)).kind, 'install');
