@@ -147,7 +147,7 @@ async function main() {
   async function firstDiagnostics(baseUrl, onInstall) {
     page = await (await browser.newContext({ viewport: { width: 1500, height: 950 } })).newPage();
     const opened = Date.now();
-    log(`opening examples/ (${new Date(opened).toISOString()})`);
+    log(`opening examples/ (${new Date(opened).toISOString()}; load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores)`);
     await openWorkbench(page, baseUrl, examples);
     // examples/agents and examples/broken/agents are both "agents": each row is found at its depth.
     for (const [depth, name] of ['broken', 'agents', 'providers.agent.yaml'].entries()) {

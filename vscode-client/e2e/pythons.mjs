@@ -52,18 +52,23 @@ for (const version of manifest.pythons) {
     const seconds = (Date.now() - t0) / 1000;
     const check = spawnSync(outcome.command, [...outcome.args, 'check', join(repo, 'examples', 'broken')], { cwd: client, encoding: 'utf8' });
     if (!/OSC0\d\d/.test(check.stdout)) throw new Error(`oscova-lsp check examples/broken printed no diagnostics (exit ${check.status}):\n${check.stdout}\n${check.stderr}`);
+    // The modules are compiled in the background after the install: wait for it (and for its size with bytecode).
+    const deadline = Date.now() + 300_000;
+    while (!lines.some((l) => l.includes("compil")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    const compiled = lines.find((l) => l.includes('compil')) ?? 'not compiled within 5 minutes';
+    if (!compiled.includes('compiled the environment')) throw new Error(compiled);
+    const size = execFileSync('du', ['-sm', outcome.envDir], { encoding: 'utf8' }).split('\t')[0];
     const t1 = Date.now();
     const second = await prepare(input, effects);
     if (second.kind !== 'ready') throw new Error(`the second preparation did not find the stamp: ${second.kind}`);
-    const size = execFileSync('du', ['-sm', outcome.envDir], { encoding: 'utf8' }).split('\t')[0];
-    results.push(`${version}: ${outcome.version} with Python ${outcome.python.version.join('.')} installed in ${seconds.toFixed(1)} s (${size} MB), `
+    results.push(`${version}: ${outcome.version} with Python ${outcome.python.version.join('.')} installed in ${seconds.toFixed(1)} s (${size} MB; ${compiled.replace(/^\[client\] /, '')}), `
       + `check found ${new Set(check.stdout.match(/OSC\d{3}/g)).size} codes; found again in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
     console.log(`[pythons] ${results[results.length - 1]}`);
   } catch (error) {
     failed += 1;
     console.log(`[pythons] FAILED ${version} (${python}): ${error.message}\n${lines.join('\n')}`);
   } finally {
-    rmSync(storageDir, { recursive: true, force: true });
+    rmSync(storageDir, { recursive: true, force: true, maxRetries: 5 });
   }
 }
 console.log(`pythons: ${results.length} passed, ${failed} failed`);
