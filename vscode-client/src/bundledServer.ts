@@ -11,6 +11,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { insideFolders, which } from './serverCommand';
 
 /** `bundled/server.json`, written by scripts/package.mjs. */
 export interface ServerManifest {
@@ -87,6 +88,27 @@ export type Preparation =
   | { kind: 'ready'; outcome: Extract<BundledOutcome, { ok: true }> }
   | { kind: 'install'; python: PythonInfo; envDir: string; install: (report: (step: string) => void) => Promise<BundledOutcome> }
   | { kind: 'failed'; outcome: Extract<BundledOutcome, { ok: false }> };
+
+/** The interpreters to try, in order: the Python extension's, then `python3` and `python` on PATH (`python` alone
+ * on Windows). In an untrusted workspace none inside a workspace folder (a `.venv` the Python extension selected,
+ * a PATH entry pointing into the workspace): `skipped` says which were left out. */
+export function interpreterCandidates(selected: string[] | undefined, env: {
+  pathEnv: string | undefined; platform: NodeJS.Platform; trusted: boolean; workspaceFolders: string[]; isExecutable: (file: string) => boolean;
+}): { candidates: BundledInput['candidates']; skipped: string[] } {
+  const allowed = (file: string) => env.trusted || !insideFolders(file, env.workspaceFolders, env.platform);
+  const candidates: BundledInput['candidates'] = [];
+  const skipped: string[] = [];
+  const add = (argv: string[], from: string) => {
+    if (allowed(argv[0])) candidates.push({ argv, from });
+    else skipped.push(`${from} ${argv[0]} is inside the workspace, which is not trusted: not used`);
+  };
+  if (selected?.length) add(selected, "the Python extension's interpreter");
+  for (const name of env.platform === 'win32' ? ['python'] : ['python3', 'python']) {
+    const found = which(name, env.pathEnv, env.platform, env.isExecutable);
+    if (found) add([found], `${name} on PATH`);
+  }
+  return { candidates, skipped };
+}
 
 /** Printed as one line of JSON by `python -I -c PROBE`. */
 export const PYTHON_PROBE = 'import importlib.util, json, os, sys; print(json.dumps({"implementation": sys.implementation.name, '

@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { nodeEffects, prepare, versionText, type BundledOutcome, type ServerManifest } from './bundledServer';
+import { interpreterCandidates, nodeEffects, prepare, versionText, type BundledOutcome, type ServerManifest } from './bundledServer';
 import type { AdapterServer } from './debug';
 import {
   ExecuteCommandRequest,
@@ -24,9 +24,7 @@ import { messageOf, UserError } from './errors';
 import { middleware } from './middleware';
 import { isExecutable, pythonHasServer, pythonInterpreter } from './python';
 import type { RunEvent } from './runModel';
-import {
-  insideFolders, installCommand, REPOSITORY, resolveServerCommand, SOURCE_WORDS, which, type Resolution, type ServerCommand,
-} from './serverCommand';
+import { installCommand, REPOSITORY, resolveServerCommand, SOURCE_WORDS, type Resolution, type ServerCommand } from './serverCommand';
 import { StatusBar } from './statusBar';
 
 /** The status bar item's click: the quick pick of the extension's commands (registered in extension.ts). */
@@ -204,17 +202,10 @@ export class Ctx implements vscode.Disposable {
    * inside it. */
   private async bundledServer({ manifest, dir }: { manifest: ServerManifest; dir: string }, folders: string[],
     selected: () => Promise<string[] | undefined>): Promise<BundledOutcome> {
-    const allowed = (file: string) => vscode.workspace.isTrusted || !insideFolders(file, folders, process.platform);
-    const candidates: { argv: string[]; from: string }[] = [];
-    const fromExtension = await selected();
-    if (fromExtension?.length) {
-      if (allowed(fromExtension[0])) candidates.push({ argv: fromExtension, from: "the Python extension's interpreter" });
-      else this.output.appendLine(`[client] the Python extension's interpreter ${fromExtension[0]} is inside the workspace, which is not trusted: not used`);
-    }
-    for (const name of process.platform === 'win32' ? ['python'] : ['python3', 'python']) {
-      const found = which(name, process.env.PATH, process.platform, isExecutable);
-      if (found && allowed(found)) candidates.push({ argv: [found], from: `${name} on PATH` });
-    }
+    const { candidates, skipped } = interpreterCandidates(await selected(), {
+      pathEnv: process.env.PATH, platform: process.platform, trusted: vscode.workspace.isTrusted, workspaceFolders: folders, isExecutable,
+    });
+    for (const line of skipped) this.output.appendLine(`[client] ${line}`);
     const storageDir = path.join(this.extension.globalStorageUri.fsPath, 'server');
     try {
       fs.mkdirSync(storageDir, { recursive: true });

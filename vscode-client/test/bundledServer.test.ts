@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import {
-  envDirFor, judgePython, prepare, PYTHON_PROBE, STAMP, type BundledInput, type BundledOutcome, type Effects, type PythonInfo,
+  envDirFor, interpreterCandidates, judgePython, prepare, PYTHON_PROBE, STAMP, type BundledInput, type BundledOutcome, type Effects, type PythonInfo,
   type ServerManifest,
 } from '../src/bundledServer';
 
@@ -201,4 +201,17 @@ test('the environment is per base interpreter: two venvs of one Python share it,
   assert.equal(one, two);
   assert.notEqual(one, three);
   assert.match(three, /-cp312-/);
+});
+
+test('Restricted Mode: no interpreter inside the workspace makes the environment, the Python extension\'s .venv included', () => {
+  const files = new Set(['/ws/.venv/bin/python3', '/usr/bin/python3', '/usr/bin/python']);
+  const env = { pathEnv: '/ws/.venv/bin:/usr/bin', platform: 'linux' as const, workspaceFolders: ['/ws'], isExecutable: (f: string) => files.has(f) };
+  const untrusted = interpreterCandidates(['/ws/.venv/bin/python'], { ...env, trusted: false });
+  assert.deepEqual(untrusted.candidates, [{ argv: ['/usr/bin/python'], from: 'python on PATH' }]);
+  assert.deepEqual(untrusted.skipped, [
+    "the Python extension's interpreter /ws/.venv/bin/python is inside the workspace, which is not trusted: not used",
+    'python3 on PATH /ws/.venv/bin/python3 is inside the workspace, which is not trusted: not used',
+  ]);
+  const trusted = interpreterCandidates(['/ws/.venv/bin/python'], { ...env, trusted: true });
+  assert.deepEqual(trusted.candidates.map((c) => c.argv[0]), ['/ws/.venv/bin/python', '/ws/.venv/bin/python3', '/usr/bin/python']);
 });
