@@ -242,7 +242,7 @@ export class Ctx implements vscode.Disposable {
     const choice = await vscode.window.showErrorMessage(`Oscova: the language server cannot start: ${reason}.`, 'Show Output', 'Retry', 'Open Settings');
     if (choice === 'Show Output') this.output.show();
     else if (choice === 'Retry') await this.restart();
-    else if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'oscova.server');
+    else if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', '@ext:oscova.oscova server');
   }
 
   private async notifyMissing(resolution: Extract<Resolution, { ok: false }>): Promise<void> {

@@ -49,7 +49,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server, tests, evals, features.runs, features.previews,
     server.onDidStart(() => { void tests.refresh(); void evals.refresh(); }),
     vscode.workspace.onDidGrantWorkspaceTrust(restart),
-    vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration('oscova.server')) restart(); }),
+    vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration('oscova.server.command') || e.affectsConfiguration('oscova.server.preferInstalled')) restart(); }),
   );
   registerCommands(context, features);
   registerDebugger(context, () => server.adapterServer());
