@@ -5,6 +5,7 @@
 // The machine of a user who is no Python developer: a fresh `python3 -m venv` with nothing pip-installed, its
 // bin first on PATH, no oscova-lsp anywhere on PATH, no `oscova.server.command`, no Python extension, and no
 // network (pip is pointed at nothing as well). code-server keeps this PATH (VSCODE_CLI: no login shell).
+// 0. A Python 3.10 first on PATH: the error notification says it is too old, and nothing is installed.
 // 1. First activation: the repository's examples/ opened; the progress notification of the install; the
 //    diagnostics of examples/broken in the editor and in Problems; the output says the bundled server started,
 //    from the environment in the extension's global storage, and its version. The time from opening the folder
@@ -46,6 +47,17 @@ async function networkBlocked() {
   } catch {
     return true;
   }
+}
+
+/** A Python older than the server needs, for the message a user with one sees: 3.10. */
+function oldPython() {
+  if (process.env.OSCOVA_E2E_OLD_PYTHON) return process.env.OSCOVA_E2E_OLD_PYTHON;
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (dir && !dir.includes('.pyenv/shims') && existsSync(join(dir, 'python3.10'))) return join(dir, 'python3.10');
+  }
+  const pyenv = join(os.homedir(), '.pyenv', 'versions');
+  const found = existsSync(pyenv) ? readdirSync(pyenv).filter((v) => v.startsWith('3.10.')).sort().pop() : undefined;
+  return found && join(pyenv, found, 'bin', 'python3.10');
 }
 
 /** The Oscova output channel's lines written since `before` (the log files of earlier sessions left out). */
@@ -120,11 +132,11 @@ async function main() {
   }
 
   let csLog = '';
-  async function startCodeServer() {
+  async function startCodeServer(pathEnv = PATH) {
     const port = await freePort();
     log(`starting code-server on port ${port}`);
     const cs = spawn(CODE_SERVER, ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--user-data-dir', userData, '--extensions-dir', extensions,
-      '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'], { env: { ...env, PATH: pathEnv }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     cs.stdout.on('data', (d) => { csLog += d; });
     cs.stderr.on('data', (d) => { csLog += d; });
     const exited = new Promise((resolve) => cs.on('exit', resolve));
@@ -187,6 +199,30 @@ async function main() {
 
   const storage = join(userData, 'User', 'globalStorage', 'oscova.oscova', 'server');
   try {
+    // ------------------------------------------------------------------------ a Python too old first
+    const old = oldPython();
+    if (old) {
+      const oldVenv = join(work, 'python-old');
+      execFileSync(old, ['-m', 'venv', '--without-pip', oldVenv]);
+      const tooOld = await startCodeServer([join(oldVenv, 'bin'), dirname(NODE24), ...SYSTEM_PATH].join(':'));
+      const before0 = logFiles(userData, /Oscova\.log$/);
+      page = await (await browser.newContext({ viewport: { width: 1500, height: 950 } })).newPage();
+      await openWorkbench(page, tooOld.url, examples);
+      const toast = page.locator('.notifications-toasts').filter({ hasText: 'the language server cannot start' }).first();
+      await toast.waitFor({ timeout: 120_000 });
+      const text = (await toast.innerText()).replace(/\s+/g, ' ');
+      if (!/is too old: the server needs Python 3\.11 or newer/.test(text)) throw new Error(`the notification for a Python too old: ${text}`);
+      await shot('00-python-too-old');
+      if (existsSync(storage) && readdirSync(storage).length) throw new Error(`something was left in ${storage}: ${readdirSync(storage).join(', ')}`);
+      log(`a Python too old first on PATH: "${text.slice(0, 160)}…"; nothing installed`);
+      console.log(timeline(newOscovaLog(userData, before0)));
+      await page.context().close();
+      await tooOld.kill();
+    } else {
+      if (CI) throw new Error('no Python 3.10 here for the "too old" step (OSCOVA_E2E_OLD_PYTHON, python3.10 on PATH or under ~/.pyenv/versions)');
+      log('NOT TESTED: a Python too old (no Python 3.10 here)');
+    }
+
     // --------------------------------------------------------------------------- first activation
     const first = await startCodeServer();
     const before1 = logFiles(userData, /Oscova\.log$/);

@@ -204,6 +204,9 @@ export async function choosePython(input: BundledInput, effects: Effects): Promi
       reasons.push(`${candidate.argv[0]} (${candidate.from}) did not run: ${firstLines(messageOf(error), 1)}`);
       continue;
     }
+    const same = `${info.base}\0${versionText(info.version)}`; // `python3` and `python` of one environment: said once
+    if (seen.has(same)) continue;
+    seen.add(same);
     const why = judgePython(info, input.manifest, input.platform);
     if (!why) {
       effects.log(`[client] Python ${versionText(info.version)} for the bundled server: ${info.executable} (${candidate.from})`);

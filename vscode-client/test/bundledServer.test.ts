@@ -163,6 +163,10 @@ test('a Python too old, or newer than the wheels carried, is named; the next can
   const old = await activate(machine, ['/usr/bin/python3']);
   assert.deepEqual(old, { ok: false, reason: 'no Python can run the bundled server: Python 3.10.12 (/usr/bin/python3) is too old: the server '
     + 'needs Python 3.11 or newer (this extension carries it for 3.11–3.13). Install Python 3.11–3.13, or select one in the Python extension' });
+  machine.pythons['/usr/bin/python'] = python('/usr/bin/python', [3, 10, 12], { base: '/usr/bin/python3' });
+  const twice = await activate(machine, ['/usr/bin/python3', '/usr/bin/python']);
+  assert.ok(!twice.ok);
+  assert.equal(twice.reason.match(/too old/g)?.length, 1, 'python3 and python of one interpreter are named once');
   const chosen = await activate(machine, ['/usr/bin/python3', '/opt/py314/bin/python3', '/opt/py313/bin/python3']);
   assert.ok(chosen.ok);
   assert.deepEqual(chosen.python.version, [3, 13, 0]);
