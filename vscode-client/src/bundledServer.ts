@@ -234,10 +234,10 @@ export async function prepare(input: BundledInput, effects: Effects): Promise<Pr
   const chosen = await choosePython(input, effects);
   if ('reasons' in chosen) {
     const range = supportedRange(input.manifest);
-    const looked = input.candidates.map((c) => c.from).join(', ') || 'nothing to look at';
     const reason = chosen.reasons.length
       ? `no Python can run the bundled server: ${chosen.reasons.join('; ')}. Install Python ${range}, or select one in the Python extension`
-      : `no Python was found to run the bundled server (looked at: ${looked}). Install Python ${range} (python3 on PATH), or select one in the Python extension`;
+      : `no Python was found to run the bundled server (none selected in the Python extension, no python3 or python on PATH). `
+        + `Install Python ${range}, or select one in the Python extension`;
     return { kind: 'failed', outcome: { ok: false, reason } };
   }
   const { info } = chosen;

@@ -147,8 +147,8 @@ test('an environment that no longer starts the server is installed again', async
 test('no Python: the message says what was looked at and what to install', async () => {
   const machine = new Machine({});
   const none = await activate(machine, []);
-  assert.deepEqual(none, { ok: false, reason: 'no Python was found to run the bundled server (looked at: nothing to look at). '
-    + 'Install Python 3.11–3.13 (python3 on PATH), or select one in the Python extension' });
+  assert.deepEqual(none, { ok: false, reason: 'no Python was found to run the bundled server (none selected in the Python extension, '
+    + 'no python3 or python on PATH). Install Python 3.11–3.13, or select one in the Python extension' });
   const gone = await activate(machine, ['/usr/bin/python3']);
   assert.ok(!gone.ok);
   assert.match(gone.reason, /\/usr\/bin\/python3 \(python3 on PATH\) did not run: spawn \/usr\/bin\/python3 ENOENT/);
