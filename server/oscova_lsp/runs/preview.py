@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,12 @@ from oscova_runtime.tokens import (
 )
 from oscova_runtime.tools import AIFunction
 
+from ..analysis.engine import Analysis
+from ..analysis.files import DefinitionFile
+from ..analysis.rules.templates import CACHE_PREFIX, CURRENT_TIME
 from .events import map_strings, message_to_dict
+
+CACHING_CODES = frozenset({CURRENT_TIME.code, CACHE_PREFIX.code})
 
 
 @dataclass(slots=True)
@@ -208,6 +214,23 @@ async def assemble_preview(
         if refusal is not None:
             result["tokens"]["warnings"] = [f"{refusal}: a run would refuse to send it"]
     return result
+
+
+def caching_advice(analysis: Analysis, agent_file: DefinitionFile, renderers: set[str]) -> list[dict[str, Any]]:
+    """What the checker says, word for word, of where this agent's requests stop sharing a cacheable prefix across
+    days, users and runs (OSC102, OSC108) in the templates it renders: its own instructions and what they include,
+    and the host's templates of the providers in `renderers`. `[{code, path, line, message}]`, paths relative to
+    the root: `preview` prints the same figures as `check`, from the same count."""
+    ws = analysis.workspace
+    starts = ws.template_refs(agent_file)
+    for template in ws.host_template_paths():
+        if any(use.renderer in renderers for use in ws.template_uses(template)):
+            starts.add(template)
+    found: list[dict[str, Any]] = []
+    for path in sorted({agent_file.path} | ws.template_closure(starts)):
+        found.extend({"code": d.code, "path": os.path.relpath(path, analysis.root), "line": d.range.start.line + 1,
+                      "message": d.message} for d in analysis.diagnostics(path) if d.code in CACHING_CODES)
+    return found
 
 
 def not_loaded(definition: AgentDefinition, config: HostConfig, plan: tuple[PlannedProvider, ...],
