@@ -81,7 +81,7 @@ def tool_to_dict(tool: Any) -> dict[str, Any]:
 
 def wire_request(messages: list[ChatMessage], options: ChatOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The messages and tools as the chat client sends them (and the endpoint counts them)."""
-    from oscova_runtime.chat_client import to_openai_messages  # the module imports no `openai` until a call
+    from oscova_runtime.completions import to_openai_messages
 
     return (to_openai_messages(messages, options.instructions),
             [t.schema() for t in options.tools or () if isinstance(t, AIFunction)])
@@ -91,7 +91,7 @@ def _provider_tokens(contribution: dict[str, Any], messages: list[ChatMessage], 
                      tokenizer: Tokenizer) -> dict[str, int]:
     """What one provider's contribution costs: its instruction text, its messages with their overhead, its tools
     by the tool rule."""
-    from oscova_runtime.chat_client import to_openai_messages
+    from oscova_runtime.completions import to_openai_messages
 
     return {"instructions": tokenizer.count(contribution["instructions"] or ""),
             "messages": sum(message_tokens(m, tokenizer) for m in to_openai_messages(messages, None)),
