@@ -8,7 +8,7 @@ from __future__ import annotations
 from .diagnostics import Diagnostic, Problem, Related
 from .files import DefinitionFile, EvalFile, HostFile, ParsedFile, TemplateFile
 from .lint import lint_table
-from .rules import agent_tools, definition, evals, host, providers, references, templates, tools
+from .rules import agent_tools, configuration, definition, evals, providers, references, templates, tools
 from .rules.common import Check, Context
 from .rules.registry import RULES
 from .workspace import Workspace
@@ -23,10 +23,10 @@ def problem_diagnostic(path: str, problem: Problem) -> Diagnostic:
 
 CHECKS: dict[type[ParsedFile], tuple[Check, ...]] = {
     DefinitionFile: (providers.null_entries, definition.duplicate_id, providers.check, agent_tools.check, tools.check,
-                     references.instructions_file, host.definition_grants, definition.model, templates.check_inline,
+                     references.instructions_file, configuration.definition_grants, definition.model, templates.check_inline,
                      references.inline_references),
     TemplateFile: (references.include_cycle, references.template_references, templates.check_file),
-    HostFile: (host.check, references.host_templates, lint_table),
+    HostFile: (configuration.check, references.host_templates, lint_table),
     EvalFile: (evals.check,),
 }
 """Which checks run on which kind of file. Each takes `(ctx, parsed)` and says nothing where its subject is
