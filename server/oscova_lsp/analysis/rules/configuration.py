@@ -4,7 +4,7 @@ that are not the whole disk or the home folder (OSC044), in a definition's `work
 
 from __future__ import annotations
 
-from oscova_runtime.workspace import grant_outside, grant_too_wide
+from oscova_runtime.grants import grant_outside, grant_too_wide
 
 from ..diagnostics import Diagnostic
 from ..files import DefinitionFile, HostFile
