@@ -31,7 +31,7 @@ the path.""")
 
 def check(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     agent = ctx.agent(parsed)
-    if agent is None or "agent_tools" in parsed.borrowed:  # borrowed: others see its last good list
+    if agent is None or "agent_tools" in parsed.borrowed_keys:  # borrowed: others see its last good list
         return []
     definition, doc = agent.definition, agent.doc
     out: list[Diagnostic] = []

@@ -78,12 +78,12 @@ class Context:
 
     def agent(self, parsed: DefinitionFile) -> Agent | None:
         """The definition as its checks read it, computed once for the file being checked; None while it does not
-        parse or validate, or while others see its last good facts (`borrowed`)."""
+        parse or validate, or while others see its last good facts (`borrows_all`)."""
         if self._agent is not None and self._agent[0] is parsed:
             return self._agent[1]
         doc, definition = parsed.doc, parsed.definition
         found = None
-        if doc is not None and definition is not None and "*" not in parsed.borrowed:
+        if doc is not None and definition is not None and not parsed.borrows_all:
             found = Agent(doc, definition, plan_providers(definition, self.ws.host, requested=True))
         self._agent = (parsed, found)
         return found
@@ -91,7 +91,7 @@ class Context:
     def host_configuration(self, parsed: HostFile) -> tuple[HostConfig | None, TomlDocument | None]:
         """The host configuration and its document, or Nones while it does not parse (or others see its last
         good facts)."""
-        if parsed.borrowed:
+        if parsed.borrows_all:
             return None, None
         return parsed.config, parsed.doc
 

@@ -18,7 +18,7 @@ replace each other in the orchestrator's cache and in `agent_tools`.""")
 def duplicate_id(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     """Checked on the id as written, even when the rest of the definition does not validate."""
     doc = parsed.doc
-    if doc is None or "*" in parsed.borrowed:  # broken: others see its last good facts
+    if doc is None or parsed.borrows_all:  # broken: others see its last good facts
         return []
     path = parsed.path
     others = sorted(p for p in ctx.ws.defs_by_id.get(parsed.raw_id, ()) if p != path) if parsed.raw_id else []

@@ -57,7 +57,7 @@ def instructions_file(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
         return []
     definition, doc = agent.definition, agent.doc
     value = definition.instructions_file
-    if not value or "instructions_file" in parsed.borrowed:
+    if not value or "instructions_file" in parsed.borrowed_keys:
         return []
     path = parsed.path
     target = ctx.ws.resolve_relative(path, value)
@@ -92,7 +92,7 @@ def template_references(ctx: Context, parsed: TemplateFile | DefinitionFile) -> 
 
 def inline_references(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     """The references of a definition's inline `instructions` (while they are its own, not borrowed)."""
-    if parsed.inline is None or "instructions" in parsed.borrowed or ctx.agent(parsed) is None:
+    if parsed.inline is None or "instructions" in parsed.borrowed_keys or ctx.agent(parsed) is None:
         return []
     return template_references(ctx, parsed)
 

@@ -142,7 +142,7 @@ def check_inline(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     """A definition's inline `instructions` (while they are its own, not borrowed), positions mapped back
     through their YAML scalar."""
     inline, agent = parsed.inline, ctx.agent(parsed)
-    if inline is None or agent is None or "instructions" in parsed.borrowed:
+    if inline is None or agent is None or "instructions" in parsed.borrowed_keys:
         return []
     doc = agent.doc
     out: list[Diagnostic] = []
