@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the workspace root (default: found from the current directory)")
     run.add_argument("--json", action="store_true", help="print one run event per line (JSON)")
     run.add_argument("--replay", default=None, metavar="TRANSCRIPT",
-                     help="replay a recorded run (a transcript or run id) offline; exit 1 when the agent now "
+                     help="replay a recorded run (a transcript, a run id or the start of one) offline; exit 1 when the agent now "
                           "sends something else")
     run.add_argument("--live-tools", action="store_true", help="with --replay: run the tools instead of "
                      "using the recorded results")
@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the workspace root (default: found from the current directory)")
     preview.add_argument("--json", action="store_true", help="print the preview as JSON")
 
-    compare = sub.add_parser("diff", help="compare two recorded runs (transcripts or run ids): the first "
+    compare = sub.add_parser("diff", help="compare two recorded runs (transcripts, run ids or their starts): the first "
                              "differing model request, the tool calls, the answers")
     compare.add_argument("first", metavar="A")
     compare.add_argument("second", metavar="B")
@@ -429,9 +429,9 @@ def _replay(args: argparse.Namespace) -> int:
     import asyncio
 
     from .reporting import display_path, json_text, printable
-    from .runs.diff import resolve_transcript
     from .runs.replay import DRIFTED, RecordingError, replay_run
     from .runs.terminal import JsonLines, LiveTranscript, approver
+    from .runs.transcript import resolve_transcript
 
     if args.replay is None:
         print("oscova-lsp: --live-tools goes with --replay TRANSCRIPT", file=sys.stderr)
@@ -469,8 +469,8 @@ def _diff(args: argparse.Namespace) -> int:
     """`diff A B`: exit 0 when the runs are the same, 1 when they differ, 2 when one cannot be read."""
     from .analysis.workspace import find_root
     from .reporting import printable
-    from .runs.diff import diff_transcripts, resolve_transcript
-    from .runs.transcript import RecordingError
+    from .runs.diff import diff_transcripts
+    from .runs.transcript import RecordingError, resolve_transcript
 
     root = os.path.abspath(args.root) if args.root is not None else find_root(os.getcwd())
     try:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from oscova_lsp.runs import RunService, read_transcript
-from oscova_lsp.runs.diff import diff_transcripts, render_requests, resolve_transcript
+from oscova_lsp.runs.diff import diff_transcripts, render_requests
 from oscova_lsp.runs.replay import DRIFTED, RecordingError, load_recording, replay_run
-from oscova_lsp.runs.transcript import RUN_VERSION
+from oscova_lsp.runs.transcript import RUN_VERSION, resolve_transcript
 
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 

@@ -39,12 +39,11 @@ from .errors import RunError
 from .events import describe_exception
 from .transcript import (
     MAX_TRANSCRIPT_BYTES,
-    RUNS_DIRECTORY,
     Recording,
     RecordingError,
     load_recording,
+    resolve_transcript,
     transcript_boundary,
-    transcripts_of_run,
 )
 
 TESTS_DIRECTORY = os.path.join(".oscova", "tests")
@@ -191,17 +190,12 @@ def find_cases(paths: Sequence[str]) -> list[Case]:
 
 
 def find_run(root: str, run: str) -> str:
-    """The transcript of a run: its run id (or the start of one), or the path of a transcript."""
-    if run.endswith(CASE_SUFFIX) and os.path.lexists(run):
-        return os.path.abspath(run)
-    runs = os.path.join(root, RUNS_DIRECTORY)
-    matches = [os.path.basename(path) for path in transcripts_of_run(runs, run, prefix=True)]
-    if not run or not matches:
-        raise CaseError(f"no run {run!r} in {runs} (the last line of `oscova-lsp run` names its transcript; "
-                        "the run id is the end of its file name)")
-    if len(matches) > 1:
-        raise CaseError(f"{run!r} names {len(matches)} runs ({', '.join(matches[:3])}…); give more of the run id")
-    return os.path.join(runs, matches[0])
+    """The transcript of a run: its run id (or the start of one), or the path of a transcript
+    (`transcript.resolve_transcript`, the lookup `run --replay` and `diff` use too)."""
+    try:
+        return os.path.abspath(resolve_transcript(root, run))
+    except RecordingError as error:
+        raise CaseError(str(error)) from None
 
 
 def default_case_name(agent_id: str) -> str:

@@ -17,12 +17,9 @@ from typing import Any
 from oscova_runtime.tokens import figure, shared_prefix, tokenizer_for
 
 from .transcript import (
-    RUNS_DIRECTORY,
     Recording,
-    RecordingError,
     load_recording,
     relocate,
-    transcripts_of_run,
 )
 
 PARTS = ("instructions", "messages", "tools", "options")
@@ -199,18 +196,3 @@ def render_requests(recording: Recording) -> str:
 def diff_transcripts(a: str, b: str) -> str:
     """`diff_recordings` of two transcript files; raises `RecordingError` for one that cannot be read."""
     return diff_recordings(load_recording(a), load_recording(b))
-
-
-def resolve_transcript(root: str | None, reference: str) -> str:
-    """A transcript path, or the transcript of the run with that id under `<root>/.oscova/runs/`."""
-    if os.path.lexists(reference) and not os.path.isdir(reference):  # a FIFO or a link too: its read says why
-        return reference
-    if root is not None and reference and os.sep not in reference and "/" not in reference:
-        found = transcripts_of_run(os.path.join(root, RUNS_DIRECTORY), reference)
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            raise RecordingError(f"more than one transcript ends in the run id {reference!r}: "
-                                 + ", ".join(os.path.basename(f) for f in found))
-    where = f" and no run with that id under {os.path.join(root, RUNS_DIRECTORY)}" if root is not None else ""
-    raise RecordingError(f"no transcript at {reference}{where}")
