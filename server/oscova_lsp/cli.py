@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_arguments(serve)
 
     run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results",
-                         epilog="exit status: 0 completed, 1 failed or cancelled, 2 usage error, 3 completed with an "
+                         epilog="exit status: 0 completed, 1 failed or cancelled, 2 usage error (an unknown agent too), 3 completed with an "
                                 "incomplete answer (cut off at the token limit or by a content filter, or stopped "
                                 "by the repeated-call guard)")
     run.add_argument("agent_id", metavar="AGENT_ID", nargs="?",
@@ -374,6 +374,8 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
+    from .reporting import printable
+    from .runs.errors import RunError
     from .runs.service import RunService  # the runtime loads here, never for `check` or `serve`
     from .runs.terminal import run_in_terminal
 
@@ -411,7 +413,11 @@ def _run(args: argparse.Namespace) -> int:
         finally:
             await service.aclose()
 
-    result = asyncio.run(main())
+    try:
+        result = asyncio.run(main())
+    except RunError as error:  # the run never started (no such agent): a usage error, and nothing recorded
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
+        return EXIT_USAGE
     if result["status"] != "completed":
         return EXIT_FINDINGS
     return EXIT_INCOMPLETE if result.get("incomplete") else EXIT_OK

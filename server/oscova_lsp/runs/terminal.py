@@ -19,6 +19,7 @@ from oscova_runtime.messages import short_type_name
 from oscova_runtime.tokens import figure
 
 from ..reporting import display_path, json_text, printable, printable_line
+from .errors import RunError
 from .events import jsonable
 from .service import ApproveCallback, RunService
 
@@ -326,13 +327,17 @@ async def run_in_terminal(
     service: RunService, agent_id: str, text: str, *, as_json: bool, out: IO[str], err: IO[str],
     interactive: bool,
 ) -> dict[str, Any]:
-    """Runs with a live view; Ctrl-C cancels the run (a second Ctrl-C stops waiting for it)."""
+    """Runs with a live view; Ctrl-C cancels the run (a second Ctrl-C stops waiting for it). Raises `RunError`
+    when no definition has the id `agent_id`: nothing starts (a usage error, not a failed run)."""
+    workspace = service.view()  # what the run reads, and what the notice of withheld tools is about
+    unknown = workspace.unknown(agent_id)
+    if unknown is not None:
+        raise RunError(unknown)
     view: LiveTranscript | None = None if as_json else LiveTranscript(out, err)
     listener = JsonLines(out) if view is None else view
     if view is not None:  # a notice goes between the lines of the live view, not into its spinner
         service.notify = view.note
     approve = terminal_approver(view) if view is not None and interactive else None
-    workspace = service.view()  # what the run reads, and what the notice of withheld tools is about
     if approve is None:
         _say_what_is_withheld(service.approval_tools(agent_id, view=workspace), as_json, err)
     handle = service.start_run(agent_id, text, on_event=listener, approve=approve, view=workspace)
