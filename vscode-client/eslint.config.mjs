@@ -30,6 +30,6 @@ export default tseslint.config(
   },
   {
     files: ['**/*.mjs'],
-    languageOptions: { globals: Object.fromEntries(['process', 'console', 'URL', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Buffer', 'fetch', 'AbortController', 'TextDecoder'].map((name) => [name, 'readonly'])) },
+    languageOptions: { globals: Object.fromEntries(['process', 'console', 'URL', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Buffer', 'fetch', 'AbortController', 'AbortSignal', 'TextDecoder'].map((name) => [name, 'readonly'])) },
   },
 );

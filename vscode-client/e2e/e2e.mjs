@@ -24,14 +24,17 @@
 //    worker processes. Diagnostics arrive, Preview Prompt shows the built-in rendering and what it did
 //    not load, Run Agent is refused, and no marker appears.
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { debugSession } from './debugSession.mjs';
 import { startFakeOpenAI } from './fake-openai.mjs';
+import {
+  CHROMIUM_ARGS, dumpLogs, explorerOpen, freePort, log, need, openWorkbench, oscovaLog, pickItem, problems, QUIET_SETTINGS, quickInputVisible,
+  runCommand, runFrame, waitFor,
+} from './workbench.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..', '..');
@@ -44,41 +47,7 @@ const CHROMIUM = process.env.OSCOVA_E2E_CHROMIUM ?? '/usr/bin/chromium';
 const API_KEY = 'sk-e2e-0123456789';
 const API_KEY_ENV = 'OSCOVA_E2E_API_KEY';
 const screenshots = join(here, 'screenshots');
-const t0 = Date.now();
 const cleanups = [];
-
-function log(message) {
-  console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${message}`);
-}
-
-function need(value, what) {
-  if (!value || (typeof value === 'string' && value.startsWith('/') && !existsSync(value))) {
-    throw new Error(`missing ${what}: ${value ?? '(unset)'} (run e2e/run.sh, which installs it)`);
-  }
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
-    srv.on('error', reject);
-  });
-}
-
-async function waitFor(fn, what, timeoutMs = 60_000, everyMs = 250) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < end) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
-}
 
 /** The commands the server advertises: an `initialize` handshake over stdio. */
 async function advertisedCommands(executable) {
@@ -200,81 +169,6 @@ context_providers: [stamper]
   for (let i = 0; i < BULK_TEMPLATES; i++) writeFileSync(join(dir, 'templates', 'bulk', `t${i}.j2`), `Template ${i}: {{ user_name }}\n`);
 }
 
-/** The log files under a user-data folder whose names match `pattern`. */
-function logFiles(userData, pattern) {
-  const found = [];
-  const walk = (d) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (pattern.test(name)) found.push(p);
-    }
-  };
-  try { walk(join(userData, 'logs')); } catch { /* none yet */ }
-  return found;
-}
-
-/** The text of the extension's output channel logs. */
-function oscovaLog(userData) {
-  return logFiles(userData, /Oscova\.log$/).map((file) => readFileSync(file, 'utf8')).join('\n');
-}
-
-function dumpLogs(userData) {
-  // The extension's output channel and the extension host log, to see why a step failed.
-  for (const file of logFiles(userData, /Oscova|exthost\.log|remoteagent\.log/i)) {
-    const text = readFileSync(file, 'utf8');
-    console.log(`----- ${file} (last 60 lines)\n${text.split('\n').slice(-60).join('\n')}`);
-  }
-}
-
-// ------------------------------------------------------------------------------------ workbench UI
-
-async function openWorkbench(page, baseUrl, folder) {
-  await page.goto(`${baseUrl}/?folder=${encodeURIComponent(folder)}`);
-  await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
-  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60_000 });
-}
-
-async function explorerOpen(page, ...names) {
-  for (const name of names) {
-    const row = page.locator(`.explorer-folders-view .monaco-list-row[aria-label="${name}"]`).first();
-    await row.waitFor({ timeout: 30_000 });
-    await row.click();
-  }
-}
-
-async function runCommand(page, title) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: 15_000 });
-  await input.fill(`>${title}`);
-  const row = page.locator('.quick-input-widget .monaco-list-row:visible').filter({ hasText: title }).first();
-  await row.waitFor({ timeout: 15_000 });
-  await input.press('Enter'); // the best match is selected; a click can land on a row the list re-renders
-}
-
-// Picks an item of the quick pick a command opened (the keyboard way: the palette's rows are re-used).
-async function pickItem(page, text) {
-  const input = page.locator('.quick-input-widget input');
-  await waitFor(async () => !(await input.inputValue()).startsWith('>'), 'the quick pick replacing the command palette', 30_000);
-  await input.fill(text);
-  await page.locator('.quick-input-widget .monaco-list-row:visible').filter({ hasText: text }).first().waitFor({ timeout: 30_000 });
-  await input.press('Enter');
-}
-
-async function quickInputVisible(page) {
-  await page.locator('.quick-input-widget').waitFor({ state: 'visible', timeout: 20_000 });
-  return page.locator('.quick-input-widget input');
-}
-
-async function problems(page) {
-  return page.locator('.markers-panel .monaco-list-row').allInnerTexts();
-}
-
-function runFrame(page) {
-  return page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
-}
-
 // ------------------------------------------------------------------------------------------- main
 
 async function main() {
@@ -292,18 +186,7 @@ async function main() {
   const extensions = join(work, 'extensions');
   mkdirSync(join(userData, 'User'), { recursive: true });
   writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({
-    'workbench.startupEditor': 'none',
-    'telemetry.telemetryLevel': 'off',
-    'update.mode': 'none',
-    'extensions.autoUpdate': false,
-    'extensions.autoCheckUpdates': false,
-    'extensions.ignoreRecommendations': true,
-    'chat.disableAIFeatures': true,
-    'workbench.tips.enabled': false,
-    'workbench.enableExperiments': false,
-    'git.enabled': false,
-    'window.restoreWindows': 'none',
-    'files.hotExit': 'off',
+    ...QUIET_SETTINGS,
     'oscova.trace.server': 'messages',
     // code-server rebuilds the extension host's PATH from a login shell, so the server is configured.
     'oscova.server.command': [OSCOVA_LSP],
@@ -389,8 +272,7 @@ async function main() {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--no-first-run', '--disable-dev-shm-usage'],
+    args: CHROMIUM_ARGS,
   });
   cleanups.push(() => browser.close());
   const page = await (await browser.newContext({ viewport: { width: 1500, height: 950 } })).newPage();

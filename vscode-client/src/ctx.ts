@@ -1,10 +1,15 @@
 /**
  * The extension's context (rust-analyzer's `ctx.ts`): the output channel, the status bar, and the language
- * server's lifecycle: which command starts it (`serverCommand.ts`), its environment (the stored API keys),
+ * server's lifecycle: which command starts it (`serverCommand.ts`; the bundled server's environment,
+ * `bundledServer.ts`, set up here under a progress notification), its environment (the stored API keys),
  * start, stop, restart, and the one way to call its commands (`request`). Features hear the server through
  * `onRunEvent`, `onDidStart` and `onWillStop` instead of being called from here.
  */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { interpreterCandidates, nodeEffects, prepare, versionText, type BundledOutcome, type ServerManifest } from './bundledServer';
 import type { AdapterServer } from './debug';
 import {
   ExecuteCommandRequest,
@@ -19,7 +24,7 @@ import { messageOf, UserError } from './errors';
 import { middleware } from './middleware';
 import { isExecutable, pythonHasServer, pythonInterpreter } from './python';
 import type { RunEvent } from './runModel';
-import { installCommand, REPOSITORY, resolveServerCommand, type Resolution } from './serverCommand';
+import { installCommand, REPOSITORY, resolveServerCommand, SOURCE_WORDS, type Resolution, type ServerCommand } from './serverCommand';
 import { StatusBar } from './statusBar';
 
 /** The status bar item's click: the quick pick of the extension's commands (registered in extension.ts). */
@@ -98,25 +103,33 @@ export class Ctx implements vscode.Disposable {
   private async startServer(): Promise<void> {
     this.status.setServer('starting');
     const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+    const config = vscode.workspace.getConfiguration('oscova');
+    let interpreter: Promise<string[] | undefined> | undefined;
+    const selected = () => (interpreter ??= pythonInterpreter());
+    const manifest = this.manifest();
     const resolution = await resolveServerCommand({
-      configured: vscode.workspace.getConfiguration('oscova').get('server.command'),
+      configured: config.get('server.command'),
+      preferInstalled: config.get<boolean>('server.preferInstalled', false),
       pathEnv: process.env.PATH,
       platform: process.platform,
       workspaceFolders: folders,
       trusted: vscode.workspace.isTrusted,
       isExecutable,
-      pythonInterpreter: () => pythonInterpreter(),
+      pythonInterpreter: selected,
       pythonHasServer: (interpreter) => pythonHasServer(interpreter, this.extension.extensionUri.fsPath),
+      bundled: manifest && (() => this.bundledServer(manifest, folders, selected)),
     });
     if (!resolution.ok) {
       this.status.setServer('missing', resolution.reason);
       this.output.appendLine(`[client] ${resolution.reason} (searched PATH=${process.env.PATH ?? ''})`);
-      void this.notifyMissing(resolution);
+      void (resolution.bundled ? this.notifyBundledFailed(resolution.reason) : this.notifyMissing(resolution));
       return;
     }
+    if (resolution.note) this.output.appendLine(`[client] ${resolution.note}`);
     const { command, args, source } = resolution.server;
     this.launched = { command, args };
     this.output.appendLine(`[client] starting ${[command, ...args].join(' ')} (${source})`);
+    void this.logVersion(resolution.server);
     // The server's environment: this process's, plus the API keys stored with Set API Key.
     const env: NodeJS.ProcessEnv = { ...process.env, ...await storedKeys(this.extension) };
     const executable = { command, args, transport: TransportKind.stdio, options: { env, cwd: folders[0] } };
@@ -172,6 +185,64 @@ export class Ctx implements vscode.Disposable {
         workspace: { didChangeWatchedFile: async (event, next) => { await next(event); this.filesSent.fire(vscode.Uri.parse(event.uri)); } },
       },
     };
+  }
+
+  /** The platform package's `bundled/server.json`, or undefined in a package that carries no server. */
+  private manifest(): { manifest: ServerManifest; dir: string } | undefined {
+    const dir = path.join(this.extension.extensionUri.fsPath, 'bundled');
+    try {
+      return { manifest: JSON.parse(fs.readFileSync(path.join(dir, 'server.json'), 'utf8')) as ServerManifest, dir };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The bundled server: its environment found by its stamp, or installed now under a progress notification. Tried
+   * with the Python extension's interpreter, then `python3` and `python` on PATH; in an untrusted workspace none
+   * inside it. */
+  private async bundledServer({ manifest, dir }: { manifest: ServerManifest; dir: string }, folders: string[],
+    selected: () => Promise<string[] | undefined>): Promise<BundledOutcome> {
+    const { candidates, skipped } = interpreterCandidates(await selected(), {
+      pathEnv: process.env.PATH, platform: process.platform, trusted: vscode.workspace.isTrusted, workspaceFolders: folders, isExecutable,
+    });
+    for (const line of skipped) this.output.appendLine(`[client] ${line}`);
+    const storageDir = path.join(this.extension.globalStorageUri.fsPath, 'server');
+    try {
+      fs.mkdirSync(storageDir, { recursive: true });
+    } catch (error) {
+      return { ok: false, reason: `the extension's storage folder ${storageDir} cannot be made: ${messageOf(error)}` };
+    }
+    const input = { manifest, bundledDir: dir, storageDir, platform: process.platform, candidates };
+    const effects = nodeEffects(dir, (line) => this.output.appendLine(line));
+    const prepared = await prepare(input, effects);
+    if (prepared.kind !== 'install') return prepared.outcome;
+    return vscode.window.withProgress({
+      location: vscode.ProgressLocation.Notification,
+      title: 'Oscova: installing the language server (once)',
+    }, (progress) => prepared.install((step) => progress.report({ message: step })));
+  }
+
+  /** Which server started, from where, and its version (`--version`; the bundled server's is known already). */
+  private async logVersion(server: ServerCommand): Promise<void> {
+    const where = SOURCE_WORDS[server.source];
+    if (server.bundled) {
+      const { version, python, envDir, installed, seconds } = server.bundled;
+      const how = installed === 'now' ? `installed now in ${seconds?.toFixed(1)} s` : 'installed before';
+      this.output.appendLine(`[client] ${version}: ${where}, in a Python ${versionText(python.version)} environment at ${envDir} (${how})`);
+      return;
+    }
+    const version = await new Promise<string>((resolve) => {
+      execFile(server.command, [...server.args, '--version'], { cwd: this.extension.extensionUri.fsPath, timeout: 30_000, encoding: 'utf8' },
+        (error, stdout, stderr) => resolve(error ? `version unknown (\`--version\`: ${(stderr || error.message).trim().split('\n').pop()})` : stdout.trim()));
+    });
+    this.output.appendLine(`[client] ${version}: ${where}, ${server.command}`);
+  }
+
+  private async notifyBundledFailed(reason: string): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(`Oscova: the language server cannot start: ${reason}.`, 'Show Output', 'Retry', 'Open Settings');
+    if (choice === 'Show Output') this.output.show();
+    else if (choice === 'Retry') await this.restart();
+    else if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', '@ext:oscova.oscova server');
   }
 
   private async notifyMissing(resolution: Extract<Resolution, { ok: false }>): Promise<void> {

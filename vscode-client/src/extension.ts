@@ -38,6 +38,8 @@ let ctx: Ctx | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const server = new Ctx(context);
   ctx = server;
+  const { version } = context.extension.packageJSON as { version: string };
+  server.output.appendLine(`[client] the Oscova extension ${version} is activated`);
   const tests = new AgentTests((command, arg, token) => server.request(command, arg, token), (line) => server.output.appendLine(line));
   const evals = new EvalTests((command, arg, token) => server.request(command, arg, token), (line) => server.output.appendLine(line),
     server.onDidSendFileEvent);
@@ -47,7 +49,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server, tests, evals, features.runs, features.previews,
     server.onDidStart(() => { void tests.refresh(); void evals.refresh(); }),
     vscode.workspace.onDidGrantWorkspaceTrust(restart),
-    vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration('oscova.server.command')) restart(); }),
+    vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration('oscova.server.command') || e.affectsConfiguration('oscova.server.preferInstalled')) restart(); }),
   );
   registerCommands(context, features);
   registerDebugger(context, () => server.adapterServer());

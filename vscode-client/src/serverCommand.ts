@@ -1,10 +1,12 @@
 /**
- * Which command starts the language server. Pure: the file system and the Python extension are passed
- * in, so the order of preference is unit-tested without VS Code.
+ * Which command starts the language server. Pure: the file system, the Python extension and the bundled server
+ * are passed in, so the order of preference is unit-tested without VS Code.
  *
- * Order: the `oscova.server.command` setting; `oscova-lsp` on PATH; `python -P -m oscova_lsp` with the
- * interpreter the Python extension selected (when it can import `oscova_lsp`); in a trusted workspace,
- * `oscova-lsp` from the workspace's own `.venv` / `venv`.
+ * Order: the `oscova.server.command` setting; the server the extension carries (`bundledServer.ts`, in a
+ * platform package), unless `oscova.server.preferInstalled` puts an installed one first; an installed server:
+ * `oscova-lsp` on PATH, `python -P -m oscova_lsp` with the interpreter the Python extension selected (when it
+ * can import `oscova_lsp`), in a trusted workspace `oscova-lsp` from the workspace's own `.venv` / `venv`.
+ * When the bundled server cannot be set up (no suitable Python, a failed install) an installed one is used.
  *
  * No start path imports from the workspace: the console script puts its own folder on `sys.path`, `-P`
  * keeps the current directory off it (so does the server's `__main__`), and the probe runs with `-P` in the
@@ -12,13 +14,25 @@
  * started (a workspace's venv or a `python` it ships is the workspace's code).
  */
 import * as path from 'node:path';
+import type { BundledOutcome } from './bundledServer';
 
 export interface ServerCommand {
   command: string;
   args: string[];
   /** Where it came from, for the output channel and the not-found message. */
-  source: 'setting' | 'path' | 'python-extension' | 'workspace-venv';
+  source: 'setting' | 'path' | 'python-extension' | 'workspace-venv' | 'bundled';
+  /** The bundled server's `--version` and environment, known before it starts. */
+  bundled?: Extract<BundledOutcome, { ok: true }>;
 }
+
+/** Where each source is, in the output channel's words. */
+export const SOURCE_WORDS: Record<ServerCommand['source'], string> = {
+  setting: 'the `oscova.server.command` setting',
+  path: '`oscova-lsp` on PATH',
+  'python-extension': "the Python extension's interpreter",
+  'workspace-venv': "the workspace's virtual environment",
+  bundled: 'the server bundled with the extension',
+};
 
 export interface ResolveInput {
   /** `oscova.server.command`: argv, or a single program as a string. */
@@ -33,11 +47,16 @@ export interface ResolveInput {
   pythonInterpreter?: () => Promise<string[] | undefined>;
   /** Whether that interpreter can import `oscova_lsp`. */
   pythonHasServer?: (interpreter: string[]) => Promise<boolean>;
+  /** The server the extension carries, set up if need be; absent in a package that carries none. */
+  bundled?: () => Promise<BundledOutcome>;
+  /** `oscova.server.preferInstalled`: an installed server before the bundled one. */
+  preferInstalled?: boolean;
 }
 
 export type Resolution =
-  | { ok: true; server: ServerCommand }
-  | { ok: false; reason: string; interpreter?: string[] };
+  | { ok: true; server: ServerCommand; note?: string }
+  /** `bundled`: the reason is the bundled server's (and no installed one was found either). */
+  | { ok: false; reason: string; interpreter?: string[]; bundled?: boolean };
 
 export const SERVER_EXECUTABLE = 'oscova-lsp';
 /** After the interpreter's argv: `-P` keeps the current directory (the workspace) off `sys.path`. */
@@ -110,6 +129,32 @@ export async function resolveServerCommand(input: ResolveInput): Promise<Resolut
     return { ok: true, server: { command: found, args: configured.slice(1), source: 'setting' } };
   }
 
+  let bundledReason: string | undefined;
+  const tryBundled = async (): Promise<Resolution | undefined> => {
+    const outcome = await input.bundled?.();
+    if (!outcome) return undefined;
+    if (outcome.ok) return { ok: true, server: { command: outcome.command, args: outcome.args, source: 'bundled', bundled: outcome } };
+    bundledReason = outcome.reason;
+    return undefined;
+  };
+  if (!input.preferInstalled) {
+    const bundled = await tryBundled();
+    if (bundled) return bundled;
+  }
+  const installed = await findInstalled(input, allowed);
+  if (installed.ok) {
+    return bundledReason ? { ...installed, note: `the bundled server could not be used (${bundledReason}); started an installed one instead` } : installed;
+  }
+  if (input.preferInstalled) {
+    const bundled = await tryBundled();
+    if (bundled) return bundled;
+  }
+  return bundledReason ? { ok: false, reason: bundledReason, interpreter: installed.interpreter, bundled: true } : installed;
+}
+
+/** An installed server: on PATH, in the Python extension's interpreter, in a trusted workspace's venv. */
+async function findInstalled(input: ResolveInput, allowed: (file: string) => boolean): Promise<Resolution> {
+  const p = input.platform === 'win32' ? path.win32 : path.posix;
   const onPath = which(SERVER_EXECUTABLE, input.pathEnv, input.platform, input.isExecutable);
   if (onPath && allowed(onPath)) return { ok: true, server: { command: onPath, args: [], source: 'path' } };
 

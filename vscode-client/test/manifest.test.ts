@@ -31,7 +31,7 @@ test('engines.vscode and @types/vscode are pinned at or below code-server 1.139'
 test('restricted mode is limited, and the server command cannot come from an untrusted workspace', () => {
   const trust = manifest.capabilities.untrustedWorkspaces;
   assert.equal(trust.supported, 'limited');
-  assert.deepEqual(trust.restrictedConfigurations, ['oscova.server.command']);
+  assert.deepEqual(trust.restrictedConfigurations, ['oscova.server.command', 'oscova.server.preferInstalled']);
 });
 
 test('the languages, grammar and schema the manifest names exist', () => {

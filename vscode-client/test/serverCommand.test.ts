@@ -70,3 +70,41 @@ test('helpers', () => {
     "'/my env/bin/python' -m pip install 'oscova-lsp @ git+https://github.com/oscova/oscova-lsp'");
   assert.equal(installCommand(undefined, 'win32'), 'py -m pip install "oscova-lsp @ git+https://github.com/oscova/oscova-lsp"');
 });
+
+const BUNDLED = { ok: true as const, command: '/storage/env/bin/python', args: ['-P', '-m', 'oscova_lsp'], version: 'oscova-lsp 0.1.0',
+  python: { implementation: 'cpython', version: [3, 11, 7], executable: '/usr/bin/python3', base: '/usr/bin/python3', venv: true },
+  envDir: '/storage/env', installed: 'before' as const };
+
+test('the bundled server comes before an installed one; the setting before both', async () => {
+  const r = await resolveServerCommand(input(['/usr/bin/oscova-lsp'], { bundled: async () => BUNDLED }));
+  assert.ok(r.ok);
+  assert.equal(r.server.source, 'bundled');
+  assert.deepEqual([r.server.command, ...r.server.args], ['/storage/env/bin/python', '-P', '-m', 'oscova_lsp']);
+  let set = false;
+  const bundled = async () => { set = true; return BUNDLED; };
+  const s = await resolveServerCommand(input(['/opt/oscova-lsp'], { bundled, configured: ['/opt/oscova-lsp'] }));
+  assert.ok(s.ok && s.server.source === 'setting');
+  assert.equal(set, false, 'the bundled server is not set up when the setting names one');
+});
+
+test('oscova.server.preferInstalled: an installed server first, the bundled one when none is installed', async () => {
+  let set = 0;
+  const bundled = async () => { set += 1; return BUNDLED; };
+  const installed = await resolveServerCommand(input(['/usr/bin/oscova-lsp'], { bundled, preferInstalled: true }));
+  assert.ok(installed.ok && installed.server.source === 'path');
+  assert.equal(set, 0);
+  const none = await resolveServerCommand(input([], { bundled, preferInstalled: true }));
+  assert.ok(none.ok && none.server.source === 'bundled');
+  // Untrusted: the workspace's venv is no installed server, so the bundled one starts.
+  const untrusted = await resolveServerCommand(input(['/ws/.venv/bin/oscova-lsp'], { bundled, preferInstalled: true, trusted: false }));
+  assert.ok(untrusted.ok && untrusted.server.source === 'bundled');
+});
+
+test('when the bundled server cannot be set up, an installed one starts and the output says why', async () => {
+  const bundled = async () => ({ ok: false as const, reason: 'no Python was found to run the bundled server' });
+  const r = await resolveServerCommand(input(['/usr/bin/oscova-lsp'], { bundled }));
+  assert.ok(r.ok && r.server.source === 'path');
+  assert.equal(r.note, 'the bundled server could not be used (no Python was found to run the bundled server); started an installed one instead');
+  const none = await resolveServerCommand(input([], { bundled }));
+  assert.deepEqual(none, { ok: false, reason: 'no Python was found to run the bundled server', interpreter: undefined, bundled: true });
+});
