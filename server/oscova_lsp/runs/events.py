@@ -26,6 +26,7 @@ from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, FunctionCallContent, FunctionResultContent, UsageDetails
 from oscova_runtime.notices import AGENT, RunWarning
 from oscova_runtime.telemetry import ObservedCall, current_call
+from oscova_runtime.tools import ToolArgumentError
 
 EVENT_KINDS = ("started", "message", "delta", "reasoning", "modelCall", "toolCall", "toolResult", "notice", "warning",
                "completed", "failed", "cancelled")
@@ -154,8 +155,11 @@ def now_iso() -> str:
 
 
 def describe_exception(error: BaseException) -> str:
-    """`Type: message` (or the type alone), without a traceback."""
+    """`Type: message` (or the type alone), without a traceback; a message written for the user alone (a tool
+    called with an argument it does not take)."""
     text = str(error).strip()
+    if isinstance(error, ToolArgumentError):
+        return text
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
