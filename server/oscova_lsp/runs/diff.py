@@ -124,15 +124,27 @@ def request_difference(number: int, recorded: dict[str, Any] | None, now: dict[s
 # -- whole runs ---------------------------------------------------------------------------------------
 
 
-def tool_lines(events: Sequence[dict[str, Any]]) -> list[str]:
-    """The tool calls (`→ name {arguments}`) and results (`← name: result`) of a run's events."""
+def tool_lines(events: Sequence[dict[str, Any]], *, nested: bool = True) -> list[str]:
+    """The tool calls (`→ name {arguments}`) and results (`← name: result`) of a run's events; those of an
+    agent called as a tool (events with `within`) indented under their caller and named by their agent
+    (`  echo → read_file {…}`), or left out with `nested=False`."""
     lines = []
+    depth = 0  # the open tool calls of agents called as tools: they run one at a time
     for event in events:
+        if event["kind"] not in ("toolCall", "toolResult"):
+            continue
+        at = ""
+        if event.get("within") is not None:
+            if not nested:
+                continue
+            depth = max(0, depth - 1) if event["kind"] == "toolResult" else depth + 1
+            at = "  " * (depth + (event["kind"] == "toolResult")) + f"{event.get('agentId') or ''} "
         if event["kind"] == "toolCall":
-            lines.append(f"→ {event.get('name', '')} {_compact(event.get('arguments'))}")
-        elif event["kind"] == "toolResult":
+            lines.append(f"{at}→ {event.get('name', '')} {_compact(event.get('arguments'))}")
+        else:
             outcome = event.get("error") if "error" in event else event.get("result")
-            lines.append(f"← {event.get('name', '')}: {outcome if isinstance(outcome, str) else _compact(outcome)}")
+            shown = outcome if isinstance(outcome, str) else _compact(outcome)
+            lines.append(f"{at}← {event.get('name', '')}: {shown}")
     return lines
 
 

@@ -349,7 +349,10 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
         await service.aclose()
     drift = replayer.finish()
     if drift is None:  # results no later request carried (the last round) are compared here
-        tools = unified(tool_lines(recording.events), tool_lines(events), "recorded tool calls", "now tool calls")
+        # The requested agent's: those of agents called as tools met the recording call by call, and an older
+        # transcript has no events of theirs.
+        tools = unified(tool_lines(recording.events, nested=False), tool_lines(events, nested=False),
+                        "recorded tool calls", "now tool calls")
         drift = f"the tool calls or their results differ from the recording\n{tools}" if tools else None
     status = DRIFTED if drift is not None else str(result["status"])
     matched = drift is None and status == recording.status and result.get("text", "") == recording.text

@@ -84,6 +84,8 @@ def call_summary(calls: list[dict[str, Any]]) -> list[str]:
             tokens = model_call_tokens(event)
             model = event.get("responseModel") or event.get("model") or ""
             rows.append(("model", f"{event.get('agentId') or ''} → {model}", tokens, duration))
+        elif event.get("within"):  # a tool call of an agent called as a tool
+            rows.append(("tool", f"{event.get('agentId') or ''} → {event.get('name') or ''}", "", duration))
         else:
             rows.append(("tool", str(event.get("name") or ""), "", duration))
     if not rows:
@@ -129,6 +131,8 @@ class LiveTranscript:
         """`modelCall` events and timed `toolResult` events, for the summary at the end."""
         self.thinking = False
         """A reasoning model's thinking is being written (to stderr, apart from the answer)."""
+        self.open_nested = 0
+        """Tool calls of agents called as tools that have started and not ended (they run one at a time)."""
 
     # -- spinner -------------------------------------------------------------------------------------
 
@@ -205,7 +209,7 @@ class LiveTranscript:
         elif kind == "toolCall":
             tool = printable_line(str(event.get("name")))
             self.status = f"running {tool}"
-            self.note(style.cyan(f"→ {tool}({_arguments(event.get('arguments'))})"))
+            self.note(self._nested(event) + style.cyan(f"→ {tool}({_arguments(event.get('arguments'))})"))
         elif kind == "modelCall":
             self.calls.append(event)
         elif kind == "toolResult":
@@ -213,13 +217,14 @@ class LiveTranscript:
                 self.calls.append(event)
             self.status = "waiting for the model"
             tool = printable_line(str(event.get("name")))
+            at = self._nested(event)
             if "error" in event:
-                self.note(style.red(f"← {tool} failed: {_one_line(event['error'])}"))
+                self.note(at + style.red(f"← {tool} failed: {_one_line(event['error'])}"))
             elif event.get("denied"):
                 reason = f": {printable_line(str(event['reason']))}" if event.get("reason") else ""
-                self.note(style.red(f"← {tool}: denied{reason}"))
+                self.note(at + style.red(f"← {tool}: denied{reason}"))
             else:
-                self.note(style.dim(f"← {tool}: {_one_line(event.get('result'))}"))
+                self.note(at + style.dim(f"← {tool}: {_one_line(event.get('result'))}"))
         elif kind == "warning":
             self.note(style.yellow(f"⚠ {printable_line(_one_line(event.get('message'), 400))}"))
         elif kind == "notice":
@@ -247,6 +252,19 @@ class LiveTranscript:
             if self.transcript:
                 self.err.write(style.dim(f"transcript: {printable_line(display_path(self.transcript))}") + "\n")
             self.err.flush()
+
+    def _nested(self, event: dict[str, Any]) -> str:
+        """What goes before a tool call's line: for a call an agent called as a tool made, an indent by its
+        depth and that agent's id (`  echo `); nothing for the requested agent's own."""
+        if event.get("within") is None:
+            return ""
+        if event["kind"] == "toolResult":
+            self.open_nested = max(0, self.open_nested - 1)
+            depth = self.open_nested + 1
+        else:
+            depth = self.open_nested + 1
+            self.open_nested += 1
+        return "  " * depth + self.style.dim(printable_line(str(event.get("agentId") or "")) + " ")
 
     def ask(self, prompt: str) -> None:
         """Writes a question on stderr and keeps the spinner away until `answered`."""
