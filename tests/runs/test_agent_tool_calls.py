@@ -109,3 +109,22 @@ def test_the_tool_lines_of_a_run_show_nested_calls_indented_under_their_caller()
     assert tool_lines(events) == ['→ echo {"query": "q"}', '  echo → read_file {"path": "n"}',
                                   "  echo ← read_file: milk", "← echo: milk"]
     assert tool_lines(events, nested=False) == ['→ echo {"query": "q"}', "← echo: milk"]
+
+
+MEMORY_NOTE = ("note: `echo` is called as a tool here: its memory is off (memory works for the agent a run asks "
+               "for)")
+
+
+def test_the_preview_of_a_caller_says_in_one_line_that_the_memory_of_an_agent_it_calls_as_a_tool_is_off(
+        tmp_path: Path) -> None:
+    root = workspace(tmp_path)
+    (root / "agents/echo.agent.yaml").write_text(AGENTS["echo"] + "memory: true\n")
+    shown = run_cli("preview", "lead", "--input", "delegate", cwd=root)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines().count(MEMORY_NOTE) == 1
+    as_json = json.loads(run_cli("preview", "lead", "--input", "delegate", "--json", cwd=root).stdout)
+    assert as_json["notes"] == [MEMORY_NOTE.removeprefix("note: ")]  # the editor's preview shows the same
+    own = run_cli("preview", "echo", "--input", "hi", cwd=root)  # asked for itself, its memory works: no note
+    assert own.returncode == 0 and "memory is off" not in own.stdout, own.stderr
+    (root / "agents/echo.agent.yaml").write_text(AGENTS["echo"])
+    assert "memory is off" not in run_cli("preview", "lead", "--input", "delegate", cwd=root).stdout

@@ -74,7 +74,7 @@ from .events import (
     now_iso,
     usage_fields,
 )
-from .preview import assemble_preview, not_loaded
+from .preview import assemble_preview, not_loaded, tool_agent_notes
 from .recorder import Recorder
 from .tracing import run_tracer
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
@@ -588,6 +588,7 @@ class RunService:
                                                 host.prompt_limits(definition))
             result["trusted"] = self.trusted
             result["notLoaded"] = [] if self.trusted else not_loaded(definition, host.config, plan)
+            result["notes"] = tool_agent_notes(definition, host.definitions)
         except RunError:
             raise
         except Exception as error:  # noqa: BLE001 - in words

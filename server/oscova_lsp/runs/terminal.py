@@ -433,6 +433,8 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
         lines.append(f"{printable_line(str(tool['name']))}{flag} — {_one_line(tool.get('description') or '', 120)}")
     if not preview.get("tools"):
         lines.append(style.dim("(none)"))
+    for note in preview.get("notes") or ():
+        lines.append(style.yellow(f"note: {printable_line(str(note))}"))
     heading("Providers")
     for number, provider in enumerate(preview.get("providers") or [], start=1):
         parts = []
