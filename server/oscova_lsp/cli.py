@@ -559,7 +559,9 @@ def _test(args: argparse.Namespace) -> int:
         except CaseError as error:
             print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
             return EXIT_USAGE
-        print(_saved_words(case, first, named=args.name is not None))
+        print(_saved_words(case, first, named=args.name is not None), flush=True)
+        if first:
+            _offer_gitignore_lines(root)
         return EXIT_OK
     paths = args.paths
     if not paths:
@@ -620,20 +622,54 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _saved_words(case: Any, first: bool, *, named: bool) -> str:
-    """Where a saved case went; the name it got when its default was taken; on a workspace's first case, the
-    `.gitignore` lines that commit the cases and not the rest of `.oscova/`."""
-    from .runs.cases import GITIGNORE_LINES, default_case_name, tests_dir
+    """Where a saved case went; the name it got when its default was taken; on a workspace's first case, when
+    its `.gitignore` lacks them, the lines that commit the cases and not the rest of `.oscova/`."""
+    from .runs.cases import default_case_name, missing_gitignore_lines, tests_dir
 
     line = f"saved the case {case.name}: {os.path.relpath(case.path)}"
     wanted = default_case_name(case.recording().agent_id)
     if not named and case.name != wanted:
         line += f" ({wanted} is taken; --name NAME names it)"
-    if not first:
+    missing = missing_gitignore_lines(case.root) if first else []
+    if not missing:
         return line
-    ignore = "".join(f"\n    {pattern}" for pattern in GITIGNORE_LINES)
+    ignore = "".join(f"\n    {pattern}" for pattern in missing)
     return (f"{line}\nCommit {os.path.relpath(tests_dir(case.root))}{os.sep}: a case is a fixture of your "
             "repository. The rest of .oscova/ (run transcripts, memory) belongs to this machine; keep it out "
             f"with these lines in the .gitignore beside oscova.toml:{ignore}")
+
+
+def _offer_gitignore_lines(root: str) -> None:
+    """At a terminal, asks whether to add the missing `.gitignore` lines and adds them on a yes; elsewhere says
+    how to add them. Never writes without a yes."""
+    import shlex
+
+    from oscova_runtime.paths import FileRefused
+
+    from .runs.cases import add_gitignore_lines, gitignore_path, missing_gitignore_lines
+
+    missing = missing_gitignore_lines(root)
+    if not missing:
+        return
+    shown = os.path.relpath(gitignore_path(root))
+    if not sys.stdin.isatty():
+        quoted = " ".join(shlex.quote(line) for line in missing)
+        print(f"To add them: printf '%s\\n' {quoted} >> {shlex.quote(shown)}")
+        return
+    print(f"? Add them to {shown}? [y/N] ", end="", file=sys.stderr, flush=True)
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, ValueError, KeyboardInterrupt):
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        print(f"{shown} was left as it is")
+        return
+    try:
+        add_gitignore_lines(root)
+    except FileRefused as refused:
+        print(f"oscova-lsp: {shown} was not written: {refused}", file=sys.stderr)
+        return
+    print(f"added them to {shown}")
 
 
 def _eval_arguments(parser: argparse.ArgumentParser) -> None:
