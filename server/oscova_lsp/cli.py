@@ -14,6 +14,8 @@ from typing import Any
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 """`EXIT_INCOMPLETE`: `run` ended `completed` with an answer that is cut off (`finish_reason` `length` or
 `content_filter`) or that a guard stopped (the result's `incomplete`)."""
+COLOR_CHOICES = ("auto", "always", "never")
+"""`--color`: `auto` colours at a terminal (`reporting.wants_color`)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,9 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"oscova-lsp {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
-    check = sub.add_parser("check", help="check agent definitions, templates and host configuration")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
-    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    check = sub.add_parser(
+        "check", help="check agent definitions, templates and host configuration",
+        description="Reports the diagnostics of the agent definitions, templates, evaluations and oscova.toml at and "
+                    "below each PATH, each checked against its whole workspace.",
+        epilog="exit status: 0 clean or warnings only, 1 errors found, 2 usage or I/O error, or nothing to check")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                       help="files or folders to check (default: the current folder); a definition given also "
+                            "reports the templates it renders")
+    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                       help="text: path:line:col: CODE message (the default); json: each diagnostic with its LSP "
+                            "range (0-based); sarif: SARIF 2.1.0 for code scanning; github: GitHub workflow "
+                            "commands that annotate a pull request")
+    check.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                       help="colour the text output: auto (the default) at a terminal, unless NO_COLOR is set or "
+                            "FORCE_COLOR asks for it when piped; always; never")
     check.add_argument("--select", type=_codes, default=None, metavar="CODES",
                        help="comma-separated codes or prefixes to report (default: all)")
     check.add_argument("--ignore", type=_codes, default=frozenset(), metavar="CODES",
@@ -224,6 +238,7 @@ def _check(args: argparse.Namespace) -> int:
     from .analysis.lint import LintOptions
     from .analysis.workspace import workspace_roots
     from .reporting import (
+        color_summary,
         display_path,
         format_github,
         format_json,
@@ -231,6 +246,7 @@ def _check(args: argparse.Namespace) -> int:
         format_text,
         printable,
         summary,
+        wants_color,
     )
 
     missing = [p for p in args.paths if not os.path.exists(p)]
@@ -285,10 +301,12 @@ def _check(args: argparse.Namespace) -> int:
     diagnostics = [d for d in diagnostics if d.code not in RULES or RULES[d.code].in_check or d.code in named]
     diagnostics.sort(key=Diagnostic.sort_key)
     if args.format == "text":
-        body = format_text(diagnostics)
+        color = wants_color(sys.stdout, args.color)
+        body = format_text(diagnostics, color=color)
         if body:
             print(body)
-        print(summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered))))
+        line = summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered)))
+        print(color_summary(line, diagnostics) if color else line)
     elif args.format == "json":
         print(format_json(diagnostics))
     elif args.format == "sarif":
@@ -494,7 +512,7 @@ def _diff(args: argparse.Namespace) -> int:
 def _preview(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .reporting import json_text, printable
+    from .reporting import json_text, printable, wants_color
     from .runs.errors import RunError
     from .runs.service import RunService
     from .runs.terminal import format_preview
@@ -518,7 +536,7 @@ def _preview(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(preview, indent=2))
     else:
-        print(format_preview(preview, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
+        print(format_preview(preview, color=wants_color(sys.stdout)))
     return EXIT_OK
 
 

@@ -7,7 +7,6 @@ go to stderr, so `oscova-lsp run agent > answer.txt` keeps only the answer.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import threading
@@ -18,7 +17,7 @@ from typing import IO, Any
 from oscova_runtime.messages import short_type_name
 from oscova_runtime.tokens import figure
 
-from ..reporting import display_path, json_text, printable, printable_line
+from ..reporting import display_path, json_text, printable, printable_line, wants_color
 from .errors import RunError
 from .events import jsonable
 from .service import ApproveCallback, RunService
@@ -64,10 +63,6 @@ class _Style:
 
     def yellow(self, text: str) -> str:
         return self("33", text)
-
-
-def _wants_color(stream: IO[str]) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
 def format_duration(ms: float) -> str:
@@ -117,7 +112,7 @@ class LiveTranscript:
     def __init__(self, out: IO[str], err: IO[str], *, spinner: bool | None = None) -> None:
         self.out = out
         self.err = err
-        self.style = _Style(_wants_color(err))
+        self.style = _Style(wants_color(err))
         self.spinner_enabled = err.isatty() if spinner is None else spinner
         self.at_line_start = True
         self.status = "starting"
