@@ -263,6 +263,13 @@ class Forker(Replayer):
         self.live_from = live_from
         self.live = False
 
+    def _stop(self, difference: str) -> ReplayDrift:
+        """The drift, with why a fork stops at it: what it replays must be what was recorded."""
+        drift = super()._stop(difference)
+        return ReplayDrift(f"{drift}; a fork replays the model calls before liveFrom ({self.live_from}) from the "
+                           "recording, so they must match it: after an edit that changes them, record the run again, "
+                           "or fork from an earlier call (liveFrom 1 runs every call live)")
+
     def _goes_live(self) -> bool:
         self.live = self.live or self._model_calls + 1 >= self.live_from
         return self.live
