@@ -131,7 +131,7 @@ async def test_preview_lists_each_providers_contribution_in_the_default_order(tm
     by_type = {p["type"]: p for p in providers}
     assert by_type["environment"]["instructions"].startswith("## Environment")
     assert by_type["tools"]["tools"] == ["current_datetime", "write_file"]
-    assert by_type["personal"]["instructions"] == "You are Full for Alice Example of Platform."
+    assert by_type["personal"]["instructions"] == "You are Full for Alice Example of Platform.\n"
     assert by_type["private_notes"]["instructions"] is None and by_type["private_notes"]["tools"] == []
     assert by_type["agent_tools"]["tools"] == ["echo"]
     assert by_type["memory"]["tools"] == ["memory_save", "memory_search"]
@@ -528,7 +528,7 @@ async def test_dependencies_stay_cached_across_runs_until_evicted(service, fake_
     fake_openai.enqueue(Reply(tool_calls=[ToolCall("echo", {"query": "x"}, "e2")]), Reply(text="x x"),
                         Reply(text="done"))
     await service.run("lead", "once more")
-    assert fake_openai.requests[-2].messages[0]["content"].endswith("Repeat it twice.")
+    assert fake_openai.requests[-2].messages[0]["content"].endswith("Repeat it twice.\n")
 
     assert service.evict_agent("echo") is True and service.evict_agent("echo") is False
     await service.preview("lead")
