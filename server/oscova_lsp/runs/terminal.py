@@ -412,7 +412,7 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
         lines.append(style.bold(f"── {title} " + "─" * max(0, 60 - len(title))))
 
     heading(f"Instructions ({printable_line(str(preview['agentId']))})")
-    lines.append(printable(preview.get("instructions") or "") or style.dim("(none)"))
+    lines.append(printable((preview.get("instructions") or "").rstrip("\n")) or style.dim("(none)"))
     heading("Messages")
     for message in preview.get("messages") or []:
         source = message.get("source")
