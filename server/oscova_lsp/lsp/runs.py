@@ -589,9 +589,9 @@ async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, An
 
 async def save_test_case(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
     """Promotes a completed run to a case: `{runId, name?, uri?}` → the case as `oscova.listTests` lists it,
-    with `gitignore` (the lines that commit the cases and keep the rest of `.oscova/` out) on the workspace's
-    first case, as `oscova-lsp test --save` prints them."""
-    from ..runs.cases import GITIGNORE_LINES, CaseError, save_case, tests_dir
+    with `gitignore` (the lines that commit the cases and keep the rest of `.oscova/` out, those its `.gitignore`
+    lacks) on the workspace's first case, as `oscova-lsp test --save` prints them."""
+    from ..runs.cases import CaseError, missing_gitignore_lines, save_case, tests_dir
 
     args = command_argument(params)
     run_id = _string(args, "runId", params.command, required=True)
@@ -603,8 +603,9 @@ async def save_test_case(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[s
     except CaseError as error:
         raise JsonRpcRequestFailed(str(error)) from None
     out = _case_json(case)
-    if first:
-        out["gitignore"] = list(GITIGNORE_LINES)
+    missing = missing_gitignore_lines(root) if first else []
+    if missing:
+        out["gitignore"] = missing
     return out
 
 
