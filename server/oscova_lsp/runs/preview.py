@@ -31,7 +31,7 @@ from oscova_runtime.tokens import (
 )
 from oscova_runtime.tools import AIFunction
 
-from .events import map_strings, message_to_dict
+from .events import conversation_message, map_strings
 
 
 @dataclass(slots=True)
@@ -132,7 +132,7 @@ def _contribution(step: _Step, tokenizer: Tokenizer | None = None) -> dict[str, 
         instructions = instructions[1:] if before.instructions is not None and instructions.startswith("\n") else instructions
     messages: list[ChatMessage] = list(after.messages or ())[len(before.messages or ()):]
     tools = list(after.tools or ())[len(before.tools or ()):]
-    found: dict[str, Any] = {"instructions": instructions, "messages": [message_to_dict(m) for m in messages],
+    found: dict[str, Any] = {"instructions": instructions, "messages": [conversation_message(m).wire() for m in messages],
                              "tools": [tool_to_dict(t)["name"] for t in tools]}
     if tokenizer is not None:
         found["tokens"] = _provider_tokens(found, messages, tools, tokenizer)
@@ -181,7 +181,7 @@ async def assemble_preview(
         providers.append(entry)
     result: dict[str, Any] = {
         "instructions": options.instructions or "",
-        "messages": [message_to_dict(m) for m in messages],
+        "messages": [conversation_message(m).wire() for m in messages],
         "tools": [tool_to_dict(t) for t in options.tools or ()],
         "providers": providers,
     }

@@ -2,10 +2,9 @@
 
 Plain Python (no LSP types), shared by `oscova-lsp run` / `preview` and the language server's commands.
 Every run streams events (`events.EVENT_KINDS`) to a callback and to a JSON-lines transcript under
-`<root>/.oscova/runs/`, and ends with a result `{runId, status, text, reasoning?, incomplete?, messages, error?,
-transcript, transcriptError?}` (`reasoning`: what a reasoning model thought, apart from the answer; `incomplete`:
-why a `completed` answer is cut off or stopped, `events.py`; `transcriptError`: why the transcript could not be
-written, or was cut short).
+`<root>/.oscova/runs/`, and ends with a result (`wire.events.RunResult`: what the run answered, its messages and
+transcript, and why the answer is incomplete or the transcript missing). Callbacks, transcripts and results get
+the models' JSON (camelCase, as on the wire).
 Keys never leave the service: events, results, log messages and transcripts pass through a `Redactor`.
 """
 
@@ -60,6 +59,23 @@ from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile, FileKind, file_kind
 from ..analysis.host import AnalysisHost, Snapshot
 from ..analysis.rules.definition import UNKNOWN_MODEL
+from ..wire.commands import AgentListing, PreviewResult
+from ..wire.events import (
+    ApprovalPrompt,
+    CancelledEvent,
+    CompletedEvent,
+    ConversationMessage,
+    DeltaEvent,
+    FailedEvent,
+    MessageEvent,
+    NoticeEvent,
+    ReasoningEvent,
+    RunEventBase,
+    RunResult,
+    StartedEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from .errors import RunError, denial_reason, describe_failure, unanswered_calls_message
 from .events import (
     FINAL_KINDS,
@@ -67,12 +83,12 @@ from .events import (
     PacedStream,
     Redactor,
     StreamRedactor,
+    conversation_message,
     describe_exception,
     jsonable,
-    message_to_dict,
     milliseconds,
     now_iso,
-    usage_fields,
+    usage_of,
 )
 from .preview import assemble_preview, not_loaded
 from .recorder import Recorder
@@ -83,9 +99,11 @@ log = logging.getLogger(__name__)
 
 RunStatus = Literal["completed", "failed", "cancelled"]
 EventCallback = Callable[[dict[str, Any]], Any]
-"""Called synchronously with each event, in order; exceptions are logged and the run goes on."""
+"""Called synchronously with each event's JSON (`wire.events.RunEvent`), in order; exceptions are logged and the run
+goes on."""
 ApproveCallback = Callable[[dict[str, Any]], Awaitable[bool]]
-"""Asked before an approval-required tool runs, with `{runId, agentId, tool, arguments}`; True approves."""
+"""Asked before an approval-required tool runs, with an `ApprovalPrompt`'s JSON `{runId, agentId, tool, arguments}`;
+True approves."""
 
 MAX_ERROR_LINES = 5
 DELTA_INTERVAL = 0.05
@@ -137,7 +155,7 @@ class _Run:
                  writer: TranscriptWriter | None) -> None:
         self.handle = handle
         self.on_event = on_event
-        self.reasoning = PacedStream("reasoning", self.emit, DELTA_INTERVAL)
+        self.reasoning = PacedStream(lambda text: ReasoningEvent(text=text), self.emit, DELTA_INTERVAL)
         """A reasoning model's thinking, streamed as `reasoning` events apart from the answer."""
         self.redact = redact
         self.writer = writer
@@ -175,15 +193,17 @@ class _Run:
         if self.writer is not None:
             self.writer.write(self.redact(line))
 
-    def emit(self, kind: str, **fields: Any) -> dict[str, Any] | None:
+    def emit(self, made: RunEventBase) -> dict[str, Any] | None:
+        """Sends an event: numbered, timed and redacted, to the listener and the transcript; returns its JSON."""
         if self.finished:
             return None
+        kind = made.kind
         if kind != "delta":  # the text streamed so far goes out first, so events stay in order
             self.send_text(final=True)
         if kind != "reasoning":
             self.reasoning.send(final=True)
-        event = self.redact({"runId": self.handle.run_id, "seq": next(self.seq), "kind": kind, "time": now_iso(),
-                             **fields})
+        made = made.model_copy(update={"run_id": self.handle.run_id, "seq": next(self.seq), "time": now_iso()})
+        event: dict[str, Any] = self.redact(made.wire())
         self.finished = kind in FINAL_KINDS
         if self.writer is not None:
             self.writer.write(event)
@@ -219,19 +239,19 @@ class _Run:
             text += self._stream.flush()
         if text:
             self._last_delta = time.monotonic()
-            self.emit("delta", text=text)
+            self.emit(DeltaEvent(text=text))
 
     def on_messages_changed(self, task_run: AgentTaskRun) -> None:
         live = task_run.live_messages or []
         for message in live[self.reported_messages:]:
-            self.emit("message", **message_to_dict(message))
+            self.emit(MessageEvent(**conversation_message(message).model_dump()))
         self.reported_messages = len(live)
 
     def on_notice(self, notice: ProviderNotice | RunWarning) -> None:
         if isinstance(notice, RunWarning):
             self.calls.heard(notice)
             return
-        self.emit("notice", source=notice.source, provider=short_type_name(notice.source), message=notice.message)
+        self.emit(NoticeEvent(source=notice.source, provider=short_type_name(notice.source), message=notice.message))
 
     def on_update(self, update: ChatResponseUpdate) -> None:
         self.updates.add(update)
@@ -246,26 +266,21 @@ class _Run:
                     self.reasoning.add(content.text)
             elif isinstance(content, FunctionCallContent):
                 self.call_names[content.call_id] = content.name
-                self.emit("toolCall", callId=content.call_id, name=content.name,
-                          arguments=jsonable(content.arguments))
+                self.emit(ToolCallEvent(call_id=content.call_id, name=content.name,
+                                        arguments=jsonable(content.arguments)))
             elif isinstance(content, FunctionResultContent):
-                fields: dict[str, Any] = {"callId": content.call_id,
-                                          "name": self.call_names.get(content.call_id or "", "")}
-                if isinstance(content.exception, ToolDeniedError):  # refused by the policy, not failed
-                    fields.update(result=jsonable(content.result), denied=True)
-                    reason = self.denial_reason(fields["name"])
-                    if reason:
-                        fields["reason"] = reason
-                elif content.exception is not None:
-                    fields["error"] = describe_exception(content.exception)
-                else:
-                    fields["result"] = jsonable(content.result)
-                    if content.result == APPROVAL_DENIED:
-                        fields["denied"] = True
+                name = self.call_names.get(content.call_id or "", "")
                 duration = self.calls.tool_durations.pop(content.call_id or "", None)
-                if duration is not None:
-                    fields["durationMs"] = milliseconds(duration)
-                self.emit("toolResult", **fields)
+                result = ToolResultEvent(call_id=content.call_id, name=name,
+                                         duration_ms=milliseconds(duration) if duration is not None else None)
+                if isinstance(content.exception, ToolDeniedError):  # refused by the policy, not failed
+                    result.result, result.denied, result.reason = (jsonable(content.result), True,
+                                                                  self.denial_reason(name) or None)
+                elif content.exception is not None:
+                    result.error = describe_exception(content.exception)
+                else:
+                    result.result, result.denied = jsonable(content.result), content.result == APPROVAL_DENIED
+                self.emit(result)
 
     def text(self) -> str:
         return "".join(self.text_pieces)
@@ -278,9 +293,9 @@ class _Run:
         last_round = max((i for i, m in enumerate(messages) if m.role == "tool"), default=-1)
         return [c.name for m in messages[last_round + 1:] for c in m.contents if isinstance(c, FunctionCallContent)]
 
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[ConversationMessage]:
         conversation = ([self.input_message] if self.input_message else []) + self.updates.messages()
-        return [message_to_dict(m) for m in conversation]
+        return [conversation_message(m) for m in conversation]
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,8 +415,9 @@ class RunService:
         self.invalidate_all()
 
     def list_agents(self) -> list[dict[str, Any]]:
-        """`[{id, name, uri, exposedAsTool, exampleInput}]` of the agents, by id: what `oscova.listAgents` lists."""
-        return [agent.to_json(Path(agent.path).as_uri()) for agent in agent_list(self.analysis.workspace)]
+        """The agents by id, as `oscova.listAgents` lists them (`AgentListing`)."""
+        return [AgentListing(id=a.id, name=a.name, uri=Path(a.path).as_uri(), exposed_as_tool=a.exposed_as_tool,
+                             example_input=a.example_input).wire() for a in agent_list(self.analysis.workspace)]
 
     def _definition(self, view: WorkspaceView, agent_id: str) -> AgentDefinition:
         """The definition a run of `agent_id` builds; RunError with words when it cannot run."""
@@ -541,8 +557,8 @@ class RunService:
 
     async def preview(self, agent_id: str, input: str | None = None, *, session_id: str | None = None,
                       ) -> dict[str, Any]:
-        """`{agentId, instructions, messages, tools, providers, tokens}`: the provider pipeline without a model, and what
-        its request costs in the model's tokens.
+        """A `PreviewResult`'s JSON: the provider pipeline without a model, and what its request costs in the model's
+        tokens.
 
         Approval-required tools are listed as a run with an approval channel would offer them. Raises
         `RunError` with words for the user when the agent cannot be assembled.
@@ -587,7 +603,8 @@ class RunService:
             raise
         except Exception as error:  # noqa: BLE001 - in words
             raise RunError(redact.text(describe_failure(error, agent_id))) from None
-        return redact({"agentId": agent_id, **result})
+        answer: dict[str, Any] = redact(PreviewResult.model_validate({"agentId": agent_id, **result}).wire())
+        return answer
 
     # -- runs ------------------------------------------------------------------------------------------
 
@@ -680,8 +697,8 @@ class RunService:
                 run.record(run.recorder.header(runId=handle.run_id, agentId=handle.agent_id, input=input,
                                                sessionId=handle.session_id, approvals=approve is not None,
                                                root=self.root, time=now_iso()))
-                run.emit("started", agentId=handle.agent_id, agentName=name, input=input,
-                         sessionId=handle.session_id, transcript=handle.transcript)
+                run.emit(StartedEvent(agent_id=handle.agent_id, agent_name=name, input=input,
+                                      session_id=handle.session_id, transcript=handle.transcript))
             key = (handle.agent_id, handle.session_id)
             session = self._sessions.setdefault(key, AgentSession(session_id=handle.session_id))
             async with self._session_locks.setdefault(key, asyncio.Lock()):
@@ -718,38 +735,35 @@ class RunService:
         if run.writer is not None:  # the transcript is complete when the result is handed out
             await asyncio.get_running_loop().run_in_executor(None, run.writer.wait_closed)
             if run.writer.problem is not None:  # not written, or cut short (a full disk): the result says so
-                result["transcript"] = run.writer.path
-                result["transcriptError"] = run.writer.problem
-        return result
+                result.transcript, result.transcript_error = run.writer.path, run.writer.problem
+        answer: dict[str, Any] = run.redact(result.wire())
+        return answer
 
-    def _finish(self, run: _Run, status: RunStatus, error: str | None) -> dict[str, Any]:
+    def _finish(self, run: _Run, status: RunStatus, error: str | None) -> RunResult:
         handle = run.handle
         handle.finishing = True  # a listener cancelling now must not turn the result into an exception
-        text = run.text()
-        fields: dict[str, Any] = {"text": text}
-        extra: dict[str, Any] = {"reasoning": run.reasoning.text()} if run.reasoning.text() else {}
-        if status == "completed" and run.calls.incomplete is not None:  # cut off, or stopped by a guard
-            extra["incomplete"] = run.calls.incomplete
-        fields.update(extra)
-        if status == "completed":
-            fields["usage"] = usage_fields(run.calls.usage)  # every model call, agents used as tools' too
-        if error is not None:
-            fields["error"] = error
-        run.emit(status, **fields)  # a final kind: RunStatus and FINAL_KINDS agree (tests/runs/test_status.py)
+        text, reasoning = run.text(), run.reasoning.text() or None
+        incomplete = run.calls.incomplete if status == "completed" else None  # cut off, or stopped by a guard
+        # a final kind: RunStatus and FINAL_KINDS agree (tests/runs/test_status.py)
+        if status == "completed":  # `usage`: every model call, agents used as tools' too
+            run.emit(CompletedEvent(text=text, reasoning=reasoning, incomplete=incomplete,
+                                    usage=usage_of(run.calls.usage)))
+        elif status == "failed":
+            run.emit(FailedEvent(text=text, reasoning=reasoning, error=error))
+        else:
+            run.emit(CancelledEvent(text=text, reasoning=reasoning))
         if run.writer is not None:
             run.writer.close()
         self._runs.pop(handle.run_id, None)
-        result: dict[str, Any] = {"runId": handle.run_id, "agentId": handle.agent_id, "sessionId": handle.session_id,
-                                  "status": status, "text": text, "messages": run.messages(),
-                                  "transcript": handle.transcript, **extra}
-        if error is not None:
-            result["error"] = error
-        return run.redact(result)
+        return RunResult(run_id=handle.run_id, agent_id=handle.agent_id, session_id=handle.session_id, status=status,
+                         text=text, messages=run.messages(), transcript=handle.transcript, reasoning=reasoning,
+                         incomplete=incomplete, error=error)
 
     def _approval_handler(self, run: _Run, approve: ApproveCallback) -> Callable[[ApprovalRequest], Awaitable[bool]]:
         async def ask(request: ApprovalRequest) -> bool:
-            prompt = run.redact({"runId": run.handle.run_id, "agentId": run.handle.agent_id,
-                                 "tool": request.tool_name, "arguments": jsonable(dict(request.arguments))})
+            prompt = run.redact(ApprovalPrompt(run_id=run.handle.run_id, agent_id=run.handle.agent_id,
+                                               tool=request.tool_name,
+                                               arguments=jsonable(dict(request.arguments))).wire())
             try:
                 return bool(await approve(prompt))
             except Exception as error:  # noqa: BLE001 - no answer is a denial
