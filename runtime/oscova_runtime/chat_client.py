@@ -18,23 +18,32 @@ Ollama, newer vLLM), or a `<think>…</think>` block at the start of `content` w
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
-import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
+from .completions import (
+    InlineThinking,
+    Malformed,
+    cut_off_words,
+    field,
+    first_choice,
+    loads_json,
+    parse_arguments,
+    read_usage,
+    reasoning_text,
+    to_openai_messages,
+    tool_call_parts,
+)
 from .messages import (
     ChatMessage,
     ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
     Content,
-    DataContent,
     FunctionCallContent,
     ReasoningContent,
-    TextContent,
     UsageDetails,
 )
 from .recording import current_tap
@@ -60,248 +69,6 @@ class ChatClientError(Exception):
     def __init__(self, message: str, usage: UsageDetails | None = None) -> None:
         super().__init__(message)
         self.usage = usage
-
-
-CUT_OFF = {"length": "reached its token limit", "content_filter": "was stopped by the endpoint's content filter"}
-"""`finish_reason`s that end an answer before the model did, in words: the answer (or a tool call) is incomplete."""
-
-
-def cut_off_words(finish_reason: str | None, max_tokens: int | None) -> str | None:
-    """Why an answer ended early, in words (`reached its token limit (`max_tokens` 64)`), or None."""
-    words = CUT_OFF.get(finish_reason or "")
-    if words is None:
-        return None
-    if finish_reason == "length":
-        return words + (f" (`max_tokens` {max_tokens})" if max_tokens is not None else
-                        " (no `max_tokens` is set: the endpoint's own limit, or its context was full)")
-    return words
-
-
-def to_openai_messages(messages: Sequence[ChatMessage], instructions: str | None) -> list[dict[str, Any]]:
-    """The wire form of a request's messages (the system message from `instructions` first), as sent and as counted."""
-    out: list[dict[str, Any]] = []
-    if instructions:
-        out.append({"role": "system", "content": instructions})
-    for message in messages:
-        if message.role == "tool":
-            for result in message.function_results:
-                out.append({"role": "tool", "tool_call_id": result.call_id or "",
-                            "content": result.result if isinstance(result.result, str)
-                            else json.dumps(result.result, default=str)})
-            continue
-        calls = message.function_calls
-        if message.role == "assistant":
-            # An answer that was all reasoning is sent back as an empty answer (the reasoning never is).
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or (None if calls else "")}
-            if calls:
-                entry["tool_calls"] = [
-                    {"id": c.call_id, "type": "function",
-                     "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                    for c in calls
-                ]
-            out.append(entry)
-            continue
-        if any(isinstance(c, DataContent) for c in message.contents):
-            parts: list[dict[str, Any]] = []
-            for content in message.contents:
-                if isinstance(content, TextContent):
-                    parts.append({"type": "text", "text": content.text})
-                elif isinstance(content, DataContent):
-                    url = f"data:{content.media_type};base64,{base64.b64encode(content.data).decode()}"
-                    parts.append({"type": "image_url", "image_url": {"url": url}})
-            out.append({"role": message.role, "content": parts})
-        else:
-            out.append({"role": message.role, "content": message.text})
-    return out
-
-
-MAX_JSON_DEPTH = 64
-"""Nesting allowed in tool arguments: deeper data is refused before anything walks it recursively."""
-
-
-class _Malformed(Exception):
-    """The endpoint's answer does not have the chat-completions shape; the message says where."""
-
-
-def _loads(raw: str | bytes, what: str, *, plural: bool = False) -> Any:
-    verb = "are" if plural else "is"
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as error:
-        where = error.msg.removesuffix(" at")  # "Unterminated string starting at": its position follows
-        raise _Malformed(f"{what} that {verb} not valid JSON ({where} at character {error.pos})") from None
-    except RecursionError:
-        raise _Malformed(f"{what} nested too deeply to read") from None
-    except UnicodeDecodeError:
-        raise _Malformed(f"{what} that {verb} not UTF-8 text") from None
-
-
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """True when `value` nests containers deeper than `limit` (iterative: no recursion on hostile data)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
-
-
-def _parse_arguments(raw: str | None, tool: str) -> dict[str, Any]:
-    if not raw:
-        return {}
-    what = f"arguments for the tool {tool!r}"
-    value = _loads(raw, f"sent {what}", plural=True)
-    if not isinstance(value, dict):
-        raise _Malformed(f"sent {what} that are not a JSON object")
-    if _depth_exceeds(value, MAX_JSON_DEPTH):
-        raise _Malformed(f"sent {what} nested more than {MAX_JSON_DEPTH} levels deep")
-    return value
-
-
-_KINDS = {str: "a string", int: "an integer", dict: "an object", list: "an array"}
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return _KINDS.get(type(value), type(value).__name__)
-
-
-def _field(container: dict[str, Any], key: str, kind: type, path: str, what: str) -> Any:
-    """`container[key]` when it is absent, null or of `kind`; otherwise the answer is malformed."""
-    value = container.get(key)
-    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
-        return value
-    raise _Malformed(f"sent {what} that is not a chat completion: `{path}{key}` is {_describe(value)}, "
-                     f"not {_KINDS[kind]}")
-
-
-def _usage(raw: Any, what: str) -> UsageDetails | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise _Malformed(f"sent {what} that is not a chat completion: `usage` is {_describe(raw)}, not an object")
-    prompt, completion, total = (_field(raw, key, int, "usage.", what) or 0
-                                 for key in ("prompt_tokens", "completion_tokens", "total_tokens"))
-    details = raw.get("prompt_tokens_details")
-    cached = _field(details, "cached_tokens", int, "usage.prompt_tokens_details.", what) \
-        if isinstance(details, dict) else None
-    output = raw.get("completion_tokens_details")
-    reasoning = _field(output, "reasoning_tokens", int, "usage.completion_tokens_details.", what) \
-        if isinstance(output, dict) else None
-    return UsageDetails(prompt, completion, total, cached_input_tokens=cached, reasoning_tokens=reasoning)
-
-
-def _first_choice(payload: Any, what: str) -> dict[str, Any] | None:
-    if not isinstance(payload, dict):
-        raise _Malformed(f"sent {what} that is {_describe(payload)}, not a JSON object")
-    error = payload.get("error")
-    if error is not None:
-        message = error.get("message") if isinstance(error, dict) else error
-        detail = f": {message[:300]}" if isinstance(message, str) and message else ""
-        raise _Malformed(f"reported an error instead of an answer{detail}")
-    choices = _field(payload, "choices", list, "", what) or []
-    if not choices:
-        return None
-    if not isinstance(choices[0], dict):
-        raise _Malformed(f"sent {what} that is not a chat completion: `choices[0]` is {_describe(choices[0])}, "
-                         "not an object")
-    _field(choices[0], "finish_reason", str, "choices[0].", what)
-    return choices[0]
-
-
-def _tool_call_parts(holder: dict[str, Any], path: str, what: str) -> list[tuple[int, str, str, str]]:
-    """`(index, id, name, arguments)` of each tool call (or streamed piece of one) in `holder`."""
-    parts = []
-    for number, call in enumerate(_field(holder, "tool_calls", list, path, what) or ()):
-        where = f"{path}tool_calls[{number}]."
-        if not isinstance(call, dict):
-            raise _Malformed(f"sent {what} that is not a chat completion: `{where[:-1]}` is {_describe(call)}, "
-                             "not an object")
-        index = _field(call, "index", int, where, what)
-        function = _field(call, "function", dict, where, what) or {}
-        parts.append((number if index is None else index, _field(call, "id", str, where, what) or "",
-                      _field(function, "name", str, where + "function.", what) or "",
-                      _field(function, "arguments", str, where + "function.", what) or ""))
-    return parts
-
-
-REASONING_FIELDS = ("reasoning_content", "reasoning")
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-
-
-def _reasoning(holder: dict[str, Any], path: str, what: str) -> str | None:
-    """The reasoning text of a message or delta: `reasoning_content`, else `reasoning`."""
-    for name in REASONING_FIELDS:
-        value = _field(holder, name, str, path, what)
-        if value:
-            return value
-    return None
-
-
-def _held_back(text: str, marker: str) -> int:
-    """How many characters at the end of `text` could be the start of `marker` (held until the next piece)."""
-    for size in range(min(len(marker) - 1, len(text)), 0, -1):
-        if text.endswith(marker[:size]):
-            return size
-    return 0
-
-
-class InlineThinking:
-    """Splits a `<think>…</think>` block at the start of an answer's text out of it, as the text streams in:
-    `feed` each piece, `flush` at the end. What it holds back is at most the length of a marker. Text that
-    does not begin with `<think>` (after white space) passes unchanged."""
-
-    def __init__(self) -> None:
-        self._state = "start"  # start (undecided), think, gap (white space after `</think>`), answer
-        self._held = ""
-
-    def feed(self, text: str) -> list[Content]:
-        out: list[Content] = []
-        self._held += text
-        while self._held:
-            if self._state == "start":
-                stripped = self._held.lstrip()
-                if stripped.startswith(THINK_OPEN):
-                    self._held, self._state = stripped[len(THINK_OPEN):], "think"
-                elif not stripped or THINK_OPEN.startswith(stripped):
-                    break  # it may still become `<think>`
-                else:
-                    self._state = "answer"
-            elif self._state == "think":
-                at = self._held.find(THINK_CLOSE)
-                if at == -1:
-                    keep = _held_back(self._held, THINK_CLOSE)
-                    if len(self._held) > keep:
-                        out.append(ReasoningContent(self._held[:len(self._held) - keep]))
-                        self._held = self._held[len(self._held) - keep:]
-                    break
-                if at:
-                    out.append(ReasoningContent(self._held[:at]))
-                self._held, self._state = self._held[at + len(THINK_CLOSE):], "gap"
-            elif self._state == "gap":
-                self._held = self._held.lstrip()
-                if self._held:
-                    self._state = "answer"
-            else:
-                out.append(TextContent(self._held))
-                self._held = ""
-        return out
-
-    def flush(self) -> list[Content]:
-        """What is still held: reasoning inside an unclosed block, else text."""
-        held, self._held = self._held, ""
-        if not held or self._state == "gap":
-            return []
-        return [ReasoningContent(held) if self._state == "think" else TextContent(held)]
 
 
 def _http() -> Any:
@@ -454,7 +221,7 @@ class OpenAIChatClient:
             return f"check the key in {self.api_key_env} (`api_key_env` of {where})"
         return f"{where} sets no `api_key_env`: name the environment variable that holds the endpoint's key"
 
-    def _failure(self, malformed: _Malformed) -> ChatClientError:
+    def _failure(self, malformed: Malformed) -> ChatClientError:
         return ChatClientError(f"The model endpoint at {self._where()} {malformed}")
 
     def _check_media_type(self, headers: Any, expected: tuple[str, ...]) -> str:
@@ -475,29 +242,29 @@ class OpenAIChatClient:
 
     def _completion(self, payload: Any, max_tokens: int | None = None) -> ChatResponse:
         what = "an answer"
-        choice = _first_choice(payload, what)
+        choice = first_choice(payload, what)
         result: list[ChatMessage] = []
         finish = None
         if choice is not None:
             finish = choice.get("finish_reason")
-            message = _field(choice, "message", dict, "choices[0].", what)
+            message = field(choice, "message", dict, "choices[0].", what)
             if message is None:
-                raise _Malformed(f"sent {what} that is not a chat completion: `choices[0].message` is missing")
+                raise Malformed(f"sent {what} that is not a chat completion: `choices[0].message` is missing")
             contents: list[Any] = []
-            reasoning = _reasoning(message, "choices[0].message.", what)
+            reasoning = reasoning_text(message, "choices[0].message.", what)
             if reasoning:
                 contents.append(ReasoningContent(reasoning))
-            text = _field(message, "content", str, "choices[0].message.", what)
+            text = field(message, "content", str, "choices[0].message.", what)
             if text:
                 inline = InlineThinking()
                 contents.extend([*inline.feed(text), *inline.flush()])
-            usage = _usage(payload.get("usage"), what)
-            for _, call_id, name, arguments in _tool_call_parts(message, "choices[0].message.", what):
+            usage = read_usage(payload.get("usage"), what)
+            for _, call_id, name, arguments in tool_call_parts(message, "choices[0].message.", what):
                 contents.append(FunctionCallContent(call_id, name, self._arguments_of(arguments, name, finish,
                                                                                       max_tokens, usage)))
             result.append(ChatMessage("assistant", contents))
         model = payload.get("model")
-        return ChatResponse(result, _usage(payload.get("usage"), what), finish,
+        return ChatResponse(result, read_usage(payload.get("usage"), what), finish,
                             model if isinstance(model, str) else None)
 
     def _arguments_of(self, raw: str, name: str, finish: str | None, max_tokens: int | None,
@@ -505,8 +272,8 @@ class OpenAIChatClient:
         """A tool call's arguments; arguments the token limit (or a content filter) cut off are said to be, with
         the call's usage kept, rather than blamed on the endpoint."""
         try:
-            return _parse_arguments(raw, name)
-        except _Malformed:
+            return parse_arguments(raw, name)
+        except Malformed:
             cut = cut_off_words(finish, max_tokens)
             if cut is None:
                 raise
@@ -558,8 +325,8 @@ class OpenAIChatClient:
         except httpx.HTTPError as error:
             raise self._mid_stream(error) from None
         try:
-            return self._completion(_loads(body, "sent an answer"), request.get("max_tokens"))
-        except _Malformed as malformed:
+            return self._completion(loads_json(body, "sent an answer"), request.get("max_tokens"))
+        except Malformed as malformed:
             raise self._failure(malformed) from None
 
     async def _get_streaming_response(self, request: dict[str, Any]) -> AsyncGenerator[ChatResponseUpdate, None]:
@@ -579,7 +346,7 @@ class OpenAIChatClient:
             async with client.chat.completions.with_streaming_response.create(**request) as response:
                 media = self._check_media_type(response.headers, ("text/event-stream", "application/json"))
                 if media == "application/json":  # the endpoint ignored `stream`: one whole completion
-                    whole = self._completion(_loads(await response.http_response.aread(), "sent an answer"),
+                    whole = self._completion(loads_json(await response.http_response.aread(), "sent an answer"),
                                              request.get("max_tokens"))
                     for message in whole.messages:
                         yield ChatResponseUpdate("assistant", list(message.contents))
@@ -589,21 +356,21 @@ class OpenAIChatClient:
                     if data.strip() == "[DONE]":
                         done = True
                         break
-                    payload = _loads(data, "sent a stream event")
+                    payload = loads_json(data, "sent a stream event")
                     if kind == "error" and isinstance(payload, dict) and "error" not in payload:
                         payload = {"error": payload}
-                    choice = _first_choice(payload, what)
-                    usage = _usage(payload.get("usage"), what) or usage
+                    choice = first_choice(payload, what)
+                    usage = read_usage(payload.get("usage"), what) or usage
                     answered_by = payload.get("model") if isinstance(payload.get("model"), str) else answered_by
                     if choice is None:
                         continue
                     finish = choice.get("finish_reason") or finish
-                    delta = _field(choice, "delta", dict, "choices[0].", what)
+                    delta = field(choice, "delta", dict, "choices[0].", what)
                     if delta is None:
                         continue
-                    reasoning = _reasoning(delta, "choices[0].delta.", what)
-                    text = _field(delta, "content", str, "choices[0].delta.", what)
-                    parts = _tool_call_parts(delta, "choices[0].delta.", what)
+                    reasoning = reasoning_text(delta, "choices[0].delta.", what)
+                    text = field(delta, "content", str, "choices[0].delta.", what)
+                    parts = tool_call_parts(delta, "choices[0].delta.", what)
                     for index, call_id, name, arguments in parts:
                         slot = calls.setdefault(index, {"id": "", "name": [], "arguments": []})
                         if call_id:
@@ -618,7 +385,7 @@ class OpenAIChatClient:
                     # A fast stream is read from a buffer without waiting: let the loop serve others.
                     await asyncio.sleep(0)
             if not done:
-                raise _Malformed("ended the stream before `data: [DONE]`: the answer is incomplete")
+                raise Malformed("ended the stream before `data: [DONE]`: the answer is incomplete")
             finished: list[Content] = inline.flush()
             for _, call in sorted(calls.items()):
                 name = "".join(call["name"])
@@ -628,7 +395,7 @@ class OpenAIChatClient:
             raise self._translate(error) from None
         except httpx.HTTPError as error:
             raise self._mid_stream(error) from None
-        except _Malformed as malformed:
+        except Malformed as malformed:
             raise self._failure(malformed) from None
         yield ChatResponseUpdate("assistant", list(finished), usage, finish, answered_by)
 

@@ -199,7 +199,7 @@ class ObservedChatClient(DelegatingChatClient):
         options, messages, load = call.options, call.messages, self.tokenizer
 
         def count() -> tuple[int, bool]:
-            from .chat_client import to_openai_messages  # imports no `openai` until a call
+            from .completions import to_openai_messages
             from .tokens import prompt_tokens
             from .tools import AIFunction
 

@@ -523,7 +523,7 @@ def tool_tokens(tool: Mapping[str, Any], tokenizer: Tokenizer) -> int:
 
 def count_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
                   tokenizer: Tokenizer) -> RequestTokens:
-    """The tokens of a chat request in wire form (what `chat_client.to_openai_messages` and `AIFunction.schema`
+    """The tokens of a chat request in wire form (what `completions.to_openai_messages` and `AIFunction.schema`
     give), as the endpoint counts its prompt tokens: through the model's chat template when the tokenizer has one
     (`count_templated`), else by the chat format's rule."""
     per_message = [message_tokens(m, tokenizer) for m in messages]
@@ -710,7 +710,7 @@ class PromptBudgetClient(DelegatingChatClient):
         self.limits = tuple(limits)
 
     def _check(self, messages: Sequence[ChatMessage], options: ChatOptions) -> None:
-        from .chat_client import to_openai_messages  # imports no `openai` until a call
+        from .completions import to_openai_messages
         from .tools import AIFunction
 
         wire_tools = [t.schema() for t in options.tools or () if isinstance(t, AIFunction)]

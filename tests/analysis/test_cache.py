@@ -412,3 +412,15 @@ def test_definition_facts_round_trip_exactly(text: str, tmp_path: Path) -> None:
     assert repr(restored.doc.value) == repr(fresh.doc.value)
     assert (restored.problems, restored.definition, restored.raw_id, restored.null_entries) == (
         fresh.problems, fresh.definition, fresh.raw_id, fresh.null_entries)
+
+
+def test_without_a_cache_dir_setting_the_cache_is_in_the_platforms_cache_folder(tmp_path: Path) -> None:
+    """On Linux that is `$XDG_CACHE_HOME/oscova-lsp` (platformdirs); never the workspace."""
+    root = tmp_path / "ws"
+    shutil.copytree(EXAMPLES, root)
+    env = {k: v for k, v in os.environ.items() if k != cache.ENV_DIR}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    done = subprocess.run(script_command(shutil.which("oscova-lsp", path=str(Path(sys.executable).parent)) or "",
+                                         "check", str(root)), capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert list((tmp_path / "xdg" / "oscova-lsp").glob("*/facts.json")), "the cache was written there"

@@ -417,8 +417,8 @@ def test_osc108_current_date_before_the_fixed_text(tmp_path: Path) -> None:
     after = count(f".\n{LONG_RUNBOOK}\n")
     total = count(f"You are the support agent.\nToday is .\n{LONG_RUNBOOK}\n")
     assert found.message == (f"`{{{{ current_date }}}}` on line 2 changes daily, so the request's cacheable prefix ends "
-                             f"there: the {after:,} tokens of this template after it are sent again each day; OpenAI "
-                             f"caches a prompt prefix of 1,024 tokens or more, and this template alone has {total:,}")
+                             f"there: at least the {after:,} tokens of this template's fixed text after it are sent "
+                             f"again each day; OpenAI caches a prompt prefix of 1,024 tokens or more, and this template alone has {total:,}")
     assert found.fixes == ()  # moving the line changes what the prompt says: not a mechanical fix
 
 

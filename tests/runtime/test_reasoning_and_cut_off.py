@@ -9,7 +9,8 @@ import re
 import pytest
 from conftest import Reply, ToolCall
 from oscova_runtime.agent import ChatClientAgent, ChatClientAgentOptions
-from oscova_runtime.chat_client import ChatClientError, InlineThinking
+from oscova_runtime.chat_client import ChatClientError
+from oscova_runtime.completions import InlineThinking
 from oscova_runtime.messages import (
     ChatMessage,
     ChatOptions,

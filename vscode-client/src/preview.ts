@@ -37,6 +37,11 @@ export function tokensMarkdown(result: unknown): string[] {
   const warnings: unknown[] = Array.isArray(tokens.warnings) ? tokens.warnings : [];
   const notes = [tokens.note, ...warnings].filter((x) => typeof x === 'string' && x);
   for (const note of notes) out.push(`> ${word(note)}`, '');
+  const caching: unknown[] = Array.isArray(tokens.caching) ? tokens.caching : [];
+  for (const advice of caching) { // the checker's OSC102 / OSC108 on this agent's templates, word for word
+    const a = (advice && typeof advice === 'object' ? advice : {}) as Record<string, unknown>;
+    out.push(`> **${word(a.code)}** \`${word(a.path)}:${word(a.line)}\`: ${word(a.message)}`, '');
+  }
   out.push(fence(barLines(bar).join('\n')), '');
   for (const s of bar.segments) {
     const where = CACHEABLE_WORDS[s.cacheable];

@@ -62,3 +62,11 @@ test('the preview document shows the figures, the bar and its legend', () => {
   assert.match(md, /- `█` tool current_datetime: 24 \(13 %\), cacheable\n/);
   assert.doesNotMatch(previewMarkdown('x', undefined, { instructions: '' }), /## Tokens/);
 });
+
+test('the preview document carries the checker\'s caching warning with its figure', () => {
+  const message = '`{{ user_name }}` on line 2 changes per user, so the request\'s cacheable prefix ends there: at least the 1,431 tokens of this template\'s fixed text after it are sent again for each user';
+  const md = previewMarkdown('helper', undefined, {
+    ...helper, tokens: { ...helper.tokens, caching: [{ code: 'OSC108', path: 'templates/helper.j2', line: 2, message }] } });
+  assert.ok(md.includes(`> **OSC108** \`templates/helper.j2:2\`: ${message}`));
+  assert.ok(!previewMarkdown('helper', undefined, helper).includes('OSC108'));
+});

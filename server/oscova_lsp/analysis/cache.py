@@ -15,8 +15,8 @@ Two layers:
   hide a problem that the files on disk would show. A start tells that they hold without reading the files
   (`check_by_stat`): the results carry a `Manifest` of the identities of the files and folders read (below).
 
-Where: in the user's cache directory (`$OSCOVA_LSP_CACHE_DIR`, else `$XDG_CACHE_HOME/oscova-lsp`, else
-`~/.cache/oscova-lsp`), one folder per workspace root, named by a hash of the root's real path, both created
+Where: in the user's cache directory (`$OSCOVA_LSP_CACHE_DIR`, else the platform's, from `platformdirs`: on Linux
+`$XDG_CACHE_HOME/oscova-lsp`, else `~/.cache/oscova-lsp`), one folder per workspace root, named by a hash of the root's real path, both created
 with mode 0700. Never in the workspace: a cloned repository could ship entries whose facts say "no syntax
 error" for a broken template and so hide its problems; the user's own cache directory is written by the
 user's own runs only. So it must be the user's alone: a cache directory or folder another user owns, or that
@@ -118,9 +118,9 @@ def cache_home() -> str:
     explicit = os.environ.get(ENV_DIR)
     if explicit:
         return os.path.abspath(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")  # XDG: relative is ignored
-    return os.path.join(base, "oscova-lsp")
+    import platformdirs  # the platform's own place: XDG on Linux, ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows
+
+    return platformdirs.user_cache_dir("oscova-lsp", appauthor=False)
 
 
 def cache_folder(root: str) -> str:

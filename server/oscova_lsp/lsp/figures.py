@@ -154,6 +154,7 @@ def prompt_text(tokens: dict[str, Any]) -> str:
     if isinstance(cacheable, dict):
         lines.append(f"{figure(int(cacheable['tokens']), exact)} cacheable: the prefix ends where {cacheable['endsAt']}")
     lines.extend(f"! {warning}" for warning in tokens.get("warnings") or ())
+    lines.extend(f"! {a['code']} `{a['path']}:{a['line']}`: {a['message']}" for a in tokens.get("caching") or ())
     return "\n\n".join(lines)
 
 

@@ -242,7 +242,7 @@ class CallLog:
             self.tool_durations[call.call_id] = call.duration
 
     def _check_answer(self, call: ObservedCall) -> None:
-        from oscova_runtime.chat_client import CUT_OFF, cut_off_words  # imports no `openai` until a call
+        from oscova_runtime.completions import CUT_OFF, cut_off_words
 
         options = call.options
         cut = cut_off_words(call.finish_reason, options.max_tokens if options is not None else None)

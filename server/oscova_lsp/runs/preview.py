@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,12 @@ from oscova_runtime.tokens import (
 )
 from oscova_runtime.tools import AIFunction
 
+from ..analysis.engine import Analysis
+from ..analysis.files import DefinitionFile
+from ..analysis.rules.templates import CACHE_PREFIX, CURRENT_TIME
 from .events import conversation_message, map_strings
+
+CACHING_CODES = frozenset({CURRENT_TIME.code, CACHE_PREFIX.code})
 
 
 @dataclass(slots=True)
@@ -75,7 +81,7 @@ def tool_to_dict(tool: Any) -> dict[str, Any]:
 
 def wire_request(messages: list[ChatMessage], options: ChatOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The messages and tools as the chat client sends them (and the endpoint counts them)."""
-    from oscova_runtime.chat_client import to_openai_messages  # the module imports no `openai` until a call
+    from oscova_runtime.completions import to_openai_messages
 
     return (to_openai_messages(messages, options.instructions),
             [t.schema() for t in options.tools or () if isinstance(t, AIFunction)])
@@ -85,7 +91,7 @@ def _provider_tokens(contribution: dict[str, Any], messages: list[ChatMessage], 
                      tokenizer: Tokenizer) -> dict[str, int]:
     """What one provider's contribution costs: its instruction text, its messages with their overhead, its tools
     by the tool rule."""
-    from oscova_runtime.chat_client import to_openai_messages
+    from oscova_runtime.completions import to_openai_messages
 
     return {"instructions": tokenizer.count(contribution["instructions"] or ""),
             "messages": sum(message_tokens(m, tokenizer) for m in to_openai_messages(messages, None)),
@@ -208,6 +214,23 @@ async def assemble_preview(
         if refusal is not None:
             result["tokens"]["warnings"] = [f"{refusal}: a run would refuse to send it"]
     return result
+
+
+def caching_advice(analysis: Analysis, agent_file: DefinitionFile, renderers: set[str]) -> list[dict[str, Any]]:
+    """What the checker says, word for word, of where this agent's requests stop sharing a cacheable prefix across
+    days, users and runs (OSC102, OSC108) in the templates it renders: its own instructions and what they include,
+    and the host's templates of the providers in `renderers`. `[{code, path, line, message}]`, paths relative to
+    the root: `preview` prints the same figures as `check`, from the same count."""
+    ws = analysis.workspace
+    starts = ws.template_refs(agent_file)
+    for template in ws.host_template_paths():
+        if any(use.renderer in renderers for use in ws.template_uses(template)):
+            starts.add(template)
+    found: list[dict[str, Any]] = []
+    for path in sorted({agent_file.path} | ws.template_closure(starts)):
+        found.extend({"code": d.code, "path": os.path.relpath(path, analysis.root), "line": d.range.start.line + 1,
+                      "message": d.message} for d in analysis.diagnostics(path) if d.code in CACHING_CODES)
+    return found
 
 
 def not_loaded(definition: AgentDefinition, config: HostConfig, plan: tuple[PlannedProvider, ...],

@@ -90,7 +90,7 @@ from .events import (
     now_iso,
     usage_of,
 )
-from .preview import assemble_preview, not_loaded
+from .preview import assemble_preview, caching_advice, not_loaded
 from .recorder import Recorder
 from .tracing import run_tracer
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
@@ -597,6 +597,9 @@ class RunService:
             with approval_channel(never_asked):
                 result = await assemble_preview(agent, plan, input, session or AgentSession(), tokenizer,
                                                 host.prompt_limits(definition))
+            if "tokens" in result and agent_id in view.agents:
+                active = {p["type"] for p in result["providers"] if p["active"]}
+                result["tokens"]["caching"] = caching_advice(view.analysis, view.agents[agent_id], active)
             result["trusted"] = self.trusted
             result["notLoaded"] = [] if self.trusted else not_loaded(definition, host.config, plan)
         except RunError:

@@ -447,6 +447,9 @@ def token_lines(counted: dict[str, Any], tools: list[dict[str, Any]]) -> list[st
                      f"{printable_line(str(counted['cacheable']['endsAt']))}")
     for warning in ([counted["note"]] if counted.get("note") else []) + list(counted.get("warnings") or ()):
         lines.append(f"! {printable_line(str(warning))}")
+    for advice in counted.get("caching") or ():
+        lines.append(f"! {advice['code']} {printable_line(str(advice['path']))}:{advice['line']}: "
+                     f"{printable_line(str(advice['message']))}")
     for provider in counted.get("byProvider") or []:
         spent = provider["instructions"] + provider["messages"] + provider["tools"]
         if spent:

@@ -110,7 +110,9 @@ OpenAI and Azure OpenAI 1,024 tokens; Anthropic 1,024 to 4,096 by model; Gemini 
 local server (llama.cpp, Ollama) 0, since it reuses any common prefix of the previous request; any other endpoint
 is taken to be OpenAI-compatible, 1,024. `[models.NAME] cache_min_tokens` sets the endpoint's own. The figures
 count the template's fixed text in the tokens of the agent's model (`[models.NAME] tokenizer` or its OpenAI name;
-4 characters a token where none is known or the tokenizer is a `tokenizer.json`). There is no quick fix: moving
+4 characters a token where none is known or the tokenizer is a `tokenizer.json`): at least that many, since values
+and loops add to it. `oscova-lsp preview` prints the same warning, with the same figure, under the request's
+tokens. There is no quick fix: moving
 the value changes what the prompt says where, which is the author's call. `current_time` is OSC102's.""")
 
 CACHEABLE_TOKENS = 256
@@ -248,7 +250,8 @@ def _cache_prefix(ctx: Context, parsed: TemplateFile | DefinitionFile, facts: Te
     how = VARIABLE_CHANGES[first.name]
     return CACHE_PREFIX.diagnostic(parsed.path, rng, (
         f"`{{{{ {first.name} }}}}` on line {rng.start.line + 1} changes {how}, so the request's cacheable prefix "
-        f"ends there: the {after:,} tokens of this template after it are sent again {_AGAIN.get(how, how)}; "
+        f"ends there: at least the {after:,} tokens of this template's fixed text after it are sent again "
+        f"{_AGAIN.get(how, how)}; "
         f"{cacheable}"))
 
 
