@@ -7,6 +7,7 @@ workspace; running is refused there (a run builds the agent, which imports the w
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
@@ -18,6 +19,8 @@ from .runs import JsonRpcRequestFailed, read_arguments
 if TYPE_CHECKING:
     from ..wire.commands import EvalListing
     from .runs import Runs
+
+logger = logging.getLogger(__name__)
 
 EVAL_EVENT = "oscova/evalEvent"
 
@@ -70,8 +73,9 @@ async def run_eval(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, An
 
     def progress(event: dict[str, Any]) -> None:
         try:
-            told = EvalProgress.model_validate({**event, "uri": args.uri})
-        except ValidationError:
+            told = EvalProgress.model_validate({**{k: v for k, v in event.items() if k != "key"}, "uri": args.uri})
+        except ValidationError as error:  # a bug of one side: said in the log, the evaluation goes on
+            logger.warning("run host: evaluation progress this server does not read was dropped: %s", error)
             return
         runs.server.protocol.notify(EVAL_EVENT, told.wire())
 

@@ -223,6 +223,17 @@ class Cacheable(WireModel):
     """Where that prefix ends, in words."""
 
 
+class CachingAdvice(WireModel):
+    """What the checker says of where the agent's requests stop sharing a cacheable prefix (OSC102, OSC108)."""
+
+    code: str
+    path: str
+    """Relative to the workspace root."""
+    line: int
+    """1-based."""
+    message: str
+
+
 class PromptTokens(WireModel):
     """What the request costs in the model's tokens."""
 
@@ -237,6 +248,7 @@ class PromptTokens(WireModel):
     cacheable: Cacheable | None = Field(default=None, exclude_if=is_none)
     note: str | None = Field(default=None, exclude_if=is_none)
     warnings: list[str] | None = Field(default=None, exclude_if=is_none)
+    caching: list[CachingAdvice] | None = Field(default=None, exclude_if=is_none)
 
 
 class PreviewProvider(WireModel):

@@ -60,10 +60,11 @@ def written_fields(schema: dict[str, Any], model: type[BaseModel]) -> None:
 
 
 class WireModel(BaseModel):
-    """A message the server writes: an event, a command's result, a report."""
+    """A message the server writes: an event, a command's result, a report. Read back (from the run host, the
+    review's process) it must be exactly that: a key the model does not know is an error, not a loss."""
 
     model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True, extra="ignore", use_attribute_docstrings=True,
+                              serialize_by_alias=True, extra="forbid", use_attribute_docstrings=True,
                               json_schema_extra=written_fields, defer_build=True)
 
     def wire(self) -> dict[str, Any]:
@@ -88,7 +89,7 @@ class Arguments(WireModel):
     """The argument object of an `oscova.*` command, as a client sends it: strict (a number is not a string, nor
     `"true"` a boolean); keys it does not know are ignored."""
 
-    model_config = ConfigDict(strict=True, json_schema_extra=_sent_fields)
+    model_config = ConfigDict(strict=True, extra="ignore", json_schema_extra=_sent_fields)
 
     @classmethod
     def refusal(cls, command: str, error: ValidationError) -> str:
