@@ -361,3 +361,12 @@ def memory_variables() -> dict[str, str]:
 
 def custom_provider_variables(name: str, settings: CustomProviderSettings) -> dict[str, str]:
     return {v: f"Declared by the custom provider `{name}` ({settings.class_name})." for v in settings.variables}
+
+
+def agent_tool_names(definition: AgentDefinition, host: HostConfig) -> list[str]:
+    """The names of the tools the agent is given, as the model sees them (the checker and completion)."""
+    plan = plan_providers(definition, host, requested=True)
+    active = {p.type for p in plan.providers if not p.inactive_reason}
+    from_providers = [name for name, spec in BUILTIN_TOOLS.items() if spec.provider in active]
+    return list(dict.fromkeys([*definition.tools, *definition.pinned_tools, *definition.agent_tools,
+                               *from_providers]))

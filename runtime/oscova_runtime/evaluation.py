@@ -130,3 +130,39 @@ def eval_json_schema() -> dict[str, Any]:
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     schema.setdefault("$id", "https://oscova.dev/schema/evaluation.json")
     return schema
+
+
+# ------------------------------------------------------------------------------------------ what an evaluation means
+
+MAX_EVAL_RUNS = 10_000
+"""The most runs one `oscova-lsp eval` (or `oscova.runEval`) makes: cases × models × repeat, over every file given."""
+
+def run_count(cases: int, models: int, repeat: int) -> int:
+    """How many runs an evaluation makes (no `models`: one, the agent's own)."""
+    return cases * max(models, 1) * repeat
+
+
+def too_many_runs(cases: int, models: int, repeat: int) -> str | None:
+    """The sentence for a matrix over `MAX_EVAL_RUNS`, or None."""
+    runs = run_count(cases, models, repeat)
+    if runs <= MAX_EVAL_RUNS:
+        return None
+    return (f"{cases:,} case{'s' * (cases != 1)} × {max(models, 1):,} model{'s' * (max(models, 1) != 1)} × "
+            f"{repeat:,} repeat{'s' * (repeat != 1)} make {runs:,} runs, over the {MAX_EVAL_RUNS:,} one evaluation "
+            "may make; lower `repeat`, run on fewer models or split the cases")
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why `schema` is not a JSON Schema, or None (the runner and the checker read the same answer)."""
+    import jsonschema  # only for files with a `json_schema` assertion
+    import regex
+
+    checker = jsonschema.FormatChecker()
+    checker.checks("regex", raises=regex.error)(regex.compile)  # a `pattern` as grading compiles it
+    try:
+        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator(validator.META_SCHEMA, format_checker=checker).validate(schema)
+    except jsonschema.ValidationError as error:
+        where = "/".join(str(p) for p in error.absolute_path)
+        return (f"at `{where}`: " if where else "") + error.message
+    return None

@@ -37,6 +37,7 @@ from typing import Any
 
 from .chat import ChatClient, DelegatingChatClient, FunctionMiddleware
 from .governance import ALLOW_ALL, ToolDeniedError, ToolPolicy
+from .grants import PATH_ARGUMENT_NAMES, WorkspaceViolation, resolve_inside, workspaces_in_effect
 from .messages import (
     ChatMessage,
     ChatOptions,
@@ -51,7 +52,6 @@ from .notices import AGENT, warn
 from .stepping import current_stepper
 from .telemetry import observed_tool
 from .tools import AIFunction
-from .workspace import PATH_ARGUMENT_NAMES, WorkspaceViolation, resolve_inside, workspaces_in_effect
 
 MAXIMUM_ITERATIONS_PER_REQUEST = 40
 MAXIMUM_CONSECUTIVE_ERRORS_PER_REQUEST = 3

@@ -20,6 +20,7 @@ from .chat import ChatClient
 from .context import AIContext, AIContextProvider, InvokingContext
 from .definition import AgentDefinition
 from .governance import ToolPolicy
+from .grants import granted_directories
 from .host_config import HostConfig
 from .orchestrator import AgentBuildRequest, AgentOrchestrator, BuildContext, IAgentOrchestrator
 from .paths import FileRefused, is_inside, refusal_note
@@ -47,7 +48,6 @@ from .telemetry import AgentInvocationScopes, observed_model_client
 from .templates import TemplateError, TemplateRenderer
 from .tokens import ESTIMATE, PromptBudgetClient, PromptLimit, Tokenizer, tokenizer_for
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool, user_now
-from .workspace import granted_directories
 
 AGENT_INVOCATIONS = AgentInvocationScopes()
 RUN_VARIABLES: ContextVar[Mapping[str, Any] | None] = ContextVar("oscova_run_variables", default=None)

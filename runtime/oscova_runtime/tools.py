@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .grants import current_root, current_workspaces, resolve_inside, shown_path
 from .paths import read_head, scan_folder, write_text
-from .workspace import current_root, current_workspaces, resolve_inside, shown_path
 
 ToolCallable = Callable[..., Any]
 

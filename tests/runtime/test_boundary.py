@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from oscova_runtime.definition import AgentDefinition
+from oscova_runtime.grants import WorkspaceViolation, resolve_inside
 from oscova_runtime.host import ConfiguredHost, HostConfigurationError
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.templates import TemplateError, TemplateRenderer
-from oscova_runtime.workspace import WorkspaceViolation, resolve_inside
 
 from tests.support.blocking import within
 

@@ -12,6 +12,7 @@ from oscova_runtime.catalogue import plan_providers
 from oscova_runtime.context import InvokingContext
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.function_invocation import FunctionInvokingChatClient
+from oscova_runtime.grants import WorkspaceViolation, resolve_inside
 from oscova_runtime.host import ConfiguredHost
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage
@@ -30,7 +31,6 @@ from oscova_runtime.reducer import SUMMARY_PREFIX, SummarizingChatReducer
 from oscova_runtime.session import AgentSession
 from oscova_runtime.templates import TemplateRenderer
 from oscova_runtime.tools import function_from_callable
-from oscova_runtime.workspace import WorkspaceViolation, resolve_inside
 
 
 def ctx() -> InvokingContext:

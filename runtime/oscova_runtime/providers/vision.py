@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 
 from ..chat import ChatClient
 from ..context import AIContext, AIContextProvider, InvokingContext
+from ..grants import current_root, resolve_inside
 from ..messages import ChatMessage, ChatOptions, DataContent, TextContent
 from ..paths import read_head
 from ..tools import AIFunction, function_from_callable, relative_paths_sentence
-from ..workspace import current_root, resolve_inside
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from enum import Enum
 
+from oscova_runtime.grants import home_folder
 from oscova_runtime.paths import (
     MAX_TEXT_BYTES,
     Boundary,
@@ -22,7 +23,6 @@ from oscova_runtime.paths import (
     too_large,
     walk,
 )
-from oscova_runtime.workspace import home_folder
 
 SCAN_DELAY_ENV = "OSCOVA_LSP_TEST_SCAN_DELAY"
 """Test only: seconds `AnalysisHost.load` sleeps before reading a root, so tests can send requests while the

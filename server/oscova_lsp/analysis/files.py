@@ -115,8 +115,10 @@ class DefinitionFile(ParsedFile):
     """The id as written, even when the rest of the definition is invalid."""
     inline: InlineTemplate | None = None
     null_entries: list[int] = field(default_factory=list)
-    borrowed: frozenset[str] = frozenset()
-    """Keys other files read from this file's last good version while it is broken ("*": all of them)."""
+    borrows_all: bool = False
+    """Whether, while this file is broken, other files see its last good version whole (nothing could be read)."""
+    borrowed_keys: frozenset[str] = frozenset()
+    """The keys other files read from this file's last good version while it is broken (the rest is its own)."""
 
 
 @dataclass
@@ -139,7 +141,7 @@ class HostFile(ParsedFile):
     """("tool", "oscova") in a pyproject.toml."""
     present: bool = True
     """False for a pyproject.toml without `[tool.oscova]`."""
-    borrowed: bool = False
+    borrows_all: bool = False
     """Whether `config` is the last good one, standing in while this file does not parse."""
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the rules are imported on first use: the editor settings ar
     from oscova_runtime.host_config import HostConfig
 
     from .files import HostFile, ParsedFile
-    from .toml_source import TomlDocument
+    from .rules.common import Context
 
 CODE_FORM = "codes look like OSC101 or OSC1"
 
@@ -59,10 +59,14 @@ UNFILTERED = "unfiltered"
 """A diagnostic's `data` key: reported whatever `select`, `ignore` and suppressions say (an error in them)."""
 
 
-def lint_table(parsed: HostFile, doc: TomlDocument, config: HostConfig) -> list[Diagnostic]:
+def lint_table(ctx: Context, parsed: HostFile) -> list[Diagnostic]:
     """OSC002 on each code of `[lint]` that names no rule (a typo must not pass for a clean check). No
     `select` or `ignore` hides it: it is about them (`UNFILTERED`)."""
     from .rules.common import value_place
+
+    config, doc = ctx.host_configuration(parsed)
+    if config is None or doc is None:
+        return []
     from .rules.schema import SCHEMA
 
     out: list[Diagnostic] = []

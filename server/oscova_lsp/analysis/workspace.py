@@ -308,13 +308,13 @@ class Workspace:
             return new
         if isinstance(new, HostFile) and isinstance(good, HostFile):
             # All or nothing: a table half read (a broken header) would change what other files see.
-            new.config, new.present, new.borrowed = good.config, good.present, True
+            new.config, new.present, new.borrows_all = good.config, good.present, True
             return new
         if not isinstance(new, DefinitionFile) or not isinstance(good, DefinitionFile):
             return new
         if new.definition is None or not new.raw_id:  # nothing usable can be read
             new.raw_id, new.definition, new.inline = good.raw_id, good.definition, good.inline
-            new.borrowed = frozenset({"*"})
+            new.borrows_all = True
             return new
         read = new.doc.value if isinstance(new.doc.value, dict) else {}
         had = good.doc.value if good.doc is not None and isinstance(good.doc.value, dict) else {}
@@ -324,7 +324,7 @@ class Workspace:
         if good.definition is not None and borrowed - {"instructions"}:
             new.definition = new.definition.model_copy(
                 update={key: getattr(good.definition, key) for key in borrowed - {"instructions"}})
-        new.borrowed = frozenset(borrowed)
+        new.borrowed_keys = frozenset(borrowed)
         return new
 
     def _add(self, parsed: ParsedFile) -> None:

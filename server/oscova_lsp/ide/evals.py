@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import get_args
 
+from oscova_runtime.catalogue import agent_tool_names
 from oscova_runtime.evaluation import (
     ASSERTION_DOCS,
     EvalCase,
@@ -20,7 +21,6 @@ from oscova_runtime.evaluation import (
 )
 
 from ..analysis.files import EvalFile
-from ..analysis.rules.evals import agent_tool_names
 from ..analysis.text import Position, Range
 from ..analysis.workspace import Workspace
 from .model import CompletionItem, Hover, ItemKind

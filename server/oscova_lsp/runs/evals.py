@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from oscova_runtime.evaluation import EvalCase, Evaluation
+from oscova_runtime.evaluation import MAX_EVAL_RUNS, EvalCase, Evaluation, run_count, too_many_runs
 from oscova_runtime.host import RUN_VARIABLES
 from oscova_runtime.paths import FileRefused, decode_text, is_inside, make_folders, read_bytes, write_file
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..analysis.diagnostics import Severity
 from ..analysis.files import EvalFile
-from ..analysis.rules.evals import MAX_EVAL_RUNS, run_count, too_many_runs
 from ..analysis.workspace import find_root
 from .grading import RunFacts, Verdict, describe, grade, judge_messages, parse_verdict, sides
 from .service import RunService

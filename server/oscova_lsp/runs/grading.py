@@ -155,8 +155,7 @@ def _regex(value: str, facts: RunFacts) -> str | None:
 def _json_schema(value: Any, facts: RunFacts) -> str | None:
     import jsonschema
     import referencing.exceptions
-
-    from ..analysis.rules.evals import schema_problem
+    from oscova_runtime.evaluation import schema_problem
 
     problem = schema_problem(value)
     if problem is not None:

@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from oscova_runtime.definition import AgentDefinition
-
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
 from ..files import DefinitionFile
 from ..graph import path_between, strongly_connected_components
 from ..suggest import did_you_mean
 from ..text import Position, Range
-from ..yaml_source import YamlDocument
 from .common import Context, value_place
 from .rule import Rule, W
 
@@ -32,7 +29,11 @@ is built without its tools; at run time the agents may call each other without e
 the path.""")
 
 
-def check(ctx: Context, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument) -> list[Diagnostic]:
+def check(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
+    agent = ctx.agent(parsed)
+    if agent is None or "agent_tools" in parsed.borrowed_keys:  # borrowed: others see its last good list
+        return []
+    definition, doc = agent.definition, agent.doc
     out: list[Diagnostic] = []
     path = parsed.path
     for index, agent_id in enumerate(definition.agent_tools):

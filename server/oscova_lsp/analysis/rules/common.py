@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
-from ..files import DefinitionFile
+from oscova_runtime.catalogue import ProviderPlan, plan_providers
+from oscova_runtime.definition import AgentDefinition
+from oscova_runtime.host_config import HostConfig
+
+from ..files import DefinitionFile, HostFile, ParsedFile
 from ..text import LineIndex, Range
+from ..toml_source import TomlDocument
 from ..workspace import LISTED_USES, Workspace
-from ..yaml_source import Path
+from ..yaml_source import Path, YamlDocument
 
 T = TypeVar("T")
 
@@ -44,12 +50,50 @@ def listed(items: list[str], total: int | None = None) -> str:
     return ", ".join(shown) + (f" and {total - len(shown)} more" if total > len(shown) else "")
 
 
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """A definition that parsed and validated, as the checks of its rules read it."""
+
+    doc: YamlDocument
+    definition: AgentDefinition
+    plan: ProviderPlan
+    """The providers the configured host builds for it (`plan_providers`), which the checks judge."""
+
+
+Check = Callable[["Context", Any], list[Any]]
+"""The one signature of every check: `(ctx, parsed) -> diagnostics` (`checks.CHECKS` lists them by file kind)."""
+
+
 class Context:
     """The workspace one checker checks against, and what its checks compute once for many files."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
         self._memo: dict[str, tuple[Hashable, Any]] = {}
+        self._agent: tuple[ParsedFile, Agent | None] | None = None
+
+    def begin(self) -> None:
+        """A new file's checks start: what was computed for the last one is dropped (the host may have changed)."""
+        self._agent = None
+
+    def agent(self, parsed: DefinitionFile) -> Agent | None:
+        """The definition as its checks read it, computed once for the file being checked; None while it does not
+        parse or validate, or while others see its last good facts (`borrows_all`)."""
+        if self._agent is not None and self._agent[0] is parsed:
+            return self._agent[1]
+        doc, definition = parsed.doc, parsed.definition
+        found = None
+        if doc is not None and definition is not None and not parsed.borrows_all:
+            found = Agent(doc, definition, plan_providers(definition, self.ws.host, requested=True))
+        self._agent = (parsed, found)
+        return found
+
+    def host_configuration(self, parsed: HostFile) -> tuple[HostConfig | None, TomlDocument | None]:
+        """The host configuration and its document, or Nones while it does not parse (or others see its last
+        good facts)."""
+        if parsed.borrows_all:
+            return None, None
+        return parsed.config, parsed.doc
 
     def rel(self, path: str) -> str:
         """A path as messages show it: relative to the workspace root."""

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from oscova_runtime.definition import AgentDefinition
-
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
 from ..files import DefinitionFile
 from ..suggest import did_you_mean
 from ..toml_source import toml_key
-from ..yaml_source import YamlDocument
 from .common import Context, value_place
 from .rule import E, Rule
 
@@ -18,8 +15,11 @@ DUPLICATE_ID = Rule(
 replace each other in the orchestrator's cache and in `agent_tools`.""")
 
 
-def duplicate_id(ctx: Context, parsed: DefinitionFile, doc: YamlDocument) -> list[Diagnostic]:
+def duplicate_id(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     """Checked on the id as written, even when the rest of the definition does not validate."""
+    doc = parsed.doc
+    if doc is None or parsed.borrows_all:  # broken: others see its last good facts
+        return []
     path = parsed.path
     others = sorted(p for p in ctx.ws.defs_by_id.get(parsed.raw_id, ()) if p != path) if parsed.raw_id else []
     if not others:
@@ -39,9 +39,13 @@ uses `default`) when `[models]` exists without `[models.default]`. A host config
     "use the closest configured model")
 
 
-def model(ctx: Context, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument) -> list[Diagnostic]:
+def model(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     """OSC041 where a model name is written, or for the implicit `default` when `[models]` exists
     without it. No host configuration, or none that parses: nothing to compare with."""
+    agent = ctx.agent(parsed)
+    if agent is None:
+        return []
+    definition, doc = agent.definition, agent.doc
     host_file, host = ctx.ws.host_file, ctx.ws.host
     if host_file is None or host_file.config is None or definition.model in host.models:
         return []

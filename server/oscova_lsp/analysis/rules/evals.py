@@ -7,10 +7,9 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from oscova_runtime.catalogue import BUILTIN_TOOLS, plan_providers
+from oscova_runtime.catalogue import agent_tool_names
 from oscova_runtime.definition import AgentDefinition
-from oscova_runtime.evaluation import Evaluation, Expectation
-from oscova_runtime.host_config import HostConfig
+from oscova_runtime.evaluation import MAX_EVAL_RUNS, Evaluation, Expectation, schema_problem, too_many_runs
 
 from ..diagnostics import Diagnostic, Fix, TextEdit
 from ..files import EvalFile
@@ -60,30 +59,12 @@ wrong type), so no call of the tool can match them. Checked for the built-in too
 known without running anything.""",
     "rename it to the closest parameter")
 
-MAX_EVAL_RUNS = 10_000
-"""The most runs one `oscova-lsp eval` (or `oscova.runEval`) makes: cases × models × repeat, over every file given."""
-
 TOO_MANY_RUNS = Rule(
     "OSC057", E, "evaluations", "The evaluation would make too many runs",
     f"""Every case runs `repeat` times on every model, so the evaluation makes cases × models × repeat runs. Past
 {MAX_EVAL_RUNS:,} runs `oscova-lsp eval` refuses it before making any, and so does the editor's Run eval: such a
 matrix holds hours of model calls and more memory than a machine has. Lower `repeat`, run on fewer models, or
 split the cases into several files.""")
-
-
-def run_count(cases: int, models: int, repeat: int) -> int:
-    """How many runs an evaluation makes (no `models`: one, the agent's own)."""
-    return cases * max(models, 1) * repeat
-
-
-def too_many_runs(cases: int, models: int, repeat: int) -> str | None:
-    """The sentence for a matrix over `MAX_EVAL_RUNS`, or None."""
-    runs = run_count(cases, models, repeat)
-    if runs <= MAX_EVAL_RUNS:
-        return None
-    return (f"{cases:,} case{'s' * (cases != 1)} × {max(models, 1):,} model{'s' * (max(models, 1) != 1)} × "
-            f"{repeat:,} repeat{'s' * (repeat != 1)} make {runs:,} runs, over the {MAX_EVAL_RUNS:,} one evaluation "
-            "may make; lower `repeat`, run on fewer models or split the cases")
 
 
 def check(ctx: Context, parsed: EvalFile) -> list[Diagnostic]:
@@ -161,31 +142,6 @@ def _assertion(ctx: Context, parsed: EvalFile, evaluation: Evaluation, doc: Yaml
                                     f"no judge model: {named} `{evaluation.judge}`, which `[models]` does not "
                                     f"configure; set `judge:` to a configured model")]
     return []
-
-
-def schema_problem(schema: Any) -> str | None:
-    """Why `schema` is not a JSON Schema, or None (the runner and the checker read the same answer)."""
-    import jsonschema  # only for files with a `json_schema` assertion
-    import regex
-
-    checker = jsonschema.FormatChecker()
-    checker.checks("regex", raises=regex.error)(regex.compile)  # a `pattern` as grading compiles it
-    try:
-        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator(validator.META_SCHEMA, format_checker=checker).validate(schema)
-    except jsonschema.ValidationError as error:
-        where = "/".join(str(p) for p in error.absolute_path)
-        return (f"at `{where}`: " if where else "") + error.message
-    return None
-
-
-def agent_tool_names(definition: AgentDefinition, host: HostConfig) -> list[str]:
-    """The names of the tools the agent is given, as the model sees them (the checker and completion)."""
-    plan = plan_providers(definition, host, requested=True)
-    active = {p.type for p in plan.providers if not p.inactive_reason}
-    from_providers = [name for name, spec in BUILTIN_TOOLS.items() if spec.provider in active]
-    return list(dict.fromkeys([*definition.tools, *definition.pinned_tools, *definition.agent_tools,
-                               *from_providers]))
 
 
 def _tools(ctx: Context, parsed: EvalFile, evaluation: Evaluation, doc: YamlDocument,

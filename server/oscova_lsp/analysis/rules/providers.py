@@ -4,7 +4,7 @@ twice (OSC011) or the chat history's (OSC012), no unknown type (OSC013), no prov
 
 from __future__ import annotations
 
-from oscova_runtime.catalogue import CHAT_HISTORY_STATE_KEY, PlannedProvider, ProviderPlan, provider_types
+from oscova_runtime.catalogue import CHAT_HISTORY_STATE_KEY, PlannedProvider, provider_types
 from oscova_runtime.definition import AgentDefinition, ProviderEntry
 
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
@@ -48,7 +48,7 @@ CONTRIBUTES_NOTHING = Rule(
 support off.""")
 
 
-def null_entries(parsed: DefinitionFile) -> list[Diagnostic]:
+def null_entries(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     """OSC010 on each null entry the parse left out of the list (also while the file is broken)."""
     doc = parsed.doc
     if doc is None:
@@ -77,8 +77,11 @@ def _null_entry(path: str, doc: YamlDocument, index: int) -> Diagnostic:
     return NULL_ENTRY.diagnostic(path, rng, message, Fix("Remove the null entry", (TextEdit(path, delete, ""),)))
 
 
-def check(ctx: Context, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
-          plan: ProviderPlan) -> list[Diagnostic]:
+def check(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
+    agent = ctx.agent(parsed)
+    if agent is None:
+        return []
+    definition, doc, plan = agent.definition, agent.doc, agent.plan
     out: list[Diagnostic] = []
     path = parsed.path
     taken = frozenset(k for p in plan.providers for k in p.state_keys)

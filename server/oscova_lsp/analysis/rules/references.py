@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import os
 
-from oscova_runtime.definition import AgentDefinition
-from oscova_runtime.host_config import HostConfig
 from oscova_runtime.paths import OUTSIDE_ROOT
 
 from ..diagnostics import Diagnostic
 from ..files import DefinitionFile, HostFile, TemplateFile, reference_ranges, template_facts
-from ..toml_source import TomlDocument
 from ..workspace import LISTED_USES
-from ..yaml_source import Path, YamlDocument
+from ..yaml_source import Path
 from .common import Context, value_place
 from .rule import E, Rule
 
@@ -53,11 +50,14 @@ def memory_root_outside(value: str) -> str:
     return f"`[memory] root` `{value}` leads outside the workspace root: memory is never read or written there"
 
 
-def instructions_file(ctx: Context, parsed: DefinitionFile, definition: AgentDefinition,
-                      doc: YamlDocument) -> list[Diagnostic]:
+def instructions_file(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     """The definition's `instructions_file`, relative to the definition file."""
+    agent = ctx.agent(parsed)
+    if agent is None:
+        return []
+    definition, doc = agent.definition, agent.doc
     value = definition.instructions_file
-    if not value or "instructions_file" in parsed.borrowed:
+    if not value or "instructions_file" in parsed.borrowed_keys:
         return []
     path = parsed.path
     target = ctx.ws.resolve_relative(path, value)
@@ -90,6 +90,13 @@ def template_references(ctx: Context, parsed: TemplateFile | DefinitionFile) -> 
     return out
 
 
+def inline_references(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
+    """The references of a definition's inline `instructions` (while they are its own, not borrowed)."""
+    if parsed.inline is None or "instructions" in parsed.borrowed_keys or ctx.agent(parsed) is None:
+        return []
+    return template_references(ctx, parsed)
+
+
 def include_cycle(ctx: Context, parsed: TemplateFile) -> list[Diagnostic]:
     """Templates that include each other, reported once: at the first template of the cycle, on its
     reference into it. The checks follow the cycle only as far as it adds uses."""
@@ -107,8 +114,11 @@ def include_cycle(ctx: Context, parsed: TemplateFile) -> list[Diagnostic]:
                           f"{' → '.join(names)}; rendering recurses until Jinja gives up unless a condition stops it")]
 
 
-def host_templates(ctx: Context, parsed: HostFile, doc: TomlDocument, config: HostConfig) -> list[Diagnostic]:
+def host_templates(ctx: Context, parsed: HostFile) -> list[Diagnostic]:
     """The template paths of the host configuration, from the root, and `[memory] root` inside it."""
+    config, doc = ctx.host_configuration(parsed)
+    if config is None or doc is None:
+        return []
     out: list[Diagnostic] = []
     prefix = parsed.prefix
     candidates: list[tuple[Path, str | None]] = [

@@ -9,11 +9,22 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import agent_tools, definition, evals, host, providers, references, schema, syntax, templates, tools
+from . import (
+    agent_tools,
+    configuration,
+    definition,
+    evals,
+    providers,
+    references,
+    schema,
+    syntax,
+    templates,
+    tools,
+)
 from .rule import Rule
 
-FAMILIES: tuple[ModuleType, ...] = (syntax, schema, definition, providers, agent_tools, tools, references, host,
-                                    evals, templates)
+FAMILIES: tuple[ModuleType, ...] = (syntax, schema, definition, providers, agent_tools, tools, references,
+                                    configuration, evals, templates)
 """The modules that hold rules, one family each."""
 
 

@@ -24,7 +24,6 @@ from ..jinja_source import (
 from ..suggest import did_you_mean
 from ..text import LineIndex, Position, Range
 from ..workspace import LISTED_USES, TemplateUse
-from ..yaml_source import YamlDocument
 from .common import Context, first_line, listed, value_place
 from .rule import INFO, E, H, Rule, W
 
@@ -139,11 +138,13 @@ def check_file(ctx: Context, parsed: TemplateFile) -> list[Diagnostic]:
     return out + _template_checks(ctx, parsed, bindings)
 
 
-def check_inline(ctx: Context, parsed: DefinitionFile, doc: YamlDocument) -> list[Diagnostic]:
-    """A definition's inline `instructions`, positions mapped back through their YAML scalar."""
-    inline = parsed.inline
-    if inline is None:
+def check_inline(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
+    """A definition's inline `instructions` (while they are its own, not borrowed), positions mapped back
+    through their YAML scalar."""
+    inline, agent = parsed.inline, ctx.agent(parsed)
+    if inline is None or agent is None or "instructions" in parsed.borrowed_keys:
         return []
+    doc = agent.doc
     out: list[Diagnostic] = []
     for error in inline.facts.syntax_errors:
         start = inline.map.position(parsed.lines, parsed.text, error.line, 0, "", 0)

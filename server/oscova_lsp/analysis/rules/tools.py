@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from oscova_runtime.catalogue import BUILTIN_TOOLS, SELECTABLE_TOOLS, ProviderPlan
-from oscova_runtime.definition import AgentDefinition
+from oscova_runtime.catalogue import BUILTIN_TOOLS, SELECTABLE_TOOLS
 
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
 from ..files import DefinitionFile
@@ -27,8 +26,11 @@ UNKNOWN_TOOL = Rule(
     "use the closest tool name")
 
 
-def check(ctx: Context, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,
-          plan: ProviderPlan) -> list[Diagnostic]:
+def check(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
+    agent = ctx.agent(parsed)
+    if agent is None:
+        return []
+    definition, doc, plan = agent.definition, agent.doc, agent.plan
     out: list[Diagnostic] = []
     path, host = parsed.path, ctx.ws.host
     known = set(SELECTABLE_TOOLS) | set(host.tools) | set(BUILTIN_TOOLS)

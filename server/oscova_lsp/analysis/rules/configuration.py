@@ -4,11 +4,10 @@ that are not the whole disk or the home folder (OSC044), in a definition's `work
 
 from __future__ import annotations
 
-from oscova_runtime.host_config import HostConfig
-from oscova_runtime.workspace import grant_outside, grant_too_wide
+from oscova_runtime.grants import grant_outside, grant_too_wide
 
 from ..diagnostics import Diagnostic
-from ..files import HostFile
+from ..files import DefinitionFile, HostFile
 from ..toml_source import TomlDocument
 from ..yaml_source import Path, YamlDocument
 from .common import Context, first_line, value_place
@@ -28,7 +27,10 @@ unbound one would, only without OSC101. It is what the "declare it in `[variable
 fill in.""")
 
 
-def check(ctx: Context, parsed: HostFile, doc: TomlDocument, config: HostConfig) -> list[Diagnostic]:
+def check(ctx: Context, parsed: HostFile) -> list[Diagnostic]:
+    config, doc = ctx.host_configuration(parsed)
+    if config is None or doc is None:
+        return []
     out: list[Diagnostic] = []
     prefix = parsed.prefix
     for name, value in config.variables.items():
@@ -58,6 +60,14 @@ GRANT_TOO_WIDE = Rule(
     """A workspace grant is the whole file system, the home folder, or a folder holding it: the agent's
 file tools could read and (with approval) write everything there, keys and dotfiles included. Reported
 whether or not `[host] allow_outside_workspaces = true` lets it through: grant the folder the agent needs.""")
+
+
+def definition_grants(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
+    """OSC043 and OSC044 on a definition's `workspaces`."""
+    agent = ctx.agent(parsed)
+    if agent is None:
+        return []
+    return grants(ctx, parsed.path, agent.doc, ("workspaces",), agent.definition.workspaces)
 
 
 def grants(ctx: Context, path: str, doc: YamlDocument | TomlDocument, key: Path, folders: list[str]) -> list[Diagnostic]:
