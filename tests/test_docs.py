@@ -119,6 +119,27 @@ def test_the_readme_and_the_command_line_page_name_every_command() -> None:
     assert len(readme.splitlines()) <= 400
 
 
+def test_the_command_line_page_names_every_option_and_the_readme_the_commands_it_promised() -> None:
+    """Each option of each command is in docs/cli.md's Options table; the README's table names `diff`, `serve`
+    and the `--jobs` of `check` and `eval`."""
+    import argparse
+
+    from oscova_lsp.cli import build_parser
+
+    commands = next(action.choices for action in build_parser()._actions
+                    if isinstance(getattr(action, "choices", None), dict))
+    options = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
+    missing = [f"{name} {action.option_strings[0]}" for name, parser in commands.items() for action in parser._actions
+               if action.option_strings and not isinstance(action, argparse._HelpAction)
+               and action.help != argparse.SUPPRESS and not any(f"`{flag}" in options for flag in action.option_strings)]
+    assert missing == [], "docs/cli.md's Options table"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    rows = {row.split("|")[1].strip(): row for row in table.splitlines() if row.startswith("| `")}
+    assert "`diff A B`" in rows and "`serve`" in rows
+    assert "`--jobs N`" in rows["`check [PATH…]`"] and "`--jobs N`" in rows["`eval [PATH…]`"]
+
+
 def test_the_readme_editor_snippets_are_the_tested_ones() -> None:
     # docs/editors.md's Neovim and Emacs snippets are run in real editors (tests/editors); the README shows the same.
     blocks = re.compile(r"^```(lua|elisp)\n(.*?)^```", re.S | re.M)

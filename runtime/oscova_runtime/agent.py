@@ -23,7 +23,7 @@ from .messages import (
 )
 from .session import AgentSession, InMemoryChatHistoryProvider
 from .stepping import current_stepper
-from .tools import AIFunction
+from .tools import AIFunction, ToolArgumentError
 
 
 @dataclass(slots=True)
@@ -227,10 +227,15 @@ class ChatClientAgent:
     # -- as a tool ---------------------------------------------------------------------------------
 
     def as_ai_function(self, *, name: str | None = None, description: str | None = None) -> AIFunction:
-        """This agent as a tool: one `query` argument, a fresh session per call, the answer text as result."""
+        """This agent as a tool: one `query` argument, a fresh session per call, the answer text as result. A call
+        with other arguments, or without `query`, raises `ToolArgumentError` naming them."""
 
-        async def call_agent(query: str) -> str:
-            response = await self.run(query)
+        async def call_agent(**arguments: Any) -> str:
+            unknown = [f"`{given}`" for given in arguments if given != "query"]
+            if unknown or "query" not in arguments:
+                gave = f"not {', '.join(unknown)}" if unknown else "and the call gave none"
+                raise ToolArgumentError(f"the agent `{self.id}` takes `query`, {gave}")
+            response = await self.run(arguments["query"])
             return response.text
 
         return AIFunction(

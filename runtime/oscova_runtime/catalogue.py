@@ -8,7 +8,7 @@ Importing this module must stay cheap (no `openai`, no provider implementations)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -294,6 +294,24 @@ def _default_order(definition: AgentDefinition, host: HostConfig, requested: boo
     if requested and definition.vision:
         order.append(PROVIDERS_BY_TYPE["vision"])
     return order
+
+
+def memory_off_as_tools(start: AgentDefinition, definitions: Iterable[AgentDefinition]) -> list[str]:
+    """The agents `start` calls as tools (through `agent_tools`, exposed ones, at any depth, breadth first, each
+    once) whose definition sets `memory: true`: their memory is off there, since the memory provider is for the
+    requested agent only."""
+    by_id = {d.id: d for d in definitions}
+    seen, queue, found = {start.id}, [start], []
+    for current in queue:  # the queue grows while it is walked
+        for child_id in current.agent_tools:
+            child = by_id.get(child_id)
+            if child is None or child_id in seen or not child.exposed_as_tool:
+                continue
+            seen.add(child_id)
+            queue.append(child)
+            if child.memory:
+                found.append(child_id)
+    return found
 
 
 def plan_providers(definition: AgentDefinition, host: HostConfig, *, requested: bool = True) -> ProviderPlan:

@@ -45,6 +45,13 @@ def _is_external(message: ChatMessage) -> bool:
     return message.source.type is MessageSourceType.EXTERNAL
 
 
+def block(text: str) -> str:
+    """A built-in provider's text as a block of the instructions: ending with a newline, so the next provider's
+    text (merging joins with one newline) starts after a blank line instead of continuing this block's last line
+    or list item."""
+    return text if text.endswith("\n") else text + "\n"
+
+
 class AIContextProvider:
     """Adds invocation-specific instructions, messages or tools.
 

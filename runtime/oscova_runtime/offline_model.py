@@ -24,6 +24,7 @@ endpoint answers a bad request: HTTP 400 with the reason.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -161,12 +162,19 @@ def _usage(request: dict[str, Any], found: _Answer) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
+def _call_id(request: dict[str, Any], call: ToolCallSpec) -> str:
+    """The id of a tool call: the same for the same request and call, and (as an endpoint's ids are) another for
+    each call of a conversation and for the calls of an agent called as a tool."""
+    seen = json.dumps([request.get("messages"), call.tool, call.arguments], sort_keys=True, default=str)
+    return "call_offline_" + hashlib.sha256(seen.encode()).hexdigest()[:12]
+
+
 def _completion(request: dict[str, Any], found: _Answer) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": found.text or None}
     if found.reasoning:
         message["reasoning_content"] = found.reasoning
     if found.call is not None:
-        message["tool_calls"] = [{"id": "call_offline_1", "type": "function", "function": {
+        message["tool_calls"] = [{"id": _call_id(request, found.call), "type": "function", "function": {
             "name": found.call.tool, "arguments": json.dumps(found.call.arguments)}}]
     return {"id": "offline", "object": "chat.completion", "model": request.get("model", "offline"),
             "choices": [{"index": 0, "message": message, "finish_reason": found.finish}],
@@ -187,7 +195,7 @@ def _chunks(request: dict[str, Any], found: _Answer) -> list[dict[str, Any]]:
     if found.call is not None:
         arguments = json.dumps(found.call.arguments)
         half = len(arguments) // 2
-        out.append(chunk({"tool_calls": [{"index": 0, "id": "call_offline_1", "type": "function",
+        out.append(chunk({"tool_calls": [{"index": 0, "id": _call_id(request, found.call), "type": "function",
                                           "function": {"name": found.call.tool, "arguments": arguments[:half]}}]}))
         out.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[half:]}}]}))
     out.append(chunk({}, found.finish))

@@ -47,6 +47,12 @@ class AIFunction:
                                                  "parameters": self.parameters}}
 
 
+class ToolArgumentError(TypeError):
+    """A tool was called with an argument it does not take, or without one it needs. The message says which, in
+    words for the user (`the agent `echo` takes `query`, not `input``); the model is told only what any failed
+    call tells it (`Error: Function failed.`)."""
+
+
 # --------------------------------------------------------------------------------------------------
 # Approval
 

@@ -14,6 +14,8 @@ from typing import Any
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 """`EXIT_INCOMPLETE`: `run` ended `completed` with an answer that is cut off (`finish_reason` `length` or
 `content_filter`) or that a guard stopped (the result's `incomplete`)."""
+COLOR_CHOICES = ("auto", "always", "never")
+"""`--color`: `auto` colours at a terminal (`reporting.wants_color`)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,9 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"oscova-lsp {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
-    check = sub.add_parser("check", help="check agent definitions, templates and host configuration")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
-    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    check = sub.add_parser(
+        "check", help="check agent definitions, templates and host configuration",
+        description="Reports the diagnostics of the agent definitions, templates, evaluations and oscova.toml at and "
+                    "below each PATH, each checked against its whole workspace.",
+        epilog="exit status: 0 clean or warnings only, 1 errors found, 2 usage or I/O error, or nothing to check")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                       help="files or folders to check (default: the current folder); a definition given also "
+                            "reports the templates it renders")
+    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                       help="text: path:line:col: CODE message (the default); json: each diagnostic with its LSP "
+                            "range (0-based); sarif: SARIF 2.1.0 for code scanning; github: GitHub workflow "
+                            "commands that annotate a pull request")
+    check.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                       help="colour the text output: auto (the default) at a terminal, unless NO_COLOR is set or "
+                            "FORCE_COLOR asks for it when piped; always; never")
     check.add_argument("--select", type=_codes, default=None, metavar="CODES",
                        help="comma-separated codes or prefixes to report (default: all)")
     check.add_argument("--ignore", type=_codes, default=frozenset(), metavar="CODES",
@@ -70,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_arguments(serve)
 
     run = sub.add_parser("run", help="run an agent, streaming its answer, tool calls and results",
-                         epilog="exit status: 0 completed, 1 failed or cancelled, 2 usage error, 3 completed with an "
+                         epilog="exit status: 0 completed, 1 failed or cancelled, 2 usage error (an unknown agent too), 3 completed with an "
                                 "incomplete answer (cut off at the token limit or by a content filter, or stopped "
                                 "by the repeated-call guard)")
     run.add_argument("agent_id", metavar="AGENT_ID", nargs="?",
@@ -82,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the workspace root (default: found from the current directory)")
     run.add_argument("--json", action="store_true", help="print one run event per line (JSON)")
     run.add_argument("--replay", default=None, metavar="TRANSCRIPT",
-                     help="replay a recorded run (a transcript or run id) offline; exit 1 when the agent now "
+                     help="replay a recorded run (a transcript, a run id or the start of one) offline; exit 1 when the agent now "
                           "sends something else")
     run.add_argument("--live-tools", action="store_true", help="with --replay: run the tools instead of "
                      "using the recorded results")
@@ -96,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the workspace root (default: found from the current directory)")
     preview.add_argument("--json", action="store_true", help="print the preview as JSON")
 
-    compare = sub.add_parser("diff", help="compare two recorded runs (transcripts or run ids): the first "
+    compare = sub.add_parser("diff", help="compare two recorded runs (transcripts, run ids or their starts): the first "
                              "differing model request, the tool calls, the answers")
     compare.add_argument("first", metavar="A")
     compare.add_argument("second", metavar="B")
@@ -228,6 +242,7 @@ def _check(args: argparse.Namespace) -> int:
     from .analysis.lint import LintOptions
     from .analysis.workspace import workspace_roots
     from .reporting import (
+        color_summary,
         display_path,
         format_github,
         format_json,
@@ -235,6 +250,7 @@ def _check(args: argparse.Namespace) -> int:
         format_text,
         printable,
         summary,
+        wants_color,
     )
 
     missing = [p for p in args.paths if not os.path.exists(p)]
@@ -289,10 +305,12 @@ def _check(args: argparse.Namespace) -> int:
     diagnostics = [d for d in diagnostics if d.code not in RULES or RULES[d.code].in_check or d.code in named]
     diagnostics.sort(key=Diagnostic.sort_key)
     if args.format == "text":
-        body = format_text(diagnostics)
+        color = wants_color(sys.stdout, args.color)
+        body = format_text(diagnostics, color=color)
         if body:
             print(body)
-        print(summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered))))
+        line = summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered)))
+        print(color_summary(line, diagnostics) if color else line)
     elif args.format == "json":
         print(format_json(diagnostics))
     elif args.format == "sarif":
@@ -378,6 +396,8 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
+    from .reporting import printable
+    from .runs.errors import RunError
     from .runs.service import RunService  # the runtime loads here, never for `check` or `serve`
     from .runs.terminal import run_in_terminal
 
@@ -415,7 +435,11 @@ def _run(args: argparse.Namespace) -> int:
         finally:
             await service.aclose()
 
-    result = asyncio.run(main())
+    try:
+        result = asyncio.run(main())
+    except RunError as error:  # the run never started (no such agent): a usage error, and nothing recorded
+        print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
+        return EXIT_USAGE
     if result["status"] != "completed":
         return EXIT_FINDINGS
     return EXIT_INCOMPLETE if result.get("incomplete") else EXIT_OK
@@ -433,9 +457,9 @@ def _replay(args: argparse.Namespace) -> int:
     import asyncio
 
     from .reporting import display_path, json_text, printable
-    from .runs.diff import resolve_transcript
     from .runs.replay import DRIFTED, RecordingError, replay_run
     from .runs.terminal import JsonLines, LiveTranscript, approver
+    from .runs.transcript import resolve_transcript
 
     if args.replay is None:
         print("oscova-lsp: --live-tools goes with --replay TRANSCRIPT", file=sys.stderr)
@@ -473,8 +497,8 @@ def _diff(args: argparse.Namespace) -> int:
     """`diff A B`: exit 0 when the runs are the same, 1 when they differ, 2 when one cannot be read."""
     from .analysis.workspace import find_root
     from .reporting import printable
-    from .runs.diff import diff_transcripts, resolve_transcript
-    from .runs.transcript import RecordingError
+    from .runs.diff import diff_transcripts
+    from .runs.transcript import RecordingError, resolve_transcript
 
     root = os.path.abspath(args.root) if args.root is not None else find_root(os.getcwd())
     try:
@@ -492,7 +516,7 @@ def _diff(args: argparse.Namespace) -> int:
 def _preview(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .reporting import json_text, printable
+    from .reporting import json_text, printable, wants_color
     from .runs.errors import RunError
     from .runs.service import RunService
     from .runs.terminal import format_preview
@@ -516,7 +540,7 @@ def _preview(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(preview, indent=2))
     else:
-        print(format_preview(preview, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
+        print(format_preview(preview, color=wants_color(sys.stdout)))
     return EXIT_OK
 
 
@@ -557,7 +581,9 @@ def _test(args: argparse.Namespace) -> int:
         except CaseError as error:
             print(f"oscova-lsp: {printable(str(error))}", file=sys.stderr)
             return EXIT_USAGE
-        print(_saved_words(case, first, named=args.name is not None))
+        print(_saved_words(case, first, named=args.name is not None), flush=True)
+        if first:
+            _offer_gitignore_lines(root)
         return EXIT_OK
     paths = args.paths
     if not paths:
@@ -618,20 +644,54 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _saved_words(case: Any, first: bool, *, named: bool) -> str:
-    """Where a saved case went; the name it got when its default was taken; on a workspace's first case, the
-    `.gitignore` lines that commit the cases and not the rest of `.oscova/`."""
-    from .runs.cases import GITIGNORE_LINES, default_case_name, tests_dir
+    """Where a saved case went; the name it got when its default was taken; on a workspace's first case, when
+    its `.gitignore` lacks them, the lines that commit the cases and not the rest of `.oscova/`."""
+    from .runs.cases import default_case_name, missing_gitignore_lines, tests_dir
 
     line = f"saved the case {case.name}: {os.path.relpath(case.path)}"
     wanted = default_case_name(case.recording().agent_id)
     if not named and case.name != wanted:
         line += f" ({wanted} is taken; --name NAME names it)"
-    if not first:
+    missing = missing_gitignore_lines(case.root) if first else []
+    if not missing:
         return line
-    ignore = "".join(f"\n    {pattern}" for pattern in GITIGNORE_LINES)
+    ignore = "".join(f"\n    {pattern}" for pattern in missing)
     return (f"{line}\nCommit {os.path.relpath(tests_dir(case.root))}{os.sep}: a case is a fixture of your "
             "repository. The rest of .oscova/ (run transcripts, memory) belongs to this machine; keep it out "
             f"with these lines in the .gitignore beside oscova.toml:{ignore}")
+
+
+def _offer_gitignore_lines(root: str) -> None:
+    """At a terminal, asks whether to add the missing `.gitignore` lines and adds them on a yes; elsewhere says
+    how to add them. Never writes without a yes."""
+    import shlex
+
+    from oscova_runtime.paths import FileRefused
+
+    from .runs.cases import add_gitignore_lines, gitignore_path, missing_gitignore_lines
+
+    missing = missing_gitignore_lines(root)
+    if not missing:
+        return
+    shown = os.path.relpath(gitignore_path(root))
+    if not sys.stdin.isatty():
+        quoted = " ".join(shlex.quote(line) for line in missing)
+        print(f"To add them: printf '%s\\n' {quoted} >> {shlex.quote(shown)}")
+        return
+    print(f"? Add them to {shown}? [y/N] ", end="", file=sys.stderr, flush=True)
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, ValueError, KeyboardInterrupt):
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        print(f"{shown} was left as it is")
+        return
+    try:
+        add_gitignore_lines(root)
+    except FileRefused as refused:
+        print(f"oscova-lsp: {shown} was not written: {refused}", file=sys.stderr)
+        return
+    print(f"added them to {shown}")
 
 
 def _eval_arguments(parser: argparse.ArgumentParser) -> None:

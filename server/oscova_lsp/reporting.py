@@ -77,12 +77,58 @@ def _display_path(path: str, cwd: str) -> str:
     return os.path.relpath(path, cwd) if is_inside(path, cwd, real=False) else path
 
 
-def format_text(diagnostics: Iterable[Diagnostic]) -> str:
+def wants_color(stream: Any, choice: str = "auto") -> bool:
+    """Whether to write `stream` in colour: `choice` (`--color`) `always` or `never` decides; `auto` takes
+    `NO_COLOR` (no colour), then `FORCE_COLOR` (colour), then whether `stream` is a terminal (not `TERM=dumb`)."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+
+
+_SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFORMATION: "blue",
+                   Severity.HINT: "cyan"}
+
+
+def _text_parts(d: Diagnostic) -> tuple[str, str, str, str]:
+    """A text line's path, `:line:col:`, code and ` message`."""
+    return (printable_line(display_path(d.path)), f":{d.range.start.line + 1}:{d.range.start.character + 1}:",
+            f" {d.code}", f" {printable(d.message)}")
+
+
+def format_text(diagnostics: Iterable[Diagnostic], *, color: bool = False) -> str:
+    """`path:line:col: CODE message`, a line each; with `color`, the same words in colour (rich's styles, imported
+    only then): the path bold, the position dim, the code by its severity."""
+    if not color:
+        return "\n".join("".join(_text_parts(d)) for d in diagnostics)
+    from rich.style import Style
+
+    path, where = _styler(Style.parse("bold")), _styler(Style.parse("dim"))
+    code = {severity: _styler(Style.parse(style)) for severity, style in _SEVERITY_STYLE.items()}
     lines = []
     for d in diagnostics:
-        lines.append(f"{printable_line(display_path(d.path))}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
-                     f"{d.code} {printable(d.message)}")
+        shown_path, position, shown_code, message = _text_parts(d)
+        lines.append(path(shown_path) + where(position) + code[d.severity](shown_code) + message)
     return "\n".join(lines)
+
+
+def color_summary(line: str, diagnostics: list[Diagnostic]) -> str:
+    """The summary line in colour: green when nothing was found, red with errors, yellow otherwise."""
+    from rich.style import Style
+
+    style = ("green" if not diagnostics else
+             "bold red" if any(d.severity is Severity.ERROR for d in diagnostics) else "yellow")
+    return _styler(Style.parse(style))(line)
+
+
+def _styler(style: Any) -> Any:
+    from rich.color import ColorSystem
+
+    return lambda text: style.render(text, color_system=ColorSystem.STANDARD) if text else text
 
 
 def _count(n: int, noun: str) -> str:

@@ -90,3 +90,22 @@ def test_python_dash_m_runs_the_command_line(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "oscova_lsp", "rule", "OSC042"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.startswith("OSC042: No model is configured")
+
+
+def test_the_hook_pattern_takes_every_kind_of_workspace_file_and_nothing_else() -> None:
+    """pre-commit passes the hook the changed files its `files` pattern matches (`re.search` on the path): each
+    kind of file the checker reads (definitions, templates, evaluations, oscova.toml) must pass it. A
+    pyproject.toml is a host file only with `[tool.oscova]`, which a name cannot tell: it is left out, so a Python
+    project's own pyproject.toml does not run the hook."""
+    import re
+
+    from oscova_lsp.analysis.disk import DEFINITION_SUFFIXES, EVAL_SUFFIXES, TEMPLATE_SUFFIXES, file_kind
+
+    [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    pattern = re.compile(hook["files"])
+    kinds = [f"team/sub/name{suffix}" for suffix in (*DEFINITION_SUFFIXES, *TEMPLATE_SUFFIXES, *EVAL_SUFFIXES)]
+    kinds += ["oscova.toml", "team/oscova.toml"]
+    assert all(file_kind(path) is not None for path in kinds)
+    assert [path for path in kinds if not pattern.search(path)] == []
+    others = ["README.md", "team/x.yaml", "team/notoscova.toml", "team/x.eval.json", "team/x.j2.bak", "pyproject.toml"]
+    assert [path for path in others if pattern.search(path)] == []

@@ -69,3 +69,17 @@ def test_a_fork_replays_the_calls_before_n_and_goes_live_from_n(workspace: Path,
     models = [json.loads(line) for line in forked[0].read_text().splitlines()
               if json.loads(line).get("record") == "model"]
     assert [m["response"]["text"] for m in models] == ["", "Tuesday, live."]
+
+
+def test_a_fork_of_a_run_recorded_before_an_edit_says_the_calls_before_live_from_must_match(
+        workspace: Path, fake_openai: FakeOpenAI, dap: DapClient):
+    run_id = _record(workspace, fake_openai)
+    helper = workspace / "agents" / "helper.agent.yaml"
+    helper.write_text(helper.read_text().replace("You help", "You kindly help"))
+    dap.start_session({"replay": run_id, "liveFrom": 2, "input": "When is the launch?"})
+    dap.wait_event("terminated")
+    assert fake_openai.requests == []  # it stopped at call 1, replayed: nothing reached the endpoint
+    failed = dap.output("important")
+    assert "model request 1 differs in the instructions" in failed, failed
+    assert ("a fork replays the model calls before liveFrom (2) from the recording, so they must match it" in failed
+            ), failed

@@ -71,12 +71,12 @@ async def test_the_predicted_prefix_is_what_two_runs_on_different_days_and_for_d
     date_tokens = tokens.tokenizer_for("gpt-4.1-mini").count("2026-11-30")
     for other in (tuesday_bob, tuesday_alice):  # another day (and another user): the date is the first difference
         shown = diff_transcripts(monday_alice, other).splitlines()[0]
-        assert shown.endswith(" leading tokens (o200k_base); the instructions differ on their line 5.")
+        assert shown.endswith(" leading tokens (o200k_base); the instructions differ on their line 6.")
         # The prediction ends where the date begins; two dates share a few tokens of it (the year), no more.
         assert prediction["tokens"] <= shared_of(shown) < prediction["tokens"] + date_tokens
     # Another user on the same day: more is shared, up to the user's name.
     same_day = diff_transcripts(tuesday_alice, tuesday_bob).splitlines()[0]
-    assert shared_of(same_day) > prediction["tokens"] and same_day.endswith("the instructions differ on their line 7.")  # "You talk with …"
+    assert shared_of(same_day) > prediction["tokens"] and same_day.endswith("the instructions differ on their line 8.")  # "You talk with …"
 
     cli = oscova("diff", monday_alice, tuesday_bob, cwd=root)
     assert cli.returncode == 1 and cli.stdout.splitlines()[0] == diff_transcripts(monday_alice, tuesday_bob).splitlines()[0]

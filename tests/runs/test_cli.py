@@ -83,10 +83,14 @@ def test_a_model_error_exits_1_without_the_key(workspace, fake_openai):
     assert CANARY_KEY not in result.stdout + result.stderr and "Traceback" not in result.stderr
 
 
-def test_an_unknown_agent_exits_1(workspace):
-    result = oscova("run", "nobody", "--input", "hi", cwd=workspace)
-    assert result.returncode == 1
-    assert "No agent definition has the id 'nobody'" in result.stderr and "Traceback" not in result.stderr
+def test_an_unknown_agent_is_a_usage_error_and_leaves_no_transcript(workspace):
+    for json_lines in ([], ["--json"]):
+        result = oscova("run", "nobody", "--input", "hi", *json_lines, cwd=workspace)
+        assert result.returncode == 2
+        assert result.stderr == ("oscova-lsp: No agent definition has the id 'nobody' (known agents: echo, helper, "
+                                 "lead)\n")
+        assert result.stdout == ""
+    assert not (workspace / ".oscova" / "runs").exists()  # a run that never started is not recorded
 
 
 @pytest.mark.parametrize("args", [["run"], ["run", "helper", "--input", "  "], ["run", "helper", "--root", "/nonexistent"],

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from oscova_lsp.runs import RunService, read_transcript
-from oscova_lsp.runs.diff import diff_transcripts, render_requests, resolve_transcript
+from oscova_lsp.runs.diff import diff_transcripts, render_requests
 from oscova_lsp.runs.replay import DRIFTED, RecordingError, load_recording, replay_run
-from oscova_lsp.runs.transcript import RUN_VERSION
+from oscova_lsp.runs.transcript import RUN_VERSION, resolve_transcript
 
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
 
@@ -272,7 +272,7 @@ async def test_the_replay_shows_the_recorded_time_to_templates(tmp_path, fake_op
     header["clock"] = "2020-01-02T03:04:05+00:00"
     model = next(line for line in lines if line.get("record") == "model")
     system = model["request"]["messages"][0]
-    assert system["content"].endswith(f"It is {shown}.")
+    assert system["content"].endswith(f"It is {shown}.\n")
     system["content"] = system["content"].replace(f"It is {shown}.", "It is 2020-01-02 03:04.")
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 

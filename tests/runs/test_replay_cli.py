@@ -120,3 +120,22 @@ def test_diff_of_two_runs(workspace, fake_openai, offline_env):
     unknown = oscova("diff", first, "nosuchrun", cwd=workspace, env=offline_env)
     assert unknown.returncode == 2 and "no transcript at nosuchrun" in unknown.stderr
     assert oscova("diff", first, cwd=workspace, env=offline_env).returncode == 2
+
+
+def test_replay_diff_and_save_take_the_same_start_of_a_run_id(workspace, fake_openai, offline_env):
+    run_id = record_run(workspace, fake_openai)
+    other = record_run(workspace, fake_openai, "When is the launch, exactly?", "Tuesday at noon.")
+    start = run_id[:6]
+    replayed = oscova("run", "--replay", start, cwd=workspace, env=offline_env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "✓ replay matches the recording" in replayed.stderr
+    compared = oscova("diff", start, other[:6], cwd=workspace, env=offline_env)
+    assert compared.returncode == 1, compared.stderr
+    saved = oscova("test", "--save", start, cwd=workspace, env=offline_env)
+    assert saved.returncode == 0, saved.stderr
+    # Too short to name one run: the same sentence from each command.
+    (workspace / ".oscova" / "runs" / f"20200101T000000-helper-{run_id[:3]}0000000.jsonl").write_text("")
+    for args in (["run", "--replay", run_id[:3]], ["test", "--save", run_id[:3]], ["diff", run_id[:3], other]):
+        ambiguous = oscova(*args, cwd=workspace, env=offline_env)
+        assert ambiguous.returncode == 2 and f"{run_id[:3]!r} names " in ambiguous.stderr, ambiguous.stderr
+        assert "give more of the run id" in ambiguous.stderr

@@ -131,7 +131,7 @@ async def test_preview_lists_each_providers_contribution_in_the_default_order(tm
     by_type = {p["type"]: p for p in providers}
     assert by_type["environment"]["instructions"].startswith("## Environment")
     assert by_type["tools"]["tools"] == ["current_datetime", "write_file"]
-    assert by_type["personal"]["instructions"] == "You are Full for Alice Example of Platform."
+    assert by_type["personal"]["instructions"] == "You are Full for Alice Example of Platform.\n"
     assert by_type["private_notes"]["instructions"] is None and by_type["private_notes"]["tools"] == []
     assert by_type["agent_tools"]["tools"] == ["echo"]
     assert by_type["memory"]["tools"] == ["memory_save", "memory_search"]
@@ -368,11 +368,12 @@ async def test_every_run_is_saved_as_json_lines(service, fake_openai, workspace)
     assert events.of("started")[0]["transcript"] == str(path)
 
 
-async def test_a_failed_run_is_saved_too(service, workspace):
-    result = await service.run("nobody", "hi")
+async def test_a_failed_run_is_saved_too(service, workspace, fake_openai):
+    fake_openai.enqueue(Reply(status=500))
+    result = await service.run("echo", "hi")
     assert result["status"] == "failed"
     saved = read_transcript(result["transcript"])
-    assert [e["kind"] for e in saved] == ["started", "failed"]
+    assert [e["kind"] for e in saved] == ["started", "message", "modelCall", "failed"]
 
 
 # -- secrets -----------------------------------------------------------------------------------------
@@ -451,8 +452,17 @@ async def test_no_model_configured(tmp_path, fake_openai):
 
 
 async def test_an_unknown_agent_id(workspace):
-    assert await failure(workspace, "nobody") == (
+    events: list[dict] = []
+    service = RunService(workspace)
+    try:
+        result = await service.run("nobody", "hi", on_event=events.append)
+    finally:
+        await service.aclose()
+    assert result["status"] == "failed" and result["error"] == (
         "No agent definition has the id 'nobody' (known agents: echo, helper, lead)")
+    # The run never started: its events say so, and nothing is recorded.
+    assert [e["kind"] for e in events] == ["started", "failed"] and events[0]["transcript"] is None
+    assert result["transcript"] is None and not (workspace / ".oscova" / "runs").exists()
 
 
 async def test_a_definition_with_errors_is_refused_with_its_errors(tmp_path, fake_openai, canary_key):
@@ -518,7 +528,7 @@ async def test_dependencies_stay_cached_across_runs_until_evicted(service, fake_
     fake_openai.enqueue(Reply(tool_calls=[ToolCall("echo", {"query": "x"}, "e2")]), Reply(text="x x"),
                         Reply(text="done"))
     await service.run("lead", "once more")
-    assert fake_openai.requests[-2].messages[0]["content"].endswith("Repeat it twice.")
+    assert fake_openai.requests[-2].messages[0]["content"].endswith("Repeat it twice.\n")
 
     assert service.evict_agent("echo") is True and service.evict_agent("echo") is False
     await service.preview("lead")

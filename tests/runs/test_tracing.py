@@ -105,7 +105,7 @@ async def test_capture_content_from_oscova_toml_adds_messages_and_redacts_keys(t
     first = min(names["chat fake-model"], key=lambda s: s["start_time"])["attributes"]
     [instructions] = json.loads(first["gen_ai.system_instructions"])
     assert instructions["type"] == "text"
-    assert instructions["content"].endswith("\nAsk the repeater, read the notes, answer.")  # after the environment
+    assert instructions["content"].endswith("\n\nAsk the repeater, read the notes, answer.\n")  # after the environment, a blank line between
     sent = json.loads(first["gen_ai.input.messages"])
     assert sent[-1] == {"role": "user", "parts": [{"type": "text", "content": "When is the launch?"}]}
     answered = json.loads(first["gen_ai.output.messages"])

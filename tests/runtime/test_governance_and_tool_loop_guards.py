@@ -212,7 +212,7 @@ async def test_a_host_takes_another_personal_context_repository(tmp_path, fake_o
                           personal_repository=repository)
     fake_openai.enqueue(Reply(text="ok"))
     await (await host.get_agent("team.bot")).run("hi")
-    assert fake_openai.requests[0].messages[0]["content"].endswith("\nContext: Prefers tea.")
+    assert fake_openai.requests[0].messages[0]["content"].endswith("\nContext: Prefers tea.\n")
     assert not (tmp_path / ".oscova").exists()
     assert isinstance(SharedAgentPersonalContextRepository(str(tmp_path)), ISharedAgentPersonalContextRepository)
     await host.aclose()

@@ -192,7 +192,7 @@ async def test_memory_reads_three_files_within_the_budget_and_appends_the_block(
                                      system_prompt="Remember things.")
     result = await provider.provide_ai_context(InvokingContext(None, AgentSession(), None))
     text = result.instructions
-    assert text.startswith("Remember things.\n<agent_memory>") and text.endswith("</agent_memory>")
+    assert text.startswith("Remember things.\n<agent_memory>") and text.endswith("</agent_memory>\n")
     assert "too-old" not in text
     block = text[text.index("<agent_memory>"):]
     assert estimate_tokens(block) <= 2000 + 40  # headings and tags aside, the memory fits the budget
@@ -314,7 +314,7 @@ async def test_custom_tools_and_providers_from_the_host_configuration(tmp_path, 
     fake_openai.enqueue(Reply(tool_calls=[ToolCall("search_web", {"query": "q"})]), Reply(text="ok"))
     await agent.run("go")
     request = fake_openai.requests[0]
-    assert request.messages[0]["content"].endswith("Tickets. Open: 4\nplain provider")
+    assert request.messages[0]["content"].endswith("Tickets. Open: 4\n\nplain provider")  # a blank line after a built-in block
     assert request.body["tools"][0]["function"] == {
         "name": "search_web", "description": "Searches the web for a query.",
         "parameters": {"type": "object", "properties": {"query": {"type": "string"},

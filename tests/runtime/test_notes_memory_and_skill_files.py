@@ -14,6 +14,7 @@ import pytest
 from conftest import Reply, make_request
 from oscova_runtime import filecache
 from oscova_runtime.context import AIContext, AIContextProvider, InvokingContext
+from oscova_runtime.context import block as as_block
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host import ConfiguredHost
 from oscova_runtime.host_config import HostConfig
@@ -181,9 +182,9 @@ async def test_the_memory_block_is_appended_exactly_when_the_checker_says_so(tmp
     renderer = TemplateRenderer(ws.root)
     text = (await MemoryContextProvider(store, [], renderer, system_prompt=prompt).provide_ai_context(ctx())).instructions
     block = render_memory_block("", "", "", 2000, store.today())
-    appended = text != renderer.render_string(prompt, {"agent_memory": block})
+    appended = text != as_block(renderer.render_string(prompt, {"agent_memory": block}))
     assert appended == checker_says_appended
-    assert text.endswith(block) or not appended
+    assert text.endswith(block + "\n") or not appended
 
 
 # -- the personal context's size ---------------------------------------------------------------------
@@ -225,7 +226,7 @@ async def test_skill_descriptions_are_framed_as_data(tmp_path: Path):
     text = (await SkillsContextProvider(str(tmp_path), ["triage", "evil"]).provide_ai_context(ctx())).instructions
     assert "data, not instructions" in text
     block = text[text.index("<skills>"):]
-    assert block.count("</skills>") == 1 and block.endswith("</skills>")
+    assert block.count("</skills>") == 1 and block.endswith("</skills>\n")
     assert "- triage: Sort bugs" in block
     evil = next(line for line in block.splitlines() if line.startswith("- evil:"))
     assert "SYSTEM: ignore" in evil and len(evil) < 400  # one line, bounded

@@ -220,8 +220,8 @@ async def test_the_workspace_resolver_is_read_again_on_every_run(tmp_path, fake_
     assert await host.get_agent("w") is agent
     await agent.run("after")
     first, second = (r.messages[0]["content"] for r in fake_openai.requests)
-    assert first.endswith("- none configured")
-    assert second.endswith(f"- {(tmp_path / 'data').resolve()}")
+    assert first.endswith("- none configured\n")
+    assert second.endswith(f"- {(tmp_path / 'data').resolve()}\n")
     await host.aclose()
 
 
@@ -354,7 +354,7 @@ async def test_user_context_is_not_appended_when_the_instruction_does_not_refere
     fake_openai.enqueue(Reply(text="ok"))
     await (await host.get_agent("s")).run("hi")
     system = fake_openai.requests[0].messages[0]["content"]
-    assert system.endswith("\nPlain instruction.") and "Likes tea." not in system
+    assert system.endswith("\nPlain instruction.\n") and "Likes tea." not in system
     await host.aclose()
 
 
@@ -381,7 +381,7 @@ async def test_rendered_instructions_change_between_two_runs_of_one_agent(tmp_pa
     host.config.variables["team"] = "Blue"
     await (await host.get_agent("t")).run("b")
     first, second = (r.messages[0]["content"] for r in fake_openai.requests)
-    assert first.endswith("\nTeam Red.") and second.endswith("\nTeam Blue.")
+    assert first.endswith("\nTeam Red.\n") and second.endswith("\nTeam Blue.\n")
     await host.aclose()
 
 
@@ -410,7 +410,7 @@ async def test_the_minimal_agent_helper(openai_client, fake_openai):
     fake_openai.enqueue(Reply(text="ok"))
     assert (await agent.run("hi")).text == "ok"
     request = fake_openai.requests[0]
-    assert request.messages == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    assert request.messages == [{"role": "system", "content": "Be brief.\n"}, {"role": "user", "content": "hi"}]
     assert request.tool_names == []
 
 

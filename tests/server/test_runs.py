@@ -261,7 +261,7 @@ async def test_preview_lists_each_providers_contribution_in_the_default_order(s:
     assert [p["type"] for p in providers] == ["environment", "tools", "personal", "private_notes", "agent_tools"]
     assert [p["position"] for p in providers] == sorted(p["position"] for p in providers)
     by_type = {p["type"]: p for p in providers}
-    assert by_type["personal"]["instructions"] == "Delegate to echo."
+    assert by_type["personal"]["instructions"] == "Delegate to echo.\n"
     assert by_type["agent_tools"]["tools"] == ["echo"]
     assert isinstance(preview["instructions"], str)
     assert preview["instructions"] == "\n".join(p["instructions"] for p in providers if p["instructions"])

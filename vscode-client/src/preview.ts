@@ -84,6 +84,9 @@ export function previewMarkdown(agentId: string, input: string | undefined, resu
     out.push(`- \`${name}\`${typeof tool.description === 'string' && tool.description ? ` — ${tool.description.split('\n')[0]}` : ''}`);
   }
   if (tools.length) out.push('');
+  // What the run leaves off an agent called as a tool (its memory), one line each.
+  const notes = Array.isArray(r.notes) ? r.notes.filter((n): n is string => typeof n === 'string') : [];
+  for (const note of notes) out.push(`> note: ${note}`, '');
   const providers = Array.isArray(r.providers) ? r.providers : [];
   out.push(`## Providers (${providers.length})`, '');
   for (const p of providers) {

@@ -41,6 +41,10 @@ export interface ToolItem {
   error?: string;
   /** How long the tool ran (`toolResult`'s `durationMs`). */
   durationMs?: number;
+  /** The agent that made the call, when an agent called as a tool made it (the event's `agentId`). */
+  agentId?: string;
+  /** The tool calls this call's agent made, when the tool is an agent (events whose `within` is this call). */
+  calls?: ToolItem[];
 }
 export type RunItem = AnswerItem | ReasoningItem | MessageItem | ToolItem;
 
@@ -233,6 +237,20 @@ function errorText(value: unknown): string | undefined {
   return value === undefined || value === null ? undefined : display(value);
 }
 
+/** `items` with `change` applied to the nested calls of the running tool call `within`: the innermost running
+ * call of that id, at any depth (an agent called as a tool may call another). Unchanged when none runs. */
+function underCaller<T extends RunItem>(items: T[], within: string, change: (calls: ToolItem[]) => ToolItem[]): T[] {
+  for (let n = items.length - 1; n >= 0; n--) {
+    const item = items[n];
+    if (item?.type !== 'tool' || item.status !== 'running') continue;
+    const calls = item.calls ?? [];
+    const inner = underCaller(calls, within, change);
+    if (inner !== calls) return items.map((i, m) => (m === n ? { ...item, calls: inner } : i));
+    if (item.callId === within) return items.map((i, m) => (m === n ? { ...item, calls: change(calls) } : i));
+  }
+  return items;
+}
+
 function closeAnswer(items: RunItem[]): RunItem[] {
   const last = items[items.length - 1];
   if ((last?.type === 'answer' || last?.type === 'reasoning') && last.streaming) {
@@ -307,6 +325,14 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
       return { ...run, items: [...closeAnswer(items), { type: 'message', role, source: str(e.source), text }] };
     }
     case 'toolCall': {
+      const within = str(e.within);
+      if (within !== undefined) {
+        const call: ToolItem = { type: 'tool', callId: str(e.callId) ?? '', name: str(e.name) ?? '(tool)', arguments: display(e.arguments),
+          status: 'running' };
+        const agentId = str(e.agentId);
+        if (agentId !== undefined) call.agentId = agentId;
+        return { ...run, status: 'running', items: underCaller(run.items, within, (calls) => [...calls, call]) };
+      }
       const callId = str(e.callId) ?? `call-${run.items.length}`;
       if (run.items.some((i) => i.type === 'tool' && i.callId === callId)) return run;
       const tool: ToolItem = { type: 'tool', callId, name: str(e.name) ?? '(tool)', arguments: display(e.arguments), status: 'running' };
@@ -333,14 +359,25 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
       const error = errorText(e.error);
       const durationMs = num(e.durationMs);
       const timed = durationMs === undefined ? {} : { durationMs };
-      let matched = false;
-      const items = run.items.map((i) => {
-        if (matched || i.type !== 'tool' || i.callId !== callId) return i;
-        matched = true;
+      const ended = (i: ToolItem): ToolItem => {
         if (error !== undefined) return { ...i, status: 'error' as const, error, ...timed };
         // A policy refusal carries `reason`, the setting that refused it (`[host] deny_tools`): shown instead.
         if (e.denied === true) return { ...i, status: 'denied' as const, result: str(e.reason) ?? display(e.result), ...timed };
         return { ...i, status: 'done' as const, result: display(e.result), ...timed };
+      };
+      const within = str(e.within);
+      if (within !== undefined) {
+        return { ...run, items: underCaller(run.items, within, (calls) => {
+          let at = calls.length - 1;
+          while (at >= 0 && !(calls[at]?.callId === callId && calls[at]?.status === 'running')) at--;
+          return at < 0 ? calls : calls.map((c, n) => (n === at ? ended(c) : c));
+        }) };
+      }
+      let matched = false;
+      const items = run.items.map((i) => {
+        if (matched || i.type !== 'tool' || i.callId !== callId) return i;
+        matched = true;
+        return ended(i);
       });
       if (!matched) {
         items.push({ type: 'tool', callId: callId ?? `call-${run.items.length}`, name: str(e.name) ?? '(tool)', arguments: '',

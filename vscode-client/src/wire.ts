@@ -469,6 +469,10 @@ export interface PreviewResult {
   tokens?: PromptTokens;
   trusted: boolean;
   notLoaded: NotLoaded[];
+  /**
+   * A sentence for each agent it calls as a tool that asks for what only a run's requested agent gets (memory).
+   */
+  notes: string[];
 }
 export interface PreviewTool {
   name: string;

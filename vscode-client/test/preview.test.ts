@@ -17,3 +17,9 @@ test('the preview document lists instructions, messages, tools and providers', (
   assert.match(md, /- `personal` — contributed: \["instructions"\]/);
   assert.match(previewMarkdown('x', undefined, null), /## Tools \(0\)/);
 });
+
+test('the preview document says, under the tools, what an agent called as a tool leaves off', () => {
+  const note = '`echo` is called as a tool here: its memory is off (memory works for the agent a run asks for)';
+  const md = previewMarkdown('lead', undefined, { tools: [{ name: 'echo', description: 'Repeats.' }], notes: [note] });
+  assert.match(md, /- `echo` — Repeats\.\n\n> note: `echo` is called as a tool here: its memory is off \(memory works for the agent a run asks for\)\n/);
+});

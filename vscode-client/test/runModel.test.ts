@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { applyError, applyResult, formatDuration, newRun, reduce, RunStore, type RunEvent, type RunState } from '../src/runModel';
+import { applyError, applyResult, callTotals, formatDuration, newRun, reduce, RunStore, type RunEvent, type RunState } from '../src/runModel';
 
 const ev = (seq: number, kind: string, fields: Record<string, unknown> = {}): RunEvent => ({ runId: 'r1', seq, kind, ...fields });
 
@@ -170,4 +170,22 @@ test('a notice says what a provider left out, beside the timeline, once per prov
   assert.deepEqual(run.items, [{ type: 'answer', text: 'Hello', streaming: false }]);
   assert.equal(run.status, 'completed');
   assert.equal(play([ev(1, 'started'), ev(2, 'notice', { provider: 'P' })]).notices, undefined, 'a notice without a message shows nothing');
+});
+
+test('the tool calls of an agent called as a tool go under the call that made them, not beside it', () => {
+  const run = play([
+    ev(1, 'toolCall', { callId: 'outer', name: 'echo', arguments: { query: 'read the notes' } }),
+    ev(2, 'toolCall', { callId: 'inner', name: 'read_file', arguments: { path: 'notes.md' }, agentId: 'echo', within: 'outer' }),
+    ev(3, 'toolResult', { callId: 'inner', name: 'read_file', result: 'Buy milk.', agentId: 'echo', within: 'outer', durationMs: 2 }),
+    ev(4, 'toolCall', { callId: 'again', name: 'read_file', arguments: { path: 'x.md' }, agentId: 'echo', within: 'outer' }),
+    ev(5, 'toolResult', { callId: 'again', name: 'read_file', error: 'no such file', agentId: 'echo', within: 'outer' }),
+    ev(6, 'toolResult', { callId: 'outer', name: 'echo', result: 'The notes say: Buy milk.', durationMs: 9 }),
+  ]);
+  assert.equal(run.items.length, 1);
+  const [outer] = run.items;
+  assert.ok(outer?.type === 'tool');
+  assert.equal(outer.status, 'done');
+  assert.deepEqual(outer.calls?.map((c) => [c.name, c.agentId, c.status, c.result ?? c.error]),
+    [['read_file', 'echo', 'done', 'Buy milk.'], ['read_file', 'echo', 'error', 'no such file']]);
+  assert.deepEqual(callTotals(run).toolCalls, 1); // the nested calls' time is inside their caller's
 });

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 
-from ..context import AIContext, AIContextProvider, InvokedContext, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokedContext, InvokingContext, block
 from ..host_config import CustomProviderSettings
 from ..messages import full_type_name
 from ..templates import TemplateRenderer
@@ -50,7 +50,7 @@ class DeclaredTemplateProvider(AIContextProvider):
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         variables = await self.inner.template_variables(context)
         text = await self.renderer.render_file_async(self.template_path, dict(variables or {}))
-        return AIContext(instructions=text) if text.strip() else AIContext()
+        return AIContext(instructions=block(text)) if text.strip() else AIContext()
 
     async def invoked(self, context: InvokedContext) -> None:
         await self.inner.invoked(context)

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..context import AIContext, AIContextProvider, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokingContext, block
 from ..recording import recorded_facts
 from ..templates import TemplateRenderer
 
@@ -70,4 +70,4 @@ class EnvironmentContextProvider(AIContextProvider):
         else:
             text = await self.renderer.render_string_async(self.template or DEFAULT_ENVIRONMENT_TEMPLATE, variables,
                                                            name="the environment template")
-        return AIContext(instructions=text) if text.strip() else AIContext()
+        return AIContext(instructions=block(text)) if text.strip() else AIContext()

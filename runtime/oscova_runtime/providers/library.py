@@ -6,7 +6,7 @@ import asyncio
 import os
 import re
 
-from ..context import AIContext, AIContextProvider, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokingContext, block
 from ..paths import FileRefused, is_inside, read_head, walk
 from ..tools import function_from_callable
 
@@ -79,4 +79,4 @@ class LibraryContextProvider(AIContextProvider):
         return await asyncio.to_thread(_read)
 
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
-        return AIContext(instructions=LIBRARY_INSTRUCTIONS, tools=list(self.tools))
+        return AIContext(instructions=block(LIBRARY_INSTRUCTIONS), tools=list(self.tools))

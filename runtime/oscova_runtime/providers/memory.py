@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
-from ..context import AIContext, AIContextProvider, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokingContext, block
 from ..filecache import read_text
 from ..paths import FileRefused, is_inside, refusal_note, scan_folder, write_text
 from ..templates import TemplateRenderer
@@ -200,4 +200,4 @@ class MemoryContextProvider(AIContextProvider):
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         # Off the event loop (files, rendering): a cancelled run stops waiting at once.
         text = await asyncio.to_thread(self._instructions)
-        return AIContext(instructions=text, tools=list(self.tools))
+        return AIContext(instructions=block(text), tools=list(self.tools))

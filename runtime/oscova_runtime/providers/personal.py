@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import yaml
 
-from ..context import AIContext, AIContextProvider, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokingContext, block
 from ..front_matter import split_front_matter
 from ..host_config import DEFAULT_PERSONAL_CONTEXT_MAX_BYTES
 from ..paths import read_text, remove_file, write_text
@@ -39,7 +39,7 @@ class AgentPersonalContextProvider(AIContextProvider):
         if inspect.isawaitable(model):
             model = await model
         text = await self.renderer.render_string_async(self.instruction_template, model or {})
-        return AIContext(instructions=text) if text.strip() else AIContext()
+        return AIContext(instructions=block(text)) if text.strip() else AIContext()
 
 
 def slugify(agent_id: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..context import AIContext, AIContextProvider, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokingContext, block
 from ..filecache import read_text_async
 from ..notices import notice
 from ..paths import FileRefused, is_inside
@@ -58,7 +58,7 @@ class PrivateNotesContextProvider(AIContextProvider):
         notes = text.strip() if text else ""
         if not notes:
             return AIContext()
-        return AIContext(instructions=f"<private_notes>\n{notes}\n</private_notes>")
+        return AIContext(instructions=block(f"<private_notes>\n{notes}\n</private_notes>"))
 
 
 def _user_id_refusal(user_id: str | None) -> str | None:

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from ..context import AIContext, AIContextProvider, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokingContext, block
 from ..filecache import read_text_async
 from ..front_matter import split_front_matter
 from ..paths import FileRefused
@@ -75,4 +75,4 @@ class SkillsContextProvider(AIContextProvider):
             lines.append(f"- {name}" + (f": {description}" if description else ""))
         if not lines:
             return AIContext()
-        return AIContext(instructions=SKILLS_INSTRUCTIONS.format(lines="\n".join(lines)), tools=[self.load_tool])
+        return AIContext(instructions=block(SKILLS_INSTRUCTIONS.format(lines="\n".join(lines))), tools=[self.load_tool])

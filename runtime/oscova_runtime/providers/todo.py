@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import AIContext, AIContextProvider, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokingContext, block
 from ..messages import ChatMessage
 from ..session import AgentSession
 from ..tools import AIFunction, function_from_callable
@@ -51,4 +51,4 @@ class TodoListContextProvider(AIContextProvider):
     async def provide_ai_context(self, context: InvokingContext) -> AIContext:
         items = self._items(context.session)
         message = ChatMessage.of("user", f"<todo_list>\n{format_todo(items)}\n</todo_list>")
-        return AIContext(instructions=TODO_INSTRUCTIONS, messages=[message], tools=self.tools_for(context.session))
+        return AIContext(instructions=block(TODO_INSTRUCTIONS), messages=[message], tools=self.tools_for(context.session))

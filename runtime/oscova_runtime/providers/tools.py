@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from ..context import AIContext, AIContextProvider, InvokingContext
+from ..context import AIContext, AIContextProvider, InvokingContext, block
 from ..governance import ALLOW_ALL, ToolPolicy
 from ..tools import (
     AIFunction,
@@ -128,4 +128,4 @@ class ToolSearchProvider(AIContextProvider):
             visible = _expose(function, approval, self.suppress_unavailable_approval)
             if visible is not None:
                 exposed.append(visible)
-        return AIContext(instructions=SEARCH_INSTRUCTIONS, tools=exposed)
+        return AIContext(instructions=block(SEARCH_INSTRUCTIONS), tools=exposed)

@@ -225,10 +225,11 @@ class DebugAdapter:
         if kind == "delta":
             self.event("output", {"category": "stdout", "output": event.get("text", "")})
         elif kind == "toolCall":
-            self.event("output", {"category": "console", "output": f"→ {event.get('name')}({event.get('arguments')})\n"})
+            self.event("output", {"category": "console",
+                                  "output": f"{_nested(event)}→ {event.get('name')}({event.get('arguments')})\n"})
         elif kind == "toolResult":
             shown = event.get("error") or event.get("result")
-            self.event("output", {"category": "console", "output": f"← {event.get('name')}: {shown}\n"})
+            self.event("output", {"category": "console", "output": f"{_nested(event)}← {event.get('name')}: {shown}\n"})
         elif kind == "notice":
             self.event("output", {"category": "console", "output": f"notice: {event.get('message')}\n"})
         elif kind in ("completed", "failed", "cancelled"):
@@ -351,3 +352,8 @@ class DebugAdapter:
 
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _nested(event: dict[str, Any]) -> str:
+    """Before a tool call an agent called as a tool made: an indent and that agent's id."""
+    return f"  {event.get('agentId') or ''} " if event.get("within") is not None else ""

@@ -19,7 +19,6 @@ from oscova_runtime.catalogue import plan_providers
 from oscova_runtime.stepping import stepping
 
 from ..analysis.workspace import find_root, host_config_path
-from ..runs.diff import resolve_transcript
 from ..runs.errors import untrusted_refusal
 from ..runs.recorder import Recorder
 from ..runs.replay import (
@@ -32,7 +31,7 @@ from ..runs.replay import (
     refuse,
 )
 from ..runs.service import RunHandle, RunService, WorkspaceView
-from ..runs.transcript import EDITS_VERSION
+from ..runs.transcript import EDITS_VERSION, resolve_transcript
 from .breakpoints import Breakpoints
 from .stepper import RunStepper, Stop
 

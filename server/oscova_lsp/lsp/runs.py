@@ -584,9 +584,9 @@ async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, An
 
 async def save_test_case(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
     """Promotes a completed run to a case: `{runId, name?, uri?}` → the case as `oscova.listTests` lists it,
-    with `gitignore` (the lines that commit the cases and keep the rest of `.oscova/` out) on the workspace's
-    first case, as `oscova-lsp test --save` prints them (`SavedCase`)."""
-    from ..runs.cases import GITIGNORE_LINES, CaseError, save_case, tests_dir
+    with `gitignore` (the lines that commit the cases and keep the rest of `.oscova/` out, those its `.gitignore`
+    lacks) on the workspace's first case, as `oscova-lsp test --save` prints them (`SavedCase`)."""
+    from ..runs.cases import CaseError, missing_gitignore_lines, save_case, tests_dir
     from ..wire.commands import SavedCase, SaveTestCaseArguments
 
     args = read_arguments(SaveTestCaseArguments, params)
@@ -596,7 +596,8 @@ async def save_test_case(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[s
         case = await asyncio.to_thread(save_case, root, args.run_id, args.name)
     except CaseError as error:
         raise JsonRpcRequestFailed(str(error)) from None
-    saved: SavedCase = SavedCase(**dict(_case_listing(case)), gitignore=list(GITIGNORE_LINES) if first else None)
+    missing = missing_gitignore_lines(root) if first else []
+    saved: SavedCase = SavedCase(**dict(_case_listing(case)), gitignore=missing or None)
     return saved.wire()
 
 

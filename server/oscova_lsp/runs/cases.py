@@ -30,7 +30,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from oscova_runtime.paths import FileRefused, copy_file, is_inside, scratch_folder, walk
+from oscova_runtime.paths import (
+    FileRefused,
+    copy_file,
+    is_inside,
+    read_text,
+    scratch_folder,
+    walk,
+    write_text,
+)
 
 from ..analysis.workspace import workspace_roots
 from ..reporting import display_path, github_data, github_property, json_text, printable, printable_line
@@ -41,12 +49,11 @@ from .events import describe_exception
 from .junit import JUnitCase, JUnitSuite, junit_xml
 from .transcript import (
     MAX_TRANSCRIPT_BYTES,
-    RUNS_DIRECTORY,
     Recording,
     RecordingError,
     load_recording,
+    resolve_transcript,
     transcript_boundary,
-    transcripts_of_run,
 )
 
 TESTS_DIRECTORY = os.path.join(".oscova", "tests")
@@ -58,6 +65,32 @@ CaseStatus = Literal["passed", "failed", "updated", "error"]
 GITIGNORE_LINES = (".oscova/*", "!.oscova/tests/")
 """The `.gitignore` lines (beside `oscova.toml`) that commit the cases and keep the rest of `.oscova/` (run
 transcripts, memory, personal context: this machine's) out of the repository."""
+
+
+def gitignore_path(root: str) -> str:
+    return os.path.join(root, ".gitignore")
+
+
+def missing_gitignore_lines(root: str) -> list[str]:
+    """The `GITIGNORE_LINES` the workspace's `.gitignore` (beside `oscova.toml`) does not have yet: all of them
+    when there is none or it cannot be read."""
+    try:
+        present = {line.strip() for line in read_text(gitignore_path(root), root=root).splitlines()}
+    except FileRefused:
+        present = set()
+    return [line for line in GITIGNORE_LINES if line not in present]
+
+
+def add_gitignore_lines(root: str) -> None:
+    """Appends the missing `GITIGNORE_LINES` to the workspace's `.gitignore` (made if missing), after a newline
+    when its last line has none; FileRefused when it cannot be written."""
+    path = gitignore_path(root)
+    try:
+        before = read_text(path, root=root)
+    except FileRefused:
+        before = ""
+    text = "".join(f"{line}\n" for line in missing_gitignore_lines(root))
+    write_text(path, ("\n" if before and not before.endswith("\n") else "") + text, root=root, append=True)
 
 
 class CaseError(Exception):
@@ -187,17 +220,12 @@ def find_cases(paths: Sequence[str]) -> list[Case]:
 
 
 def find_run(root: str, run: str) -> str:
-    """The transcript of a run: its run id (or the start of one), or the path of a transcript."""
-    if run.endswith(CASE_SUFFIX) and os.path.lexists(run):
-        return os.path.abspath(run)
-    runs = os.path.join(root, RUNS_DIRECTORY)
-    matches = [os.path.basename(path) for path in transcripts_of_run(runs, run, prefix=True)]
-    if not run or not matches:
-        raise CaseError(f"no run {run!r} in {runs} (the last line of `oscova-lsp run` names its transcript; "
-                        "the run id is the end of its file name)")
-    if len(matches) > 1:
-        raise CaseError(f"{run!r} names {len(matches)} runs ({', '.join(matches[:3])}…); give more of the run id")
-    return os.path.join(runs, matches[0])
+    """The transcript of a run: its run id (or the start of one), or the path of a transcript
+    (`transcript.resolve_transcript`, the lookup `run --replay` and `diff` use too)."""
+    try:
+        return os.path.abspath(resolve_transcript(root, run))
+    except RecordingError as error:
+        raise CaseError(str(error)) from None
 
 
 def default_case_name(agent_id: str) -> str:

@@ -17,12 +17,9 @@ from typing import Any
 from oscova_runtime.tokens import figure, shared_prefix, tokenizer_for
 
 from .transcript import (
-    RUNS_DIRECTORY,
     Recording,
-    RecordingError,
     load_recording,
     relocate,
-    transcripts_of_run,
 )
 
 PARTS = ("instructions", "messages", "tools", "options")
@@ -127,15 +124,27 @@ def request_difference(number: int, recorded: dict[str, Any] | None, now: dict[s
 # -- whole runs ---------------------------------------------------------------------------------------
 
 
-def tool_lines(events: Sequence[dict[str, Any]]) -> list[str]:
-    """The tool calls (`→ name {arguments}`) and results (`← name: result`) of a run's events."""
+def tool_lines(events: Sequence[dict[str, Any]], *, nested: bool = True) -> list[str]:
+    """The tool calls (`→ name {arguments}`) and results (`← name: result`) of a run's events; those of an
+    agent called as a tool (events with `within`) indented under their caller and named by their agent
+    (`  echo → read_file {…}`), or left out with `nested=False`."""
     lines = []
+    depth = 0  # the open tool calls of agents called as tools: they run one at a time
     for event in events:
+        if event["kind"] not in ("toolCall", "toolResult"):
+            continue
+        at = ""
+        if event.get("within") is not None:
+            if not nested:
+                continue
+            depth = max(0, depth - 1) if event["kind"] == "toolResult" else depth + 1
+            at = "  " * (depth + (event["kind"] == "toolResult")) + f"{event.get('agentId') or ''} "
         if event["kind"] == "toolCall":
-            lines.append(f"→ {event.get('name', '')} {_compact(event.get('arguments'))}")
-        elif event["kind"] == "toolResult":
+            lines.append(f"{at}→ {event.get('name', '')} {_compact(event.get('arguments'))}")
+        else:
             outcome = event.get("error") if "error" in event else event.get("result")
-            lines.append(f"← {event.get('name', '')}: {outcome if isinstance(outcome, str) else _compact(outcome)}")
+            shown = outcome if isinstance(outcome, str) else _compact(outcome)
+            lines.append(f"{at}← {event.get('name', '')}: {shown}")
     return lines
 
 
@@ -199,18 +208,3 @@ def render_requests(recording: Recording) -> str:
 def diff_transcripts(a: str, b: str) -> str:
     """`diff_recordings` of two transcript files; raises `RecordingError` for one that cannot be read."""
     return diff_recordings(load_recording(a), load_recording(b))
-
-
-def resolve_transcript(root: str | None, reference: str) -> str:
-    """A transcript path, or the transcript of the run with that id under `<root>/.oscova/runs/`."""
-    if os.path.lexists(reference) and not os.path.isdir(reference):  # a FIFO or a link too: its read says why
-        return reference
-    if root is not None and reference and os.sep not in reference and "/" not in reference:
-        found = transcripts_of_run(os.path.join(root, RUNS_DIRECTORY), reference)
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            raise RecordingError(f"more than one transcript ends in the run id {reference!r}: "
-                                 + ", ".join(os.path.basename(f) for f in found))
-    where = f" and no run with that id under {os.path.join(root, RUNS_DIRECTORY)}" if root is not None else ""
-    raise RecordingError(f"no transcript at {reference}{where}")

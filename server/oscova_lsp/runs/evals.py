@@ -348,7 +348,7 @@ async def run_case_once(service: RunService, loaded: LoadedEval, case: EvalCase,
 
 def _heard(facts: RunFacts, event: dict[str, Any]) -> None:
     kind = event.get("kind")
-    if kind == "toolCall":
+    if kind == "toolCall" and event.get("within") is None:  # the agent's own, not an agent's it called as a tool
         facts.tool_calls.append({"name": event.get("name"), "arguments": event.get("arguments")})
     elif kind == "modelCall":
         facts.model_calls += 1

@@ -16,10 +16,12 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from oscova_runtime.function_invocation import serialize_result
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, FunctionCallContent, FunctionResultContent, UsageDetails
 from oscova_runtime.notices import AGENT, RunWarning
 from oscova_runtime.telemetry import ObservedCall, current_call
+from oscova_runtime.tools import APPROVAL_DENIED, ToolArgumentError
 
 from ..wire.events import (
     EVENT_KINDS,
@@ -30,6 +32,8 @@ from ..wire.events import (
     MessageToolResult,
     ModelCallEvent,
     RunEventBase,
+    ToolCallEvent,
+    ToolResultEvent,
     Usage,
     WarningEvent,
 )
@@ -160,8 +164,11 @@ def now_iso() -> str:
 
 
 def describe_exception(error: BaseException) -> str:
-    """`Type: message` (or the type alone), without a traceback."""
+    """`Type: message` (or the type alone), without a traceback; a message written for the user alone (a tool
+    called with an argument it does not take)."""
     text = str(error).strip()
+    if isinstance(error, ToolArgumentError):
+        return text
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
@@ -203,10 +210,20 @@ def _of_requested_agent(call: ObservedCall | None) -> bool:
     return call is not None and call.parent is not None and call.parent.parent is None
 
 
+def _within(call: ObservedCall) -> str | None:
+    """The call id of the tool call `call` was made in (an agent called as a tool), or None."""
+    outer = call.parent
+    while outer is not None and not (outer.kind == "tool" and outer.call_id):
+        outer = outer.parent
+    return outer.call_id if outer is not None else None
+
+
 class CallLog:
     """Observes a run's calls (a `CallObserver`) for its events: a `modelCall` event as each model call
-    ends, the duration of each tool call of the requested agent for its `toolResult` event, and a `warning`
-    where an answer is cut off, stopped or not what `tool_choice` asked for."""
+    ends, the duration of each tool call of the requested agent for its `toolResult` event, the `toolCall` and
+    `toolResult` events of the tool calls of agents called as tools (with `agentId` and `within`, the call id of
+    the tool call they were made in: the requested agent's own come from its stream), and a `warning` where an
+    answer is cut off, stopped or not what `tool_choice` asked for."""
 
     wants_content = False
 
@@ -220,7 +237,20 @@ class CallLog:
         ended on `length` or a content filter, or a guard stopped its tool loop after it)."""
 
     def call_started(self, call: ObservedCall) -> None:
-        pass
+        within = _within(call) if call.kind == "tool" and call.call_id else None
+        if within is not None:
+            self.emit(ToolCallEvent(call_id=call.call_id, name=call.name, arguments=jsonable(call.arguments),
+                                    agent_id=call.agent_id, within=within))
+
+    def _nested_result(self, call: ObservedCall, within: str) -> None:
+        result = ToolResultEvent(call_id=call.call_id, name=call.name, agent_id=call.agent_id, within=within,
+                                 duration_ms=milliseconds(call.duration))
+        if call.error is not None:
+            result.error = describe_exception(call.error) if isinstance(call.error, Exception) else "cancelled"
+        else:
+            result.result = jsonable(serialize_result(call.result))
+            result.denied = call.result == APPROVAL_DENIED
+        self.emit(result)
 
     def call_ended(self, call: ObservedCall) -> None:
         if call.kind == "model":
@@ -238,8 +268,12 @@ class CallLog:
                 failed=call.error is not None))
             if call.error is None:
                 self._check_answer(call)
-        elif call.kind == "tool" and call.call_id and call.parent is not None and call.parent.parent is None:
-            self.tool_durations[call.call_id] = call.duration
+        elif call.kind == "tool" and call.call_id:
+            within = _within(call)
+            if within is not None:
+                self._nested_result(call, within)
+            elif call.parent is not None and call.parent.parent is None:
+                self.tool_durations[call.call_id] = call.duration
 
     def _check_answer(self, call: ObservedCall) -> None:
         from oscova_runtime.completions import CUT_OFF, cut_off_words

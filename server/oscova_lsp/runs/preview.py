@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from oscova_runtime.agent import ChatClientAgent
-from oscova_runtime.catalogue import PROVIDER_CHANGES, VARIABLE_CHANGES, PlannedProvider
+from oscova_runtime.catalogue import PROVIDER_CHANGES, VARIABLE_CHANGES, PlannedProvider, memory_off_as_tools
 from oscova_runtime.context import AIContext, AIContextProvider, InvokingContext
 from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host import NOT_TRUSTED, InactiveProvider
@@ -247,3 +247,10 @@ def not_loaded(definition: AgentDefinition, config: HostConfig, plan: tuple[Plan
             found.append({"kind": "provider", "name": planned.type, "source": planned.custom.class_,
                           "reason": NOT_TRUSTED})
     return found
+
+
+def tool_agent_notes(definition: AgentDefinition, definitions: Iterable[AgentDefinition]) -> list[str]:
+    """A sentence for each agent `definition` calls as a tool that asks for what only the requested agent gets
+    (its memory), so the caller's preview says what the run leaves off."""
+    return [f"`{agent}` is called as a tool here: its memory is off (memory works for the agent a run asks for)"
+            for agent in memory_off_as_tools(definition, definitions)]

@@ -263,6 +263,13 @@ class Forker(Replayer):
         self.live_from = live_from
         self.live = False
 
+    def _stop(self, difference: str) -> ReplayDrift:
+        """The drift, with why a fork stops at it: what it replays must be what was recorded."""
+        drift = super()._stop(difference)
+        return ReplayDrift(f"{drift}; a fork replays the model calls before liveFrom ({self.live_from}) from the "
+                           "recording, so they must match it: after an edit that changes them, record the run again, "
+                           "or fork from an earlier call (liveFrom 1 runs every call live)")
+
     def _goes_live(self) -> bool:
         self.live = self.live or self._model_calls + 1 >= self.live_from
         return self.live
@@ -349,7 +356,10 @@ async def replay_run(root: str, agent_id: str | None, transcript: str, *, input:
         await service.aclose()
     drift = replayer.finish()
     if drift is None:  # results no later request carried (the last round) are compared here
-        tools = unified(tool_lines(recording.events), tool_lines(events), "recorded tool calls", "now tool calls")
+        # The requested agent's: those of agents called as tools met the recording call by call, and an older
+        # transcript has no events of theirs.
+        tools = unified(tool_lines(recording.events, nested=False), tool_lines(events, nested=False),
+                        "recorded tool calls", "now tool calls")
         drift = f"the tool calls or their results differ from the recording\n{tools}" if tools else None
     status = DRIFTED if drift is not None else str(result["status"])
     matched = drift is None and status == recording.status and result.get("text", "") == recording.text

@@ -2,9 +2,9 @@
 
 Plain Python (no LSP types), shared by `oscova-lsp run` / `preview` and the language server's commands.
 Every run streams events (`events.EVENT_KINDS`) to a callback and to a JSON-lines transcript under
-`<root>/.oscova/runs/`, and ends with a result (`wire.events.RunResult`: what the run answered, its messages and
-transcript, and why the answer is incomplete or the transcript missing). Callbacks, transcripts and results get
-the models' JSON (camelCase, as on the wire).
+`<root>/.oscova/runs/` (none for a run of an agent no definition has: it never starts), and ends with a result
+(`wire.events.RunResult`: what the run answered, its messages and transcript, and why the answer is incomplete or
+the transcript missing). Callbacks, transcripts and results get the models' JSON (camelCase, as on the wire).
 Keys never leave the service: events, results, log messages and transcripts pass through a `Redactor`.
 """
 
@@ -90,7 +90,7 @@ from .events import (
     now_iso,
     usage_of,
 )
-from .preview import assemble_preview, caching_advice, not_loaded
+from .preview import assemble_preview, caching_advice, not_loaded, tool_agent_notes
 from .recorder import Recorder
 from .tracing import run_tracer
 from .transcript import RUNS_DIRECTORY, TranscriptWriter, transcript_path
@@ -315,6 +315,12 @@ class WorkspaceView:
     def config(self) -> HostConfig:
         return self.analysis.workspace.host
 
+    def unknown(self, agent_id: str) -> str | None:
+        """Why no run of `agent_id` can start here, in words (no definition has that id); None when one has."""
+        if agent_file(self.analysis.workspace, agent_id, self.agents) is not None:
+            return None
+        return f"No agent definition has the id {agent_id!r} (known agents: {', '.join(self.agents) or 'none'})"
+
     def agent_name(self, agent_id: str) -> str:
         """The agent's display name, or its id when no definition has it."""
         parsed = self.agents.get(agent_id)
@@ -424,8 +430,7 @@ class RunService:
         analysis = view.analysis
         parsed = agent_file(analysis.workspace, agent_id, view.agents)
         if parsed is None:
-            known = ", ".join(view.agents) or "none"
-            raise RunError(f"No agent definition has the id {agent_id!r} (known agents: {known})")
+            raise RunError(view.unknown(agent_id) or agent_id)
         checked = [parsed.path]
         host_file = analysis.workspace.host_file
         if host_file is not None:
@@ -602,6 +607,7 @@ class RunService:
                 result["tokens"]["caching"] = caching_advice(view.analysis, view.agents[agent_id], active)
             result["trusted"] = self.trusted
             result["notLoaded"] = [] if self.trusted else not_loaded(definition, host.config, plan)
+            result["notes"] = tool_agent_notes(definition, host.definitions)
         except RunError:
             raise
         except Exception as error:  # noqa: BLE001 - in words
@@ -625,14 +631,15 @@ class RunService:
         """
         run_id = uuid.uuid4().hex[:12]
         session_id = session_id or uuid.uuid4().hex[:12]
-        path = transcript_path(self.runs_dir, agent_id, run_id)
-        writer = TranscriptWriter(path, root=self._runs_boundary)
-        handle = RunHandle(run_id, agent_id, session_id, writer.path)
         read: WorkspaceView | Exception
         try:
             read = view or self.view()
         except Exception as error:  # noqa: BLE001 - the run ends `failed`, in words (`_execute`)
             read = error
+        writer: TranscriptWriter | None = None
+        if not (isinstance(read, WorkspaceView) and read.unknown(agent_id)):  # else it never starts: no transcript
+            writer = TranscriptWriter(transcript_path(self.runs_dir, agent_id, run_id), root=self._runs_boundary)
+        handle = RunHandle(run_id, agent_id, session_id, writer.path if writer is not None else None)
         config = read.config if isinstance(read, WorkspaceView) and read.loaded else None
         run = _Run(handle, on_event, Redactor.for_config(config) if config else Redactor(), writer)
         run.recorder = recorder or run.recorder

@@ -7,7 +7,6 @@ go to stderr, so `oscova-lsp run agent > answer.txt` keeps only the answer.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import threading
@@ -18,7 +17,8 @@ from typing import IO, Any
 from oscova_runtime.messages import short_type_name
 from oscova_runtime.tokens import figure
 
-from ..reporting import display_path, json_text, printable, printable_line
+from ..reporting import display_path, json_text, printable, printable_line, wants_color
+from .errors import RunError
 from .events import jsonable
 from .service import ApproveCallback, RunService
 
@@ -65,10 +65,6 @@ class _Style:
         return self("33", text)
 
 
-def _wants_color(stream: IO[str]) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-
-
 def format_duration(ms: float) -> str:
     return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
@@ -83,6 +79,8 @@ def call_summary(calls: list[dict[str, Any]]) -> list[str]:
             tokens = model_call_tokens(event)
             model = event.get("responseModel") or event.get("model") or ""
             rows.append(("model", f"{event.get('agentId') or ''} → {model}", tokens, duration))
+        elif event.get("within"):  # a tool call of an agent called as a tool
+            rows.append(("tool", f"{event.get('agentId') or ''} → {event.get('name') or ''}", "", duration))
         else:
             rows.append(("tool", str(event.get("name") or ""), "", duration))
     if not rows:
@@ -114,7 +112,7 @@ class LiveTranscript:
     def __init__(self, out: IO[str], err: IO[str], *, spinner: bool | None = None) -> None:
         self.out = out
         self.err = err
-        self.style = _Style(_wants_color(err))
+        self.style = _Style(wants_color(err))
         self.spinner_enabled = err.isatty() if spinner is None else spinner
         self.at_line_start = True
         self.status = "starting"
@@ -128,6 +126,8 @@ class LiveTranscript:
         """`modelCall` events and timed `toolResult` events, for the summary at the end."""
         self.thinking = False
         """A reasoning model's thinking is being written (to stderr, apart from the answer)."""
+        self.open_nested = 0
+        """Tool calls of agents called as tools that have started and not ended (they run one at a time)."""
 
     # -- spinner -------------------------------------------------------------------------------------
 
@@ -204,7 +204,7 @@ class LiveTranscript:
         elif kind == "toolCall":
             tool = printable_line(str(event.get("name")))
             self.status = f"running {tool}"
-            self.note(style.cyan(f"→ {tool}({_arguments(event.get('arguments'))})"))
+            self.note(self._nested(event) + style.cyan(f"→ {tool}({_arguments(event.get('arguments'))})"))
         elif kind == "modelCall":
             self.calls.append(event)
         elif kind == "toolResult":
@@ -212,13 +212,14 @@ class LiveTranscript:
                 self.calls.append(event)
             self.status = "waiting for the model"
             tool = printable_line(str(event.get("name")))
+            at = self._nested(event)
             if "error" in event:
-                self.note(style.red(f"← {tool} failed: {_one_line(event['error'])}"))
+                self.note(at + style.red(f"← {tool} failed: {_one_line(event['error'])}"))
             elif event.get("denied"):
                 reason = f": {printable_line(str(event['reason']))}" if event.get("reason") else ""
-                self.note(style.red(f"← {tool}: denied{reason}"))
+                self.note(at + style.red(f"← {tool}: denied{reason}"))
             else:
-                self.note(style.dim(f"← {tool}: {_one_line(event.get('result'))}"))
+                self.note(at + style.dim(f"← {tool}: {_one_line(event.get('result'))}"))
         elif kind == "warning":
             self.note(style.yellow(f"⚠ {printable_line(_one_line(event.get('message'), 400))}"))
         elif kind == "notice":
@@ -246,6 +247,19 @@ class LiveTranscript:
             if self.transcript:
                 self.err.write(style.dim(f"transcript: {printable_line(display_path(self.transcript))}") + "\n")
             self.err.flush()
+
+    def _nested(self, event: dict[str, Any]) -> str:
+        """What goes before a tool call's line: for a call an agent called as a tool made, an indent by its
+        depth and that agent's id (`  echo `); nothing for the requested agent's own."""
+        if event.get("within") is None:
+            return ""
+        if event["kind"] == "toolResult":
+            self.open_nested = max(0, self.open_nested - 1)
+            depth = self.open_nested + 1
+        else:
+            depth = self.open_nested + 1
+            self.open_nested += 1
+        return "  " * depth + self.style.dim(printable_line(str(event.get("agentId") or "")) + " ")
 
     def ask(self, prompt: str) -> None:
         """Writes a question on stderr and keeps the spinner away until `answered`."""
@@ -326,13 +340,17 @@ async def run_in_terminal(
     service: RunService, agent_id: str, text: str, *, as_json: bool, out: IO[str], err: IO[str],
     interactive: bool,
 ) -> dict[str, Any]:
-    """Runs with a live view; Ctrl-C cancels the run (a second Ctrl-C stops waiting for it)."""
+    """Runs with a live view; Ctrl-C cancels the run (a second Ctrl-C stops waiting for it). Raises `RunError`
+    when no definition has the id `agent_id`: nothing starts (a usage error, not a failed run)."""
+    workspace = service.view()  # what the run reads, and what the notice of withheld tools is about
+    unknown = workspace.unknown(agent_id)
+    if unknown is not None:
+        raise RunError(unknown)
     view: LiveTranscript | None = None if as_json else LiveTranscript(out, err)
     listener = JsonLines(out) if view is None else view
     if view is not None:  # a notice goes between the lines of the live view, not into its spinner
         service.notify = view.note
     approve = terminal_approver(view) if view is not None and interactive else None
-    workspace = service.view()  # what the run reads, and what the notice of withheld tools is about
     if approve is None:
         _say_what_is_withheld(service.approval_tools(agent_id, view=workspace), as_json, err)
     handle = service.start_run(agent_id, text, on_event=listener, approve=approve, view=workspace)
@@ -394,7 +412,7 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
         lines.append(style.bold(f"── {title} " + "─" * max(0, 60 - len(title))))
 
     heading(f"Instructions ({printable_line(str(preview['agentId']))})")
-    lines.append(printable(preview.get("instructions") or "") or style.dim("(none)"))
+    lines.append(printable((preview.get("instructions") or "").rstrip("\n")) or style.dim("(none)"))
     heading("Messages")
     for message in preview.get("messages") or []:
         source = message.get("source")
@@ -410,6 +428,8 @@ def format_preview(preview: dict[str, Any], *, color: bool = False) -> str:
         lines.append(f"{printable_line(str(tool['name']))}{flag} — {_one_line(tool.get('description') or '', 120)}")
     if not preview.get("tools"):
         lines.append(style.dim("(none)"))
+    for note in preview.get("notes") or ():
+        lines.append(style.yellow(f"note: {printable_line(str(note))}"))
     heading("Providers")
     for number, provider in enumerate(preview.get("providers") or [], start=1):
         parts = []

@@ -72,6 +72,26 @@ def transcripts_of_run(runs_dir: str, run: str, *, prefix: bool = False) -> list
     return found
 
 
+def resolve_transcript(root: str | None, reference: str) -> str:
+    """The transcript a command names: a file's path, else the run under `<root>/.oscova/runs/` whose id is
+    `reference` or starts with it (the one lookup of `run --replay`, `diff`, `test --save` and the debugger).
+    Raises `RecordingError` with words when no run, or more than one, answers to it."""
+    if os.path.lexists(reference) and not os.path.isdir(reference):  # a FIFO or a link too: its read says why
+        return reference
+    runs = os.path.join(root, RUNS_DIRECTORY) if root is not None else None
+    if runs is not None and reference and os.sep not in reference and "/" not in reference:
+        found = transcripts_of_run(runs, reference, prefix=True)
+        exact = [path for path in found if TRANSCRIPT_NAME.match(os.path.basename(path))["run"] == reference]  # type: ignore[index]
+        if len(found) == 1 or len(exact) == 1:
+            return (exact or found)[0]
+        if found:
+            names = ", ".join(os.path.basename(path) for path in found[:3]) + ("…" if len(found) > 3 else "")
+            raise RecordingError(f"{reference!r} names {len(found)} runs ({names}); give more of the run id")
+    where = (f" and no run {reference!r} under {runs} (the last line of `oscova-lsp run` names its transcript; the "
+             "run id is the end of its file name)") if runs is not None else ""
+    raise RecordingError(f"no transcript at {reference}{where}")
+
+
 def transcript_path(runs_dir: str, agent_id: str, run_id: str) -> str:
     """`<runs_dir>/<UTC time>-<agent id>-<run id>.jsonl`: sorted by name is sorted by time."""
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")

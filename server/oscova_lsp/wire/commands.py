@@ -288,3 +288,5 @@ class PreviewResult(WireModel):
     tokens: PromptTokens | None = Field(default=None, exclude_if=is_none)
     trusted: bool
     not_loaded: list[NotLoaded]
+    notes: list[str]
+    """A sentence for each agent it calls as a tool that asks for what only a run's requested agent gets (memory)."""

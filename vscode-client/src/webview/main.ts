@@ -58,10 +58,15 @@ function renderItem(run: RunState, item: RunItem, index: number): HTMLElement {
       if (item.status === 'done') body.append(el('div', { class: 'label' }, 'Result'), el('pre', { class: 'result' }, item.result ?? ''));
       if (item.status === 'error') body.append(el('div', { class: 'label' }, 'Error'), el('pre', { class: 'result error' }, item.error ?? ''));
       if (item.status === 'denied') body.append(el('div', { class: 'label' }, 'Denied'), el('pre', { class: 'result error' }, item.result || 'The call was not approved.'));
+      if (item.calls?.length) {  // an agent called as a tool: its own tool calls, under this one
+        body.append(el('div', { class: 'nested-calls', 'data-testid': 'nested-calls' },
+          ...item.calls.map((call, n) => renderItem(run, call, n))));
+      }
       const icon = { running: '⏳', error: '✖', denied: '⊘', done: '✔' }[item.status];
-      const summary = el('span', {}, el('span', { class: `tool-status ${item.status}` }, icon), ' ', el('code', {}, item.name),
+      const summary = el('span', {}, el('span', { class: `tool-status ${item.status}` }, icon), ' ',
+        item.agentId !== undefined ? el('span', { class: 'tool-agent' }, `${item.agentId} → `) : undefined, el('code', {}, item.name),
         item.durationMs !== undefined ? el('span', { class: 'call-time', 'data-testid': 'tool-time' }, ` · ${formatDuration(item.durationMs)}`) : undefined);
-      return details(`${run.key}:tool:${item.callId}:${index}`, summary, body, `tool ${item.status}`, true);
+      return details(`${run.key}:tool:${item.agentId ?? ''}:${item.callId}:${index}`, summary, body, `tool ${item.status}`, true);
     }
   }
 }
