@@ -20,7 +20,8 @@ from oscova_runtime.tokens import figure
 from ..reporting import display_path, json_text, printable, printable_line, wants_color
 from .errors import RunError
 from .events import jsonable
-from .service import ApproveCallback, RunService
+from .execution import ApproveCallback
+from .service import RunService
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPIN_INTERVAL = 0.1
