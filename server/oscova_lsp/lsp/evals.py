@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 
 from ..analysis.files import EvalFile
 from . import convert
-from .runs import JsonRpcRequestFailed, read_arguments
+from .commands import JsonRpcRequestFailed, read_arguments
 
 if TYPE_CHECKING:
     from ..wire.commands import EvalListing

@@ -22,28 +22,27 @@ import os
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types as lsp
 from oscova_runtime.paths import is_inside
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 
 from ..analysis.agents import agent_file, agent_list
 from ..analysis.files import DefinitionFile
 from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
 from . import convert
+from .agent_tests import compare_runs, list_tests, run_test, save_test_case
 from .capabilities import COMMANDS
+from .commands import JsonRpcRequestFailed, read_arguments, scope_of
 from .figures import TokenFigures, token_lens
 from .settings import describe_value
 
 if TYPE_CHECKING:
     from ..runhost.client import HostedRun, RunHost
-    from ..wire.commands import AgentListing, CaseListing, CaseRunResult, PreviewResult, SavedCase
+    from ..wire.commands import AgentListing, PreviewResult
     from ..wire.events import AnyRunEvent, ApprovalPrompt, RunResult
-    from ..wire.model import Arguments
-
-    Args = TypeVar("Args", bound=Arguments)
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +53,6 @@ SHUTDOWN_GRACE = 6.0
 """Seconds given to the run hosts to end their runs at shutdown."""
 MAX_ARGUMENT_PREVIEW = 400
 """Characters of a tool call's arguments shown in an approval prompt."""
-
-
-class JsonRpcRequestFailed(JsonRpcException):
-    """LSP `RequestFailed`: the request was well formed but could not be carried out (words for the user)."""
-
-    CODE = -32803
 
 
 @dataclass
@@ -93,38 +86,6 @@ class RunsServer(Protocol):
     def window_log_message(self, params: lsp.LogMessageParams) -> None: ...
     def workspace_code_lens_refresh(self, params: None) -> Any: ...
     def window_show_message_request_async(self, params: lsp.ShowMessageRequestParams) -> Any: ...
-
-
-# ------------------------------------------------------------------------------------------- arguments
-
-
-def command_argument(params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """The single argument object of a command (`arguments: [{...}]`); none at all reads as `{}`."""
-    arguments = params.arguments
-    if not arguments:
-        return {}
-    if len(arguments) != 1 or not isinstance(arguments[0], dict):
-        raise JsonRpcInvalidParams(f"{params.command} takes one argument object, e.g. "
-                                   f"{{\"arguments\": [{{\"agentId\": \"...\"}}]}}")
-    return arguments[0]
-
-
-def read_arguments(model: type[Args], params: lsp.ExecuteCommandParams) -> Args:
-    """A command's argument object read into its model (`wire/commands.py`); InvalidParams, in a sentence, when it
-    does not fit."""
-    from pydantic import ValidationError
-
-    try:
-        return model.model_validate(command_argument(params))
-    except ValidationError as error:
-        raise JsonRpcInvalidParams(model.refusal(params.command, error)) from None
-
-
-def _scope(params: lsp.ExecuteCommandParams) -> str | None:
-    """The `uri` of a command that takes nothing else (`ScopeArguments`)."""
-    from ..wire.commands import ScopeArguments
-
-    return read_arguments(ScopeArguments, params).uri
 
 
 # ------------------------------------------------------------------------------------------ code lenses
@@ -346,17 +307,17 @@ class Runs:
             host.evict(args.agent_id)
 
     def invalidate_agents(self, params: lsp.ExecuteCommandParams) -> None:
-        for host in self._hosts_for(_scope(params), params.command):
+        for host in self._hosts_for(scope_of(params), params.command):
             host.invalidate(everything=False)
 
     def invalidate_all(self, params: lsp.ExecuteCommandParams) -> None:
-        for host in self._hosts_for(_scope(params), params.command):
+        for host in self._hosts_for(scope_of(params), params.command):
             host.invalidate(everything=True)
 
     async def listed_roots(self, params: lsp.ExecuteCommandParams) -> list[str]:
         """The roots a listing command reads, once read: that of its `uri`, or every opened one; the editor's
         pending edits are applied first."""
-        document_uri = _scope(params)
+        document_uri = scope_of(params)
         server = self.server
         if document_uri is not None:
             root = self.root_for(document_uri, params.command)
@@ -493,7 +454,7 @@ def command_handlers(runs: Runs, more: dict[str, Callable[[lsp.ExecuteCommandPar
         "oscova.invalidateAll": runs.invalidate_all,
         "oscova.listAgents": runs.list_agents,
     }
-    handlers.update({  # agent tests and run comparison (below)
+    handlers.update({  # agent tests and run comparison (`agent_tests.py`), the review (below)
         "oscova.listTests": lambda params: list_tests(runs, params),
         "oscova.runTest": lambda params: run_test(runs, params),
         "oscova.saveTestCase": lambda params: save_test_case(runs, params),
@@ -526,96 +487,6 @@ def workspace_trust(options: Any) -> tuple[bool, tuple[str, ...]]:
             problems.append(f"`{name}.{TRUST_KEY}` must be true or false, not {describe_value(scope[TRUST_KEY])}; "
                             "the workspace is treated as untrusted (runs and agent tests are refused)")
     return trusted, tuple(problems)
-
-
-# ------------------------------------------------------------------------------- agent tests, compare
-# `oscova.listTests`, `oscova.runTest`, `oscova.saveTestCase` over the cases of `runs/cases.py` (the code of
-# `oscova-lsp test`), and `oscova.compareRuns` (`runs/compare.py`). A case replays in the run host (it builds
-# the agent, which imports the workspace's code); listing, saving and comparing read files only.
-
-
-def _case_listing(case: Any) -> CaseListing:
-    listing: CaseListing = case.listing()
-    listing.uri = convert.uri(case.path)
-    return listing
-
-
-async def list_tests(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
-    """The cases (`CaseListing`: with `error` for a case that cannot be read: a FIFO, a link leading out, a damaged
-    transcript) of the workspace folder `uri` names, or of every folder the editor opened. Reading cases runs no
-    workspace code, so it works in an untrusted workspace; and through the file gateway, so no case can stall it."""
-    document_uri = _scope(params)
-    if document_uri is not None:
-        folders = [runs.opened_path(document_uri, params.command)]
-    else:
-        folders = list(runs.server.host.folders)
-    return await asyncio.to_thread(_listed, [f for f in folders if os.path.exists(f)])
-
-
-def _listed(folders: list[str]) -> list[dict[str, Any]]:
-    """On a worker thread, the first import included: listing never holds up the loop (hover, completion)."""
-    from ..runs.cases import CaseError, find_cases
-
-    try:
-        return [_case_listing(case).wire() for case in find_cases(folders)]
-    except CaseError as error:
-        raise JsonRpcRequestFailed(str(error)) from None
-
-
-async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """A `CaseRunResult` of one case (`uri`: the case file); `update: true` re-records a drifted case. Refused in an
-    untrusted workspace: a replay builds the agent, which imports the workspace's providers."""
-    from ..runhost.client import RunHostError
-    from ..wire.commands import RunTestArguments
-
-    args = read_arguments(RunTestArguments, params)
-    path = runs.opened_path(args.uri, params.command)
-    if not runs.trusted:
-        raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runTest replays agents (and imports the "
-                                   "workspace's provider code) only in a trusted workspace")
-    host = await runs.host(runs.server.host.root_of(path))
-    try:
-        out: CaseRunResult = await host.run_test(path, args.update)
-    except RunHostError as error:
-        raise JsonRpcRequestFailed(str(error)) from None
-    out.uri = convert.uri(out.path or path)
-    return out.wire()
-
-
-async def save_test_case(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """Promotes a completed run to a case: `{runId, name?, uri?}` → the case as `oscova.listTests` lists it,
-    with `gitignore` (the lines that commit the cases and keep the rest of `.oscova/` out, those its `.gitignore`
-    lacks) on the workspace's first case, as `oscova-lsp test --save` prints them (`SavedCase`)."""
-    from ..runs.cases import CaseError, missing_gitignore_lines, save_case, tests_dir
-    from ..wire.commands import SavedCase, SaveTestCaseArguments
-
-    args = read_arguments(SaveTestCaseArguments, params)
-    root = runs.root_for(args.uri, params.command)
-    first = not os.path.isdir(tests_dir(root))
-    try:
-        case = await asyncio.to_thread(save_case, root, args.run_id, args.name)
-    except CaseError as error:
-        raise JsonRpcRequestFailed(str(error)) from None
-    missing = missing_gitignore_lines(root) if first else []
-    saved: SavedCase = SavedCase(**dict(_case_listing(case)), gitignore=missing or None)
-    return saved.wire()
-
-
-async def compare_runs(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """`{transcript, previous?}` → both runs' model requests rendered as text, for the editor's diff view
-    (`runs/compare.py`); without `previous`, the run of the same agent before this one."""
-    from ..runs.compare import compare_with_previous
-    from ..runs.transcript import RecordingError
-    from ..wire.commands import CompareRunsArguments
-
-    args = read_arguments(CompareRunsArguments, params)
-    if any("\x00" in (path or "") for path in (args.transcript, args.previous)):  # no file name holds one
-        raise JsonRpcInvalidParams(f"{params.command}: a transcript path cannot hold a NUL byte")
-    try:
-        comparison = await asyncio.to_thread(compare_with_previous, args.transcript, args.previous)
-    except RecordingError as error:
-        raise JsonRpcRequestFailed(str(error)) from None
-    return comparison.wire()
 
 
 # ---------------------------------------------------------------------------------------------- review
