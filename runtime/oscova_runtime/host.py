@@ -24,6 +24,7 @@ from .grants import granted_directories
 from .host_config import HostConfig
 from .orchestrator import AgentBuildRequest, AgentOrchestrator, BuildContext, IAgentOrchestrator
 from .paths import FileRefused, is_inside, refusal_note
+from .prompt_budget import PromptBudgetClient, PromptLimit
 from .providers import (
     AgentAsToolProvider,
     AgentPersonalContextProvider,
@@ -46,7 +47,7 @@ from .providers import (
 from .recording import now as run_clock
 from .telemetry import AgentInvocationScopes, observed_model_client
 from .templates import TemplateError, TemplateRenderer
-from .tokens import ESTIMATE, PromptBudgetClient, PromptLimit, Tokenizer, tokenizer_for
+from .tokens import ESTIMATE, Tokenizer, tokenizer_for
 from .tools import AIFunction, BuiltinToolContext, builtin_tools, load_custom_tool, user_now
 
 AGENT_INVOCATIONS = AgentInvocationScopes()

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from oscova_runtime.paths import is_inside
@@ -105,10 +105,8 @@ def format_text(diagnostics: Iterable[Diagnostic], *, color: bool = False) -> st
     only then): the path bold, the position dim, the code by its severity."""
     if not color:
         return "\n".join("".join(_text_parts(d)) for d in diagnostics)
-    from rich.style import Style
-
-    path, where = _styler(Style.parse("bold")), _styler(Style.parse("dim"))
-    code = {severity: _styler(Style.parse(style)) for severity, style in _SEVERITY_STYLE.items()}
+    path, where = styler("bold"), styler("dim")
+    code = {severity: styler(style) for severity, style in _SEVERITY_STYLE.items()}
     lines = []
     for d in diagnostics:
         shown_path, position, shown_code, message = _text_parts(d)
@@ -118,17 +116,19 @@ def format_text(diagnostics: Iterable[Diagnostic], *, color: bool = False) -> st
 
 def color_summary(line: str, diagnostics: list[Diagnostic]) -> str:
     """The summary line in colour: green when nothing was found, red with errors, yellow otherwise."""
-    from rich.style import Style
-
     style = ("green" if not diagnostics else
              "bold red" if any(d.severity is Severity.ERROR for d in diagnostics) else "yellow")
-    return _styler(Style.parse(style))(line)
+    return styler(style)(line)
 
 
-def _styler(style: Any) -> Any:
+def styler(style: str) -> Callable[[str], str]:
+    """A function that writes a text in `style` (rich's style syntax: `bold red`) for a terminal of the 8 standard
+    colours; rich is imported on the first call, so only output in colour loads it."""
     from rich.color import ColorSystem
+    from rich.style import Style
 
-    return lambda text: style.render(text, color_system=ColorSystem.STANDARD) if text else text
+    parsed = Style.parse(style)
+    return lambda text: parsed.render(text, color_system=ColorSystem.STANDARD) if text else text
 
 
 def _count(n: int, noun: str) -> str:

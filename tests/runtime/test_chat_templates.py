@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from oscova_runtime import tokens
+from oscova_runtime import prompt_budget, tokens
 from oscova_runtime.chat_templates import (
     ChatTemplateUnavailable,
     gguf_metadata,
@@ -144,9 +144,9 @@ async def test_a_limit_is_kept_as_the_server_counts_tools_included(model_files):
     served = tokens.count_request(wire, [tool.schema()], templated).total
     ruled = tokens.count_request(wire, [tool.schema()], by_rule).total
     assert ruled < served
-    limit = tokens.PromptLimit((ruled + served) // 2, "the context window of [models.local]")
+    limit = prompt_budget.PromptLimit((ruled + served) // 2, "the context window of [models.local]")
     inner = ScriptedChatClient("fine")
-    await tokens.PromptBudgetClient(inner, by_rule, [limit]).get_response(messages, options)  # the rule lets it by
-    with pytest.raises(tokens.PromptTooLongError, match=f"The request would be {served:,} prompt tokens"):
-        await tokens.PromptBudgetClient(inner, templated, [limit]).get_response(messages, options)
+    await prompt_budget.PromptBudgetClient(inner, by_rule, [limit]).get_response(messages, options)  # the rule lets it by
+    with pytest.raises(prompt_budget.PromptTooLongError, match=f"The request would be {served:,} prompt tokens"):
+        await prompt_budget.PromptBudgetClient(inner, templated, [limit]).get_response(messages, options)
     assert len(inner.requests) == 1  # nothing was sent the second time

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from oscova_runtime import tokens
+from oscova_runtime import prompt_cache, tokens
 
 COOKBOOK_MESSAGES = [
     {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate jargon "
@@ -223,9 +223,9 @@ async def test_the_memory_budget_is_spent_in_the_models_tokens_cut_at_the_exact_
 
 def test_request_cost_counts_a_recorded_request_and_predicts_its_prefix():
     request = {"model": "gpt-4o", "messages": COOKBOOK_TOOL_MESSAGES, "tools": COOKBOOK_TOOLS}
-    counted, prefix = tokens.request_cost(request)
+    counted, prefix = prompt_cache.request_cost(request)
     assert counted.total == 101  # the cookbook's figure, with the tokenizer the model implies
-    whole = tokens.request_cost(request, changing=[tokens.Changing("questions", "`x`", "changes daily")])[1]
+    whole = prompt_cache.request_cost(request, changing=[prompt_cache.Changing("questions", "`x`", "changes daily")])[1]
     assert prefix.tokens == counted.tools + counted.instructions and whole.tokens < prefix.tokens
     assert whole.ends == "`x` changes daily"
 

@@ -14,7 +14,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from oscova_runtime.tokens import figure, shared_prefix, tokenizer_for
+from oscova_runtime.prompt_cache import shared_prefix
+from oscova_runtime.tokens import figure, tokenizer_for
 
 from .transcript import (
     Recording,

@@ -8,9 +8,9 @@ from oscova_runtime.chat_client import ChatClientError
 from oscova_runtime.context import AIContextProvider, InvalidOperationError
 from oscova_runtime.function_invocation import tool_failure
 from oscova_runtime.host import ConfiguredHost, HostConfigurationError
+from oscova_runtime.prompt_budget import PromptTooLongError
 from oscova_runtime.providers.custom import ProviderLoadError
 from oscova_runtime.templates import TemplateError
-from oscova_runtime.tokens import PromptTooLongError
 from oscova_runtime.tools import ToolLoadError
 
 from .events import describe_exception

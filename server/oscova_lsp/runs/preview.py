@@ -24,18 +24,16 @@ from oscova_runtime.host import NOT_TRUSTED, HostConfigurationError, InactivePro
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, ChatOptions
 from oscova_runtime.notices import listening
+from oscova_runtime.prompt_budget import PromptLimit, over_limit
+from oscova_runtime.prompt_cache import Changing, stable_prefix
 from oscova_runtime.providers import AgentPersonalContextProvider
 from oscova_runtime.session import AgentSession
 from oscova_runtime.tokens import (
     ESTIMATED_NOTE,
-    Changing,
-    PromptLimit,
     RequestTokens,
     Tokenizer,
     count_request,
     message_tokens,
-    over_limit,
-    stable_prefix,
     tool_tokens,
 )
 from oscova_runtime.tools import AIFunction, ApprovalRequest, approval_channel

@@ -7,6 +7,7 @@ go to stderr, so `oscova-lsp run agent > answer.txt` keeps only the answer.
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import sys
 import threading
@@ -17,13 +18,14 @@ from typing import IO, Any
 from oscova_runtime.messages import short_type_name
 from oscova_runtime.tokens import figure
 
-from ..reporting import display_path, json_text, printable, printable_line, wants_color
+from ..reporting import display_path, json_text, printable, printable_line, styler, wants_color
 from .errors import RunError
 from .events import jsonable
 from .execution import ApproveCallback
 from .service import RunService
 
-SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPINNER_NAME = "dots"
+"""The spinner of rich's table shown while nothing streams."""
 SPIN_INTERVAL = 0.1
 RESULT_PREVIEW = 240
 
@@ -41,29 +43,49 @@ def _arguments(arguments: Any) -> str:
 
 
 class _Style:
+    """Colour through rich's styles (`reporting.styler`), loaded only when the stream gets colour."""
+
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
+        self._stylers: dict[str, Callable[[str], str]] = {}
 
-    def __call__(self, code: str, text: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.enabled else text
+    def __call__(self, style: str, text: str) -> str:
+        if not self.enabled:
+            return text
+        render = self._stylers.get(style)
+        if render is None:
+            render = self._stylers[style] = styler(style)
+        return render(text)
 
     def dim(self, text: str) -> str:
-        return self("2", text)
+        return self("dim", text)
 
     def bold(self, text: str) -> str:
-        return self("1", text)
+        return self("bold", text)
 
     def red(self, text: str) -> str:
-        return self("31", text)
+        return self("red", text)
 
     def cyan(self, text: str) -> str:
-        return self("36", text)
+        return self("cyan", text)
 
     def green(self, text: str) -> str:
-        return self("32", text)
+        return self("green", text)
 
     def yellow(self, text: str) -> str:
-        return self("33", text)
+        return self("yellow", text)
+
+
+class _Spinner:
+    """The frames of rich's spinner and the control codes that redraw its line (rich loaded on first use: only a
+    terminal shows a spinner)."""
+
+    def __init__(self) -> None:
+        from rich.control import Control, ControlType
+        from rich.spinner import SPINNERS
+
+        self.frames = str(SPINNERS[SPINNER_NAME]["frames"])
+        self.clear_line = str(Control.move_to_column(0)) + str(Control((ControlType.ERASE_IN_LINE, 2)))
 
 
 def format_duration(ms: float) -> str:
@@ -132,9 +154,13 @@ class LiveTranscript:
 
     # -- spinner -------------------------------------------------------------------------------------
 
+    @functools.cached_property
+    def _spinner(self) -> _Spinner:
+        return _Spinner()
+
     def _clear_spinner(self) -> None:
         if self._spinner_shown:
-            self.err.write("\r\033[K")
+            self.err.write(self._spinner.clear_line)
             self.err.flush()
             self._spinner_shown = False
 
@@ -143,8 +169,10 @@ class LiveTranscript:
             return
         if time.monotonic() - self.last_output < SPIN_INTERVAL:
             return
-        self._frame = (self._frame + 1) % len(SPINNER)
-        self.err.write(f"\r\033[K{self.style.cyan(SPINNER[self._frame])} {self.style.dim(self.status + '…')}")
+        frames = self._spinner.frames
+        self._frame = (self._frame + 1) % len(frames)
+        self.err.write(f"{self._spinner.clear_line}{self.style.cyan(frames[self._frame])} "
+                       f"{self.style.dim(self.status + '…')}")
         self.err.flush()
         self._spinner_shown = True
 

@@ -28,7 +28,8 @@ from .common import Context, first_line, listed, value_place
 from .rule import INFO, E, H, Rule, W
 
 if TYPE_CHECKING:  # imported by OSC108 when it has fixed text to count (17 ms a cold start need not pay)
-    from oscova_runtime.tokens import CacheMinimum, Tokenizer
+    from oscova_runtime.prompt_cache import CacheMinimum
+    from oscova_runtime.tokens import Tokenizer
 
 SYNTAX_ERROR = Rule(
     "OSC100", E, "templates", "Jinja2 syntax error",
@@ -270,7 +271,7 @@ def _cacheable(ctx: Context, facts: TemplateFacts, uses: list[TemplateUse]) -> s
 def _checker_model(ctx: Context, uses: list[TemplateUse]) -> tuple[Tokenizer, CacheMinimum]:
     """The tokenizer and cache minimum of the first agent model among the uses: its OpenAI encoding, else the
     estimate (the checker reads no `tokenizer.json`: it asks the disk only through the workspace)."""
-    from oscova_runtime import tokens
+    from oscova_runtime import prompt_cache, tokens
 
     host = ctx.ws.host
     for use in uses:
@@ -282,9 +283,9 @@ def _checker_model(ctx: Context, uses: list[TemplateUse]) -> tuple[Tokenizer, Ca
         name = settings.tokenizer if settings.tokenizer in tokens.OPENAI_ENCODINGS else (
             None if settings.tokenizer else tokens.encoding_for_model(settings.model))
         tokenizer = tokens.openai_encoding(name) if name is not None else tokens.Tokenizer(tokens.ESTIMATE)
-        return tokenizer, tokens.cache_minimum(settings.model, settings.base_url, settings.cache_min_tokens,
+        return tokenizer, prompt_cache.cache_minimum(settings.model, settings.base_url, settings.cache_min_tokens,
                                               offline=settings.kind == "offline")
-    return tokens.Tokenizer(tokens.ESTIMATE), tokens.cache_minimum("", None)
+    return tokens.Tokenizer(tokens.ESTIMATE), prompt_cache.cache_minimum("", None)
 
 
 def _wrap_edits(path: str, facts: TemplateFacts, var: VariableUse, rng: Range, lines: LineIndex,
