@@ -26,13 +26,17 @@ PROTOCOL = ("pygls", "lsprotocol")
 # `oscova_lsp.lsp` and `oscova_lsp.cli` sit on top and may import any layer below them.
 LAYERS: dict[str, tuple[str, ...]] = {
     "oscova_runtime": (),
+    "oscova_lsp.wire": (),
     "oscova_lsp.analysis": ("oscova_runtime",),
     "oscova_lsp.ide": ("oscova_lsp.analysis", "oscova_runtime"),
     "oscova_lsp.reporting": ("oscova_lsp.analysis", "oscova_runtime"),
-    "oscova_lsp.runs": ("oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
-    "oscova_lsp.review": ("oscova_lsp.runs", "oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
-    "oscova_lsp.debug": ("oscova_lsp.runs", "oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
-    "oscova_lsp.runhost": ("oscova_lsp.runs", "oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
+    "oscova_lsp.runs": ("oscova_lsp.wire", "oscova_lsp.analysis", "oscova_lsp.reporting", "oscova_runtime"),
+    "oscova_lsp.review": ("oscova_lsp.runs", "oscova_lsp.wire", "oscova_lsp.analysis", "oscova_lsp.reporting",
+                          "oscova_runtime"),
+    "oscova_lsp.debug": ("oscova_lsp.runs", "oscova_lsp.wire", "oscova_lsp.analysis", "oscova_lsp.reporting",
+                         "oscova_runtime"),
+    "oscova_lsp.runhost": ("oscova_lsp.runs", "oscova_lsp.wire", "oscova_lsp.analysis", "oscova_lsp.reporting",
+                           "oscova_runtime"),
 }
 
 

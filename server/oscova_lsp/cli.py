@@ -134,8 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     _eval_arguments(sub.add_parser("eval", help="run the evaluations (*.eval.yaml): every case × model × repeat, "
                                                 "graded"))
 
-    schema = sub.add_parser("schema", help="print the JSON Schema of agent definitions (--eval: of evaluations)")
-    schema.add_argument("--eval", action="store_true", help="the JSON Schema of evaluation files (*.eval.yaml)")
+    schema = sub.add_parser("schema", help="print the JSON Schema of agent definitions (--eval: of evaluations; "
+                                           "--wire: of the messages editors exchange with the server)")
+    which = schema.add_mutually_exclusive_group()
+    which.add_argument("--eval", action="store_true", help="the JSON Schema of evaluation files (*.eval.yaml)")
+    which.add_argument("--wire", action="store_true", help="the JSON Schema of run events, the oscova.* commands' "
+                                                           "arguments and answers, and the JSON reports")
     sub.add_parser("providers", help="list the built-in context provider types (the default order)")
     sub.add_parser("tools", help="list the built-in tools")
     init = sub.add_parser("init", help="start a workspace: an oscova.toml on the offline model, an agent, an agent "
@@ -213,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "eval":
             return _eval(args)
         if args.command == "schema":
-            return _schema(evaluation=args.eval)
+            return _schema(evaluation=args.eval, wire=args.wire)
         if args.command == "providers":
             return _providers()
         if args.command == "tools":
@@ -767,10 +771,15 @@ def _run_evals(evals: Any, options: Any) -> Any:
     return asyncio.run(main())
 
 
-def _schema(*, evaluation: bool) -> int:
+def _schema(*, evaluation: bool, wire: bool) -> int:
     from oscova_runtime.definition import definition_json_schema
     from oscova_runtime.evaluation import eval_json_schema
 
+    if wire:
+        from .wire.schema import wire_json_schema
+
+        print(json.dumps(wire_json_schema(), indent=2))
+        return EXIT_OK
     print(json.dumps(eval_json_schema() if evaluation else definition_json_schema(), indent=2))
     return EXIT_OK
 

@@ -5,12 +5,13 @@
 import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 import { SERVER_COMMANDS } from './serverCommands';
+import type * as wire from './wire';
 
-/** One agent as `oscova.listAgents` lists it. */
-export interface AgentInfo { id: string; name?: string; uri?: string; exposedAsTool?: boolean; exampleInput?: string | null }
+/** One agent as `oscova.listAgents` lists it (or only its id, when the server does not list it). */
+export type AgentInfo = Pick<wire.AgentListing, 'id'> & Partial<wire.AgentListing>;
 
 /** What a run or a preview is asked for: by a code lens (`{agentId, input, uri}`), by a URI, or by nothing. */
-export interface RunArgs { agentId?: string; input?: string; uri?: string; sessionId?: string }
+export type RunArgs = Partial<wire.RunAgentArguments>;
 
 export function runArgs(arg?: RunArgs | vscode.Uri): RunArgs {
   if (arg instanceof vscode.Uri) return { uri: arg.toString() };
@@ -27,8 +28,9 @@ export async function pickAgent(ctx: Ctx, args: RunArgs, title: string): Promise
   // Only a file on disk names a workspace root (a preview or an untitled document does not).
   const active = vscode.window.activeTextEditor?.document.uri;
   const activeUri = args.uri ?? (active?.scheme === 'file' ? active.toString() : undefined);
-  const agents = (await ctx.request<AgentInfo[] | null>(SERVER_COMMANDS.listAgents, activeUri ? { uri: activeUri } : {})) ?? [];
-  if (args.agentId) return agents.find((a) => a.id === args.agentId) ?? { id: args.agentId, uri: args.uri };
+  const scope: wire.ScopeArguments = activeUri ? { uri: activeUri } : {};
+  const agents = (await ctx.request<AgentInfo[] | null>(SERVER_COMMANDS.listAgents, scope)) ?? [];
+  if (args.agentId) return agents.find((a) => a.id === args.agentId) ?? { id: args.agentId, uri: args.uri ?? undefined };
   if (!agents.length) {
     void vscode.window.showInformationMessage('Oscova: no agent definitions (*.agent.yaml) in this workspace.');
     return undefined;

@@ -1,7 +1,9 @@
 /** "Compare with previous run" as plain data (compare.ts shows it): pure, so it is unit-tested. */
+import type * as wire from './wire';
 
-export interface RunRequests { transcript: string; runId: string; requests: string }
-export interface Comparison { agentId: string; previous: RunRequests; current: RunRequests }
+export type RunRequests = wire.RunRequests;
+/** `oscova.compareRuns`'s answer. */
+export type Comparison = wire.Comparison;
 
 /** The two documents' paths and the diff editor's title. Pure: unit-tested. */
 export function comparisonView(c: Comparison): { left: string; right: string; title: string } {

@@ -3,18 +3,17 @@
  * Test Explorer shows: pure, no `vscode` import, so it is unit-tested.
  */
 
-export interface EvalCaseInfo { name: string; line: number }
-export interface EvalFileInfo {
-  file: string; uri: string; root: string; agent?: string; models?: string[]; repeat?: number;
-  passRate?: number; cases?: EvalCaseInfo[]; error?: string;
-}
-export interface EvalCell {
-  name: string; model: string; runs: number; passed: number; passRate: number; ok: boolean;
-  failures: EvalFailure[]; tokens: number; durationMs: number;
-}
+import type * as wire from './wire';
+
+export type EvalCaseInfo = wire.EvalCaseListing;
+/** An evaluation file as `oscova.listEvals` lists it. */
+export type EvalFileInfo = wire.EvalListing;
+/** One case on one model. */
+export type EvalCell = wire.EvalCaseResult;
 /** `expected` / `actual`: what a drifted output (`equals`, `contains`, `tools`, `tool_called`) was to be and was. */
-export interface EvalFailure { assertion: string; message: string; expected?: string; actual?: string }
-export interface EvalResult { evals: { file: string; agent: string; cases: EvalCell[] }[]; ok: boolean; cancelled?: boolean }
+export type EvalFailure = wire.EvalFailure;
+/** What this module reads of `oscova.runEval`'s answer. */
+export type EvalResult = Pick<wire.EvalRunResult, 'evals' | 'ok'> & Partial<Pick<wire.EvalRunResult, 'cancelled'>>;
 
 /** The evaluation files of a listing, each with a list of cases (a file that does not validate has none). */
 export function evalFilesOf(listed: unknown): EvalFileInfo[] {

@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 import { evalFilesOf, evalOutcomeOf, evalRunName, matrixHtml, modelsOf, type EvalCell, type EvalOutcome, type EvalResult } from './evalCases';
 import type { ServerRequest } from './testing';
+import type * as wire from './wire';
 
 export const EVAL_COMMANDS = { list: 'oscova.listEvals', run: 'oscova.runEval' } as const;
 const TRUST_MESSAGE = 'Oscova runs evaluations only in a trusted workspace: a run builds the agent, which imports the workspace\'s code.';
@@ -115,7 +116,8 @@ export class EvalTests implements vscode.Disposable {
         run.started(item);
         const [uri, name] = item.id.split('#');
         try {
-          const result = await this.request<EvalResult>(EVAL_COMMANDS.run, { uri, case: name, models }, token);
+          const args: wire.RunEvalArguments = { uri, case: name, models };
+          const result = await this.request<EvalResult>(EVAL_COMMANDS.run, args, token);
           const outcome = evalOutcomeOf(result, name);
           for (const e of result.evals) for (const cell of e.cases) cells.push({ file: e.file, agent: e.agent, cell });
           run.appendOutput(`${name}: ${outcome.message.replace(/\n/g, '\r\n')}\r\n`, undefined, item);

@@ -1,6 +1,7 @@
-/** `oscova.previewPrompt`'s result as a Markdown document. Pure. */
+/** `oscova.previewPrompt`'s result (`wire.PreviewResult`, each value checked) as a Markdown document. Pure. */
 import { display } from './runModel';
-import { barLines, figure, tokenBar } from './tokenBar';
+import { barLines, fields, figure, tokenBar } from './tokenBar';
+import type * as wire from './wire';
 
 function fence(text: string, lang = ''): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
@@ -29,8 +30,8 @@ const CACHEABLE_WORDS = { all: 'cacheable', part: 'the cacheable prefix ends ins
 export function tokensMarkdown(result: unknown): string[] {
   const bar = tokenBar(result);
   if (!bar) return [];
-  const tokens = (result as { tokens: Record<string, unknown> }).tokens;
-  const n = (key: string) => figure(typeof tokens[key] === 'number' ? tokens[key] : 0, bar.exact);
+  const tokens = fields<wire.PromptTokens>(fields<wire.PreviewResult>(result).tokens);
+  const n = (key: 'instructions' | 'messages' | 'tools') => figure(typeof tokens[key] === 'number' ? tokens[key] : 0, bar.exact);
   const out = [`## Tokens (${bar.exact ? bar.tokenizer : 'estimated'})`, '',
     `${figure(bar.total, bar.exact)} tokens: instructions ${n('instructions')} · messages ${n('messages')} · tools ${n('tools')}`, ''];
   if (bar.cacheable) out.push(`${figure(bar.cacheable.tokens, bar.exact)} cacheable: the prefix ends where ${bar.cacheable.endsAt}`, '');
@@ -39,7 +40,7 @@ export function tokensMarkdown(result: unknown): string[] {
   for (const note of notes) out.push(`> ${word(note)}`, '');
   const caching: unknown[] = Array.isArray(tokens.caching) ? tokens.caching : [];
   for (const advice of caching) { // the checker's OSC102 / OSC108 on this agent's templates, word for word
-    const a = (advice && typeof advice === 'object' ? advice : {}) as Record<string, unknown>;
+    const a = fields<wire.CachingAdvice>(advice);
     out.push(`> **${word(a.code)}** \`${word(a.path)}:${word(a.line)}\`: ${word(a.message)}`, '');
   }
   out.push(fence(barLines(bar).join('\n')), '');
@@ -52,14 +53,14 @@ export function tokensMarkdown(result: unknown): string[] {
 }
 
 export function previewMarkdown(agentId: string, input: string | undefined, result: unknown): string {
-  const r = (result && typeof result === 'object' ? result : {}) as Record<string, unknown>;
+  const r = fields<wire.PreviewResult>(result);
   const out: string[] = [`# Prompt preview: \`${agentId}\``, ''];
   const notLoaded = Array.isArray(r.notLoaded) ? r.notLoaded : [];
   if (r.trusted === false) {
     out.push('> **Restricted Mode**: the workspace is not trusted, so its own tools and providers were not loaded',
       '> (importing them would run their code). Trust the workspace to preview them.', '');
     for (const n of notLoaded) {
-      const item = (n && typeof n === 'object' ? n : {}) as Record<string, unknown>;
+      const item = fields<wire.NotLoaded>(n);
       const source = item.source ? ` (\`${word(item.source)}\`)` : '';
       out.push(`- ${word(item.kind ?? 'item')} \`${word(item.name ?? '?')}\`${source}: ${word(item.reason ?? 'not loaded')}`);
     }
@@ -71,14 +72,14 @@ export function previewMarkdown(agentId: string, input: string | undefined, resu
   const messages = Array.isArray(r.messages) ? r.messages : [];
   out.push(`## Messages (${messages.length})`, '');
   for (const m of messages) {
-    const msg = (m && typeof m === 'object' ? m : {}) as Record<string, unknown>;
+    const msg = fields<wire.ConversationMessage>(m);
     const who = [msg.role, msg.source].filter((x) => typeof x === 'string' && x).join(' · ');
     out.push(`**${who || 'message'}**`, '', fence(asText(m)), '');
   }
-  const tools = Array.isArray(r.tools) ? r.tools : [];
+  const tools: unknown[] = Array.isArray(r.tools) ? r.tools : [];
   out.push(`## Tools (${tools.length})`, '');
   for (const t of tools) {
-    const tool = (t && typeof t === 'object' ? t : { name: t }) as Record<string, unknown>;
+    const tool = fields<wire.PreviewTool>(t && typeof t === 'object' ? t : { name: t });
     const name = typeof tool.name === 'string' ? tool.name : display(t);
     out.push(`- \`${name}\`${typeof tool.description === 'string' && tool.description ? ` — ${tool.description.split('\n')[0]}` : ''}`);
   }
@@ -90,9 +91,8 @@ export function previewMarkdown(agentId: string, input: string | undefined, resu
   out.push(`## Providers (${providers.length})`, '');
   for (const p of providers) {
     if (p && typeof p === 'object') {
-      const prov = p as Record<string, unknown>;
-      const name = word(prov.type ?? prov.name ?? prov.stateKey ?? '?');
-      const rest = Object.entries(prov).filter(([k]) => !['type', 'name'].includes(k))
+      const name = word(fields<wire.PreviewProvider>(p).type ?? '?');
+      const rest = Object.entries(p as Record<string, unknown>).filter(([k]) => !['type', 'name'].includes(k))
         .map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('; ');
       out.push(`- \`${name}\`${rest ? ` — ${rest}` : ''}`);
     } else out.push(`- \`${display(p)}\``);

@@ -8,6 +8,7 @@ import type { Ctx } from './ctx';
 import { previewMarkdown } from './preview';
 import { SERVER_COMMANDS } from './serverCommands';
 import { offerTrust, PREVIEW_TRUST_MESSAGE } from './trust';
+import type * as wire from './wire';
 
 const PREVIEW_SCHEME = 'oscova-preview';
 
@@ -50,9 +51,10 @@ export async function previewPrompt(ctx: Ctx, documents: PreviewDocuments, arg?:
     const agent = await pickAgent(ctx, args, 'Preview the prompt of which agent?');
     if (!agent) return;
     const input = offeredInput(args, agent);
+    const request: wire.PreviewPromptArguments = { agentId: agent.id, input, uri: args.uri ?? agent.uri };
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Window, title: `Oscova: assembling the prompt of ${agent.id}` },
-      () => ctx.request<unknown>(SERVER_COMMANDS.previewPrompt, { agentId: agent.id, input, uri: args.uri ?? agent.uri }));
+      () => ctx.request<unknown>(SERVER_COMMANDS.previewPrompt, request));
     await showMarkdown(documents.put(`${agent.id}.md`, previewMarkdown(agent.id, input, result)), vscode.ViewColumn.Beside);
   } catch (error) {
     ctx.showError(error);

@@ -10,6 +10,7 @@ import { showMarkdown, type PreviewDocuments } from './previews';
 import { isReview, reviewMarkdown } from './reviewModel';
 import { SERVER_COMMANDS } from './serverCommands';
 import { REVIEW_TRUST_MESSAGE } from './trust';
+import type * as wire from './wire';
 
 export async function reviewChanges(ctx: Ctx, documents: PreviewDocuments): Promise<void> {
   try {
@@ -24,7 +25,7 @@ export async function reviewChanges(ctx: Ctx, documents: PreviewDocuments): Prom
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: 'Oscova: reviewing the change offline', cancellable: true },
       (_progress, token) => ctx.request<unknown>(SERVER_COMMANDS.review,
-        { uri: folder.uri.toString(), base: base.trim() || undefined, trust: vscode.workspace.isTrusted }, token));
+        { uri: folder.uri.toString(), base: base.trim() || undefined, trust: vscode.workspace.isTrusted } satisfies wire.ReviewArguments, token));
     if (!isReview(result)) throw new UserError('the server answered `oscova.review` in a shape this extension does not know; update them together');
     const uri = documents.put('review.md', reviewMarkdown(result));
     try {

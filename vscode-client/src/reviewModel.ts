@@ -4,18 +4,20 @@
  * server decides everything, this only lays it out (unit-tested).
  */
 
-export interface ReviewChange { part: string; diff: string }
-export interface ReviewAgent { id: string; status: 'changed' | 'added' | 'removed'; path: string; causes: string[]; changes: ReviewChange[]; request: string | null }
-export interface ReviewFinding { path: string; line: number; character: number; code: string; severity: string; message: string }
-export interface ReviewTest { name: string; path: string; agentId: string; status: string; difference?: string; reason?: string }
-export interface ReviewWorkspace {
-  root: string; unchanged: number; notLoaded: { kind: string; name: string; source: string }[];
-  agents: ReviewAgent[]; diagnostics: { introduced: ReviewFinding[]; fixed: ReviewFinding[] }; tests: ReviewTest[];
-}
-export interface Review {
-  version: number; base: { ref: string; commit: string; chosen: string }; trusted: boolean; exitCode: number;
-  renderedAt: string; summary: Record<string, number>; workspaces: ReviewWorkspace[]; notes: string[];
-}
+import type * as wire from './wire';
+
+// What this module lays out of the report (`wire.ReviewReport`), part by part.
+export type ReviewChange = wire.ReviewChange;
+export type ReviewAgent = Pick<wire.ReviewAgent, 'id' | 'status' | 'path' | 'causes' | 'changes' | 'request'>;
+export type ReviewFinding = wire.ReviewFinding;
+export type ReviewTest = wire.ReviewTest;
+export type ReviewWorkspace = Pick<wire.ReviewWorkspace, 'root' | 'unchanged' | 'diagnostics' | 'tests'> & {
+  notLoaded: Pick<wire.NotLoaded, 'kind' | 'name' | 'source'>[];
+  agents: ReviewAgent[];
+};
+export type Review = Pick<wire.ReviewReport, 'version' | 'base' | 'trusted' | 'exitCode' | 'renderedAt' | 'summary' | 'notes'> & {
+  workspaces: ReviewWorkspace[];
+};
 
 /** Whether an answer has the shape this module lays out. */
 export function isReview(value: unknown): value is Review {

@@ -1,16 +1,24 @@
 /**
  * The Run view's model: `oscova/runEvent` notifications and the `oscova.runAgent` result reduced into
  * a plain object the webview renders. Pure (no VS Code), so it is unit-tested event by event.
+ *
+ * The events' fields are the server's (`wire.ts`, generated from its models): a field renamed there fails to
+ * compile here. Their values are still checked one by one, for a server of another version.
  */
+import type * as wire from './wire';
 
 export type RunStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
 
-export interface RunEvent {
+/** An event of a kind this client does not know, or from a server of another version. */
+export interface OtherRunEvent {
   runId: string;
   seq?: number;
   kind: string;
   [key: string]: unknown;
 }
+
+/** An `oscova/runEvent` notification: one of the server's kinds (told apart by `kind`), or another. */
+export type RunEvent = wire.RunEvent | OtherRunEvent;
 
 export interface AnswerItem {
   type: 'answer';
@@ -89,7 +97,7 @@ export interface RunState {
   agentId: string;
   agentName?: string;
   input: string;
-  /** Assembled instructions (from `started` or `oscova.previewPrompt`). */
+  /** Assembled instructions (from `oscova.previewPrompt`). */
   instructions?: string;
   status: RunStatus;
   startedAt: number;
@@ -271,14 +279,13 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
         runId: e.runId,
         status: 'running',
         agentId: str(e.agentId) ?? run.agentId,
-        agentName: str(e.agentName) ?? str(e.name) ?? run.agentName,
+        agentName: str(e.agentName) ?? run.agentName,
         input: str(e.input) ?? run.input,
-        instructions: str(e.instructions) ?? run.instructions,
         transcript: str(e.transcript) ?? run.transcript,
       };
     }
     case 'delta': {
-      const text = str(e.text) ?? str(e.delta) ?? '';
+      const text = str(e.text) ?? '';
       if (!text) return { ...run, status: 'running' };
       const last = run.items[run.items.length - 1];
       if (last?.type === 'answer' && last.streaming) {
@@ -297,7 +304,7 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
     }
     case 'message': {
       const role = str(e.role) ?? 'assistant';
-      const text = str(e.text) ?? display(e.content);
+      const text = str(e.text) ?? '';
       const items = run.items;
       const last = items[items.length - 1];
       if (role === 'assistant') {
@@ -313,7 +320,7 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
         return { ...run, items: [...closeAnswer(items), { type: 'answer', text, streaming: false, confirmed: true }] };
       }
       if (role === 'user' && text === run.input) return run; // the input, shown at the top
-      if (role === 'tool' && items.some((i) => i.type === 'tool' && (i.result === text || i.callId === e.callId))) return run;
+      if (role === 'tool' && items.some((i) => i.type === 'tool' && i.result === text)) return run;
       if (!text) return run;
       return { ...run, items: [...closeAnswer(items), { type: 'message', role, source: str(e.source), text }] };
     }
@@ -410,31 +417,23 @@ export function reduce(run: RunState, event: RunEvent, now: number): RunState {
       const withText = text && !done.items.some((i) => i.type === 'answer')
         ? { ...done, items: [...done.items, { type: 'answer' as const, text, streaming: false }] }
         : done;
-      return { ...withText, transcript: str(e.transcript) ?? withText.transcript };
+      return withText;
     }
     case 'failed':
-      return { ...finish(run, 'failed', now, errorText(e.error) ?? str(e.message) ?? 'the run failed'), transcript: str(e.transcript) ?? run.transcript };
+      return finish(run, 'failed', now, errorText(e.error) ?? 'the run failed');
     case 'cancelled':
-      return { ...finish(run, 'cancelled', now), transcript: str(e.transcript) ?? run.transcript };
+      return finish(run, 'cancelled', now);
     default:
       return run; // a kind this client does not know yet
   }
 }
 
 /** The `oscova.runAgent` result, which also arrives when the server sent no events (or lost some). */
-export interface RunResult {
-  runId?: string;
-  status?: string;
-  text?: string;
-  reasoning?: string;
-  incomplete?: unknown;
-  error?: unknown;
-  transcript?: string;
-}
+export type RunResult = wire.Fields<wire.RunResult>;
 
 export function applyResult(run: RunState, result: RunResult | null | undefined, now: number): RunState {
   if (!result || typeof result !== 'object') return run;
-  let next: RunState = { ...run, runId: run.runId ?? result.runId, transcript: result.transcript ?? run.transcript };
+  let next: RunState = { ...run, runId: run.runId ?? str(result.runId), transcript: str(result.transcript) ?? run.transcript };
   const status = result.status;
   if (status === 'completed' || status === 'failed' || status === 'cancelled') {
     next = finish(next, status, now, status === 'failed' ? errorText(result.error) ?? 'the run failed' : undefined);
@@ -503,7 +502,8 @@ export class RunStore {
     if (!event || typeof event.runId !== 'string' || typeof event.kind !== 'string') return undefined;
     let key = this.keyOf(event.runId);
     if (!key) {
-      const agentId = str(event.agentId);
+      const started = event.kind === 'started' ? event : undefined; // which agent: what the run started (not a tool's)
+      const agentId = str(started?.agentId);
       const claim = this.unclaimed.find((k) => !agentId || this.runs.get(k)!.agentId === agentId);
       if (claim) {
         key = claim;
@@ -512,7 +512,7 @@ export class RunStore {
       } else {
         // A run started elsewhere (a code lens, another client command): shown all the same.
         key = event.runId;
-        this.put({ ...newRun(key, agentId ?? '', str(event.input) ?? '', this.clock()), runId: event.runId });
+        this.put({ ...newRun(key, agentId ?? '', str(started?.input) ?? '', this.clock()), runId: event.runId });
       }
     }
     const now = this.clock();

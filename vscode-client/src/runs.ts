@@ -15,6 +15,7 @@ import { SERVER_COMMANDS } from './serverCommands';
 import type { AgentTests } from './testing';
 import { openTranscript, transcriptPath } from './transcripts';
 import { refuseUntrustedRun } from './trust';
+import type * as wire from './wire';
 
 export class Runs implements vscode.Disposable {
   readonly store = new RunStore();
@@ -67,7 +68,7 @@ export class Runs implements vscode.Disposable {
     const cts = this.requests.get(run.key);
     if (run.runId) {
       try {
-        await this.ctx.request(SERVER_COMMANDS.cancelRun, { runId: run.runId });
+        await this.ctx.request(SERVER_COMMANDS.cancelRun, { runId: run.runId } satisfies wire.CancelRunArguments);
       } catch (error) {
         this.ctx.output.appendLine(`[client] oscova.cancelRun failed: ${messageOf(error)}; cancelling the request`);
         cts?.cancel();
@@ -83,7 +84,8 @@ export class Runs implements vscode.Disposable {
     const run = this.finishedRun(key);
     if (!run?.transcript) return;
     try {
-      const answer = await this.ctx.request<unknown>(SERVER_COMMANDS.compareRuns, { transcript: transcriptPath(run.transcript) });
+      const args: wire.CompareRunsArguments = { transcript: transcriptPath(run.transcript) };
+      const answer = await this.ctx.request<unknown>(SERVER_COMMANDS.compareRuns, args);
       if (!isComparison(answer)) throw new UserError('the server gave no comparison');
       await this.comparisons.open(answer);
     } catch (error) {
@@ -104,7 +106,8 @@ export class Runs implements vscode.Disposable {
     if (!name) return;
     try {
       const transcript = transcriptPath(run.transcript ?? '');
-      const saved = await this.ctx.request<{ name?: string; gitignore?: string[] }>(SERVER_COMMANDS.saveTestCase, { runId: transcript, name: name.trim(), uri: vscode.Uri.file(transcript).toString() });
+      const args: wire.SaveTestCaseArguments = { runId: transcript, name: name.trim(), uri: vscode.Uri.file(transcript).toString() };
+      const saved = await this.ctx.request<Partial<Pick<wire.SavedCase, 'name' | 'gitignore'>>>(SERVER_COMMANDS.saveTestCase, args);
       await this.tests.refresh();
       void this.savedNotice(saved?.name ?? name, saved?.gitignore);
     } catch (error) {
@@ -136,7 +139,7 @@ export class Runs implements vscode.Disposable {
     this.view.show(run.key);
     this.updateStatus();
     this.showInstructions(run.key, args);
-    const request: Record<string, unknown> = { agentId: args.agentId, input: args.input };
+    const request: wire.RunAgentArguments = { agentId: args.agentId, input: args.input };
     if (args.uri) request.uri = args.uri;
     if (args.sessionId) request.sessionId = args.sessionId;
     try {
@@ -162,8 +165,9 @@ export class Runs implements vscode.Disposable {
   }
 
   /** The assembled instructions, shown while the model works (a preview runs no model). */
-  private showInstructions(key: string, args: RunArgs): void {
-    void this.ctx.request<{ instructions?: unknown }>(SERVER_COMMANDS.previewPrompt, { agentId: args.agentId, input: args.input, uri: args.uri })
+  private showInstructions(key: string, args: Required<Pick<RunArgs, 'agentId' | 'input'>> & RunArgs): void {
+    const preview: wire.PreviewPromptArguments = { agentId: args.agentId, input: args.input, uri: args.uri };
+    void this.ctx.request<wire.Fields<wire.PreviewResult>>(SERVER_COMMANDS.previewPrompt, preview)
       .then((preview) => {
         const instructions = preview?.instructions;
         if (typeof instructions === 'string') {

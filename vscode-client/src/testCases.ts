@@ -3,27 +3,15 @@
  * replay (`oscova.runTest`), as plain data. Pure (no VS Code), so it is unit-tested.
  */
 
-/** A case as `oscova.listTests` lists it. */
-export interface TestCaseInfo {
-  name: string;
-  path: string;
-  uri: string;
-  root: string;
-  agentId?: string | null;
-  input?: string | null;
-  error?: string;
-}
+import type * as wire from './wire';
 
-/** One replay, as `oscova.runTest` answers it. */
-export interface TestCaseResult {
-  name: string;
-  uri?: string;
-  status: 'passed' | 'failed' | 'updated' | 'error';
-  agentId?: string | null;
-  durationMs?: number;
-  difference?: string;
-  error?: string;
-}
+/** A case as `oscova.listTests` lists it (the editor's answers always carry its `uri`). */
+export type TestCaseInfo = Pick<wire.CaseListing, 'name' | 'path' | 'root' | 'agentId' | 'input' | 'error'>
+  & Required<Pick<wire.CaseListing, 'uri'>>;
+
+/** One replay, as `oscova.runTest` answers it: what this module reads of it. */
+export type TestCaseResult = Pick<wire.CaseRunResult, 'name' | 'status'>
+  & Partial<Pick<wire.CaseRunResult, 'uri' | 'agentId' | 'durationMs' | 'difference' | 'error'>>;
 
 export type Outcome =
   | { kind: 'passed'; durationMs?: number }

@@ -9,6 +9,7 @@ import * as vscode from 'vscode';
 import { messageOf } from './errors';
 import { casesOf, describeCase, outcomeOf, type TestCaseInfo, type TestCaseResult } from './testCases';
 import { offerTrust } from './trust';
+import type * as wire from './wire';
 
 export type ServerRequest = <T>(command: string, arg: unknown, token?: vscode.CancellationToken) => Promise<T>;
 
@@ -71,7 +72,7 @@ export class AgentTests implements vscode.Disposable {
         run.started(item);
         let result: TestCaseResult | undefined;
         try {
-          result = await this.request<TestCaseResult>(TEST_COMMANDS.run, { uri: item.id, update }, token);
+          result = await this.request<TestCaseResult>(TEST_COMMANDS.run, { uri: item.id, update } satisfies wire.RunTestArguments, token);
         } catch (error) {
           run.errored(item, new vscode.TestMessage(messageOf(error)));
           continue;

@@ -5,6 +5,7 @@
  * provider's messages, the input and history, the reply's priming; with the column where the cacheable prefix
  * ends. Pure, so the segments are unit-tested; `preview.ts` draws them.
  */
+import type * as wire from './wire';
 
 export type SegmentKind = 'tool' | 'instructions' | 'messages' | 'format';
 
@@ -42,18 +43,19 @@ function count(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
 }
 
-function record(value: unknown): Record<string, unknown> {
-  return value && typeof value === 'object' && !Array.isArray(value) ? value as Record<string, unknown> : {};
+/** An object of the answer read as message `T` (`wire.ts`): its fields by their names, each value still to check. */
+export function fields<T>(value: unknown): wire.Fields<T> {
+  return value && typeof value === 'object' && !Array.isArray(value) ? value : {};
 }
 
-function list(value: unknown): Record<string, unknown>[] {
-  return Array.isArray(value) ? value.map(record) : [];
+function list<T>(value: unknown): wire.Fields<T>[] {
+  return Array.isArray(value) ? value.map((item) => fields<T>(item)) : [];
 }
 
 /** The request's parts in the endpoint's order; what the providers and tools do not account for is framing. */
-function parts(tokens: Record<string, unknown>, tools: Record<string, unknown>[]): Part[] {
-  const providers = list(tokens.byProvider);
-  const sum = (key: string) => providers.reduce((n, p) => n + count(p[key]), 0);
+function parts(tokens: wire.Fields<wire.PromptTokens>, tools: wire.Fields<wire.PreviewTool>[]): Part[] {
+  const providers = list<wire.ProviderTokens>(tokens.byProvider);
+  const sum = (key: 'instructions' | 'messages') => providers.reduce((n, p) => n + count(p[key]), 0);
   const perTool: Part[] = tools.filter((t) => count(t.tokens) > 0)
     .map((t) => ({ label: `tool ${typeof t.name === 'string' ? t.name : '?'}`, kind: 'tool', tokens: count(t.tokens) }));
   const toolTotal = count(tokens.tools);
@@ -73,17 +75,17 @@ function parts(tokens: Record<string, unknown>, tools: Record<string, unknown>[]
 
 /** The bar of a preview result (`oscova.previewPrompt`'s answer), or undefined when it has no token figures. */
 export function tokenBar(result: unknown, width = BAR_WIDTH): TokenBar | undefined {
-  const r = record(result);
-  const tokens = record(r.tokens);
+  const r = fields<wire.PreviewResult>(result);
+  const tokens = fields<wire.PromptTokens>(r.tokens);
   const total = count(tokens.total);
   if (!total) return undefined;
-  const prefix = record(tokens.cacheable);
+  const prefix = fields<wire.Cacheable>(tokens.cacheable);
   const cut = typeof prefix.tokens === 'number' ? Math.min(count(prefix.tokens), total) : undefined;
   const segments: BarSegment[] = [];
   let start = 0;
   let column = 0;
   let cutColumn: number | undefined;
-  for (const part of parts(tokens, list(r.tools))) {
+  for (const part of parts(tokens, list<wire.PreviewTool>(r.tools))) {
     const columns = Math.max(1, Math.round(width * part.tokens / total));
     const end = start + part.tokens;
     const cacheable = cut === undefined || cut <= start ? 'none' : cut >= end ? 'all' : 'part';

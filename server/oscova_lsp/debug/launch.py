@@ -20,6 +20,7 @@ from oscova_runtime.stepping import stepping
 
 from ..analysis.workspace import find_root, host_config_path
 from ..runs.errors import untrusted_refusal
+from ..runs.execution import RunHandle
 from ..runs.recorder import Recorder
 from ..runs.replay import (
     Forker,
@@ -30,8 +31,9 @@ from ..runs.replay import (
     load_recording,
     refuse,
 )
-from ..runs.service import RunHandle, RunService, WorkspaceView
+from ..runs.service import RunService
 from ..runs.transcript import EDITS_VERSION, resolve_transcript
+from ..runs.workspace_view import WorkspaceView
 from .breakpoints import Breakpoints
 from .stepper import RunStepper, Stop
 

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 
 from oscova_runtime.messages import ChatResponseUpdate, UpdateAccumulator
 
-from ..runs.events import describe_exception, jsonable, message_to_dict
+from ..runs.events import conversation_message, describe_exception, jsonable
 from .breakpoints import Breakpoints, Step
 from .variables import EditRefused, Entry, Variables
 
@@ -177,7 +177,7 @@ class RunStepper:
             return
         name = f"provider {index + 1}: {kind}"
         shown = [Entry("instructions", context.instructions),
-                 Entry("messages", [message_to_dict(m) for m in context.messages or ()]),
+                 Entry("messages", [conversation_message(m).wire() for m in context.messages or ()]),
                  Entry("tools", [getattr(t, "name", type(t).__name__) for t in context.tools or ()])]
         about = [Entry("type", kind), Entry("class", type(provider).__name__), Entry("index", index + 1),
                  Entry("agent", agent.id)]
@@ -242,7 +242,7 @@ class RunStepper:
         return response
 
     def _answered(self, updates: UpdateAccumulator) -> None:
-        messages = [message_to_dict(m) for m in updates.messages()]
+        messages = [conversation_message(m).wire() for m in updates.messages()]
         self.last_response = {"agent": self.levels[-1].agent_id, "call": self.model_calls, "messages": messages}
 
     # -- tools ------------------------------------------------------------------------------------------

@@ -16,11 +16,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 from oscova_runtime.tokens import ESTIMATED_NOTE, figure
 from pygls.exceptions import JsonRpcException
+
+if TYPE_CHECKING:
+    from ..runhost.client import RunHost
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +56,7 @@ class TokenFigures:
     `root_for(uri, what)`: the workspace root of a document (`Runs.root_for`); `service(root)`: its run host;
     `settle()`: applies the editor's pending edits; `changes()`: the analysis host's change count."""
 
-    def __init__(self, root_for: Callable[[str, str], str], service: Callable[[str], Awaitable[Any]],
+    def __init__(self, root_for: Callable[[str, str], str], service: Callable[[str], Awaitable[RunHost]],
                  settle: Callable[[], None], changes: Callable[[], int]) -> None:
         self._root_for = root_for
         self._service = service
@@ -97,8 +100,9 @@ class TokenFigures:
         except Exception as error:  # noqa: BLE001 - a hover never fails; the log has the rest
             logger.exception("counting the tokens of %s failed", agent_id)
             return Figures(None, f"counting failed: {error}")
-        tokens = preview.get("tokens")
-        return Figures(tokens) if isinstance(tokens, dict) else Figures(None, "the preview has no token figures")
+        if preview.tokens is None:
+            return Figures(None, "the preview has no token figures")
+        return Figures(preview.tokens.wire())
 
     # -- what the editor shows ---------------------------------------------------------------------------
 

@@ -26,19 +26,23 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types as lsp
 from oscova_runtime.paths import is_inside
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 
 from ..analysis.agents import agent_file, agent_list
 from ..analysis.files import DefinitionFile
 from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
 from . import convert
+from .agent_tests import compare_runs, list_tests, run_test, save_test_case
 from .capabilities import COMMANDS
+from .commands import JsonRpcRequestFailed, read_arguments, scope_of
 from .figures import TokenFigures, token_lens
 from .settings import describe_value
 
 if TYPE_CHECKING:
     from ..runhost.client import HostedRun, RunHost
+    from ..wire.commands import AgentListing, PreviewResult
+    from ..wire.events import AnyRunEvent, ApprovalPrompt, RunResult
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +53,6 @@ SHUTDOWN_GRACE = 6.0
 """Seconds given to the run hosts to end their runs at shutdown."""
 MAX_ARGUMENT_PREVIEW = 400
 """Characters of a tool call's arguments shown in an approval prompt."""
-
-
-class JsonRpcRequestFailed(JsonRpcException):
-    """LSP `RequestFailed`: the request was well formed but could not be carried out (words for the user)."""
-
-    CODE = -32803
 
 
 @dataclass
@@ -90,39 +88,6 @@ class RunsServer(Protocol):
     def window_show_message_request_async(self, params: lsp.ShowMessageRequestParams) -> Any: ...
 
 
-# ------------------------------------------------------------------------------------------- arguments
-
-
-def command_argument(params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """The single argument object of a command (`arguments: [{...}]`); none at all reads as `{}`."""
-    arguments = params.arguments
-    if not arguments:
-        return {}
-    if len(arguments) != 1 or not isinstance(arguments[0], dict):
-        raise JsonRpcInvalidParams(f"{params.command} takes one argument object, e.g. "
-                                   f"{{\"arguments\": [{{\"agentId\": \"...\"}}]}}")
-    return arguments[0]
-
-
-def _string(args: dict[str, Any], key: str, command: str, *, required: bool = False) -> str | None:
-    value = args.get(key)
-    if value is None:
-        if required:
-            raise JsonRpcInvalidParams(f"{command} needs `{key}` (a string)")
-        return None
-    if not isinstance(value, str) or (required and key != "input" and not value.strip()):
-        raise JsonRpcInvalidParams(f"{command}: `{key}` must be a non-empty string" if key != "input"
-                                   else f"{command}: `input` must be a string")
-    return value
-
-
-def _required(args: dict[str, Any], key: str, command: str) -> str:
-    value = _string(args, key, command, required=True)
-    if value is None:  # `_string` raises for a missing required key; this keeps the type checker informed
-        raise JsonRpcInvalidParams(f"{command} needs `{key}` (a string)")
-    return value
-
-
 # ------------------------------------------------------------------------------------------ code lenses
 
 
@@ -139,24 +104,30 @@ def code_lenses(parsed: DefinitionFile, document_uri: str, *, trusted: bool = Tr
         return []
     start = span.key.start if span.key is not None else span.value.start
     rng = lsp.Range(start=convert.position(start), end=convert.position(span.value.end))
+    from ..wire.commands import PreviewPromptArguments, RunAgentArguments
+
     example = parsed.definition.example_input if parsed.definition is not None else None
     preview = lsp.CodeLens(range=rng, command=lsp.Command(
-        title="Preview prompt", command="oscova.previewPrompt", arguments=[{"agentId": agent_id, "uri": document_uri}]))
+        title="Preview prompt", command="oscova.previewPrompt",
+        arguments=[PreviewPromptArguments(agent_id=agent_id, uri=document_uri).wire()]))
     tokens = token_lens(rng, agent_id, document_uri)
     if not trusted:
         return [preview, tokens]
     return [
         lsp.CodeLens(range=rng, command=lsp.Command(
             title="Run agent", command="oscova.runAgent",
-            arguments=[{"agentId": agent_id, "input": example or "", "uri": document_uri}])),
+            arguments=[RunAgentArguments(agent_id=agent_id, input=example or "", uri=document_uri).wire()])),
         preview,
         tokens,
     ]
 
 
-def agents_of(workspace: Workspace) -> list[dict[str, Any]]:
-    """`[{id, name, uri, exposedAsTool, exampleInput}]`: the one listing (`analysis/agents.py`), in LSP URIs."""
-    return [agent.to_json(convert.uri(agent.path)) for agent in agent_list(workspace)]
+def agents_of(workspace: Workspace) -> list[AgentListing]:
+    """The one listing (`analysis/agents.py`), in LSP URIs."""
+    from ..wire.commands import AgentListing
+
+    return [AgentListing(id=a.id, name=a.name, uri=convert.uri(a.path), exposed_as_tool=a.exposed_as_tool,
+                         example_input=a.example_input) for a in agent_list(workspace)]
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -249,8 +220,7 @@ class Runs:
         if self.figures.forget() and self.server.caps("workspace", "code_lens", "refresh_support"):
             self.server.workspace_code_lens_refresh(None)
 
-    def _hosts_for(self, args: dict[str, Any], command: str) -> list[RunHost]:
-        document_uri = _string(args, "uri", command)
+    def _hosts_for(self, document_uri: str | None, command: str) -> list[RunHost]:
         if document_uri is None:
             return list(self.hosts.values())
         found = self.hosts.get(self.root_for(document_uri, command))
@@ -259,24 +229,24 @@ class Runs:
     # -- commands ---------------------------------------------------------------------------------------
 
     async def run_agent(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
+        from ..wire.commands import RunAgentArguments
+
         command = params.command
-        args = command_argument(params)
-        agent_id = _required(args, "agentId", command)
-        text = _required(args, "input", command)
-        session_id = _string(args, "sessionId", command)
+        args = read_arguments(RunAgentArguments, params)
+        agent_id = args.agent_id
         if not self.trusted:
             from ..runs.errors import untrusted_refusal
 
             raise JsonRpcRequestFailed(untrusted_refusal("oscova.runAgent"))
         if self._closing:
             raise JsonRpcRequestFailed("The server is shutting down")
-        root = self.root_for(_string(args, "uri", command), command)
+        root = self.root_for(args.uri, command)
         request = _RunRequest()
         msg_id = self.server.protocol.msg_id
         if msg_id is not None:
             self._requests[msg_id] = request
         status = "cancelled"
-        result: dict[str, Any] = {}
+        result: RunResult | None = None
         try:
             host = await self.host(root)
             request.token = await self._progress_token(params.work_done_token)
@@ -284,76 +254,70 @@ class Runs:
                 self._tokens[request.token] = request
                 self._progress(request, lsp.WorkDoneProgressBegin(
                     title=f"Running {self.agent_name(root, agent_id)}", cancellable=True, message="starting"))
-            handle = host.start_run(agent_id, text, session_id=session_id,
+            handle = host.start_run(agent_id, args.input, session_id=args.session_id,
                                     on_event=lambda event: self._on_event(request, event))
             request.handle = handle
             if request.cancelled or self._closing:
                 handle.cancel()
             result = await handle
-            status = result["status"]
+            status = result.status
         finally:
             self.forget_figures()  # a run may have written what a preview reads (memory, the todo list)
             if msg_id is not None:
                 self._requests.pop(msg_id, None)
             if request.token is not None:
                 self._tokens.pop(request.token, None)
-                error = result.get("error") if status == "failed" else None
+                error = result.error if result is not None and status == "failed" else None
                 self._progress(request, lsp.WorkDoneProgressEnd(message=f"failed: {error}" if error else status))
                 self.server.work_done_progress.tokens.pop(request.token, None)
         self.server.window_log_message(lsp.LogMessageParams(
-            type=lsp.MessageType.Warning if status == "failed" or result.get("transcriptError") else lsp.MessageType.Info,
-            message=f"oscova: run {result['runId']} of {agent_id} {status}"
-                    + (f": {result['error']}" if result.get("error") else "")
-                    + (f" (transcript {result['transcript']})" if result.get("transcript") else "")
-                    + (f"; {result['transcriptError']}" if result.get("transcriptError") else "")))
-        return {key: result[key] for key in ("runId", "agentId", "sessionId", "status", "text", "messages",
-                                             "error", "transcript", "transcriptError") if key in result}
+            type=lsp.MessageType.Warning if status == "failed" or result.transcript_error else lsp.MessageType.Info,
+            message=f"oscova: run {result.run_id} of {agent_id} {status}"
+                    + (f": {result.error}" if result.error else "")
+                    + (f" (transcript {result.transcript})" if result.transcript else "")
+                    + (f"; {result.transcript_error}" if result.transcript_error else "")))
+        return result.wire()
 
     async def preview_prompt(self, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-        command = params.command
-        args = command_argument(params)
-        agent_id = _required(args, "agentId", command)
-        text = _string(args, "input", command)
-        host = await self.host(self.root_for(_string(args, "uri", command), command))
         from ..runhost.client import RunHostError
+        from ..wire.commands import PreviewPromptArguments
 
+        args = read_arguments(PreviewPromptArguments, params)
+        host = await self.host(self.root_for(args.uri, params.command))
         try:
-            preview = await host.preview(agent_id, text or None)
+            preview: PreviewResult = await host.preview(args.agent_id, args.input or None)
         except RunHostError as error:
             raise JsonRpcRequestFailed(str(error)) from None
-        return {"agentId": agent_id, "instructions": preview.get("instructions") or "",
-                "messages": preview.get("messages", []), "tools": preview.get("tools", []),
-                "providers": preview.get("providers", []), "trusted": preview.get("trusted", self.trusted),
-                "notLoaded": preview.get("notLoaded", []),
-                **({"tokens": preview["tokens"]} if preview.get("tokens") else {})}
+        return preview.wire()
 
     def cancel_run(self, params: lsp.ExecuteCommandParams) -> None:
-        args = command_argument(params)
-        run_id = _string(args, "runId", params.command, required=True)
+        from ..wire.commands import CancelRunArguments
+
+        run_id = read_arguments(CancelRunArguments, params).run_id
         for host in list(self.hosts.values()):
-            run = host.find_run(run_id or "")
+            run = host.find_run(run_id)
             if run is not None and run.cancel():
                 return
 
     def evict_agent(self, params: lsp.ExecuteCommandParams) -> None:
-        args = command_argument(params)
-        agent_id = _string(args, "agentId", params.command, required=True)
-        for host in self._hosts_for(args, params.command):
-            if agent_id is not None:
-                host.evict(agent_id)
+        from ..wire.commands import EvictAgentArguments
+
+        args = read_arguments(EvictAgentArguments, params)
+        for host in self._hosts_for(args.uri, params.command):
+            host.evict(args.agent_id)
 
     def invalidate_agents(self, params: lsp.ExecuteCommandParams) -> None:
-        for host in self._hosts_for(command_argument(params), params.command):
+        for host in self._hosts_for(scope_of(params), params.command):
             host.invalidate(everything=False)
 
     def invalidate_all(self, params: lsp.ExecuteCommandParams) -> None:
-        for host in self._hosts_for(command_argument(params), params.command):
+        for host in self._hosts_for(scope_of(params), params.command):
             host.invalidate(everything=True)
 
     async def listed_roots(self, params: lsp.ExecuteCommandParams) -> list[str]:
         """The roots a listing command reads, once read: that of its `uri`, or every opened one; the editor's
         pending edits are applied first."""
-        document_uri = _string(command_argument(params), "uri", params.command)
+        document_uri = scope_of(params)
         server = self.server
         if document_uri is not None:
             root = self.root_for(document_uri, params.command)
@@ -375,7 +339,7 @@ class Runs:
         for root in roots:
             analysis = snapshot.analyses.get(root)
             if analysis is not None:
-                out.extend(agents_of(analysis.workspace))
+                out.extend(agent.wire() for agent in agents_of(analysis.workspace))
         return out
 
     # -- cancellation -------------------------------------------------------------------------------------
@@ -414,21 +378,20 @@ class Runs:
 
     # -- streaming ----------------------------------------------------------------------------------------
 
-    def _on_event(self, request: _RunRequest, event: dict[str, Any]) -> None:
-        self.server.protocol.notify(RUN_EVENT, event)
+    def _on_event(self, request: _RunRequest, event: AnyRunEvent) -> None:
+        self.server.protocol.notify(RUN_EVENT, event.wire())
         if request.token is None:
             return
-        kind = event["kind"]
         message: str | None = None
-        if kind == "toolCall":
-            request.tools[str(event.get("callId"))] = str(event.get("name"))
-            message = f"calling {event.get('name')}"
-        elif kind == "toolResult":
-            name = event.get("name") or request.tools.get(str(event.get("callId")), "a tool")
-            message = f"{name} failed" if "error" in event else f"{name} answered"
-        elif kind == "delta":
+        if event.kind == "toolCall":
+            request.tools[str(event.call_id)] = event.name
+            message = f"calling {event.name}"
+        elif event.kind == "toolResult":
+            name = event.name or request.tools.get(str(event.call_id), "a tool")
+            message = f"{name} failed" if event.error is not None else f"{name} answered"
+        elif event.kind == "delta":
             message = "answering"
-        elif kind == "message" and event.get("role") == "user":
+        elif event.kind == "message" and event.role == "user":
             message = "asking the model"
         if message is not None and message != request.last_report:
             request.last_report = message
@@ -466,14 +429,13 @@ class Runs:
 
     # -- approval -----------------------------------------------------------------------------------------
 
-    async def _approve(self, prompt: dict[str, Any]) -> bool:
+    async def _approve(self, prompt: ApprovalPrompt) -> bool:
         """Asks through `window/showMessageRequest`, which every client implements (the `window.showMessage`
         capability only refines it: eglot answers prompts without declaring it)."""
-        arguments = json.dumps(prompt.get("arguments"), ensure_ascii=False)
+        arguments = json.dumps(prompt.arguments, ensure_ascii=False)
         if len(arguments) > MAX_ARGUMENT_PREVIEW:
             arguments = arguments[:MAX_ARGUMENT_PREVIEW] + "…"
-        message = (f"The agent {prompt.get('agentId')} wants to run the tool {prompt.get('tool')} with "
-                   f"{arguments}. Allow it?")
+        message = f"The agent {prompt.agent_id} wants to run the tool {prompt.tool} with {arguments}. Allow it?"
         answer = await self.server.window_show_message_request_async(lsp.ShowMessageRequestParams(
             type=lsp.MessageType.Warning, message=message,
             actions=[lsp.MessageActionItem(title=APPROVE), lsp.MessageActionItem(title=DENY)]))
@@ -492,7 +454,7 @@ def command_handlers(runs: Runs, more: dict[str, Callable[[lsp.ExecuteCommandPar
         "oscova.invalidateAll": runs.invalidate_all,
         "oscova.listAgents": runs.list_agents,
     }
-    handlers.update({  # agent tests and run comparison (below)
+    handlers.update({  # agent tests and run comparison (`agent_tests.py`), the review (below)
         "oscova.listTests": lambda params: list_tests(runs, params),
         "oscova.runTest": lambda params: run_test(runs, params),
         "oscova.saveTestCase": lambda params: save_test_case(runs, params),
@@ -527,105 +489,6 @@ def workspace_trust(options: Any) -> tuple[bool, tuple[str, ...]]:
     return trusted, tuple(problems)
 
 
-# ------------------------------------------------------------------------------- agent tests, compare
-# `oscova.listTests`, `oscova.runTest`, `oscova.saveTestCase` over the cases of `runs/cases.py` (the code of
-# `oscova-lsp test`), and `oscova.compareRuns` (`runs/compare.py`). A case replays in the run host (it builds
-# the agent, which imports the workspace's code); listing, saving and comparing read files only.
-
-
-def _case_json(case: Any) -> dict[str, Any]:
-    out: dict[str, Any] = case.to_json()
-    out["uri"] = convert.uri(case.path)
-    return out
-
-
-async def list_tests(runs: Runs, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
-    """`[{name, path, uri, root, agentId, input}]` (or `{name, path, uri, root, error}` for a case that cannot
-    be read: a FIFO, a link leading out, a damaged transcript): the cases of the workspace folder `uri` names,
-    or of every folder the editor opened. Reading cases runs no workspace code, so it works in an untrusted
-    workspace; and through the file gateway, so no case can stall it."""
-    args = command_argument(params)
-    document_uri = _string(args, "uri", params.command)
-    if document_uri is not None:
-        folders = [runs.opened_path(document_uri, params.command)]
-    else:
-        folders = list(runs.server.host.folders)
-    return await asyncio.to_thread(_listed, [f for f in folders if os.path.exists(f)])
-
-
-def _listed(folders: list[str]) -> list[dict[str, Any]]:
-    """On a worker thread, the first import included: listing never holds up the loop (hover, completion)."""
-    from ..runs.cases import CaseError, find_cases
-
-    try:
-        return [_case_json(case) for case in find_cases(folders)]
-    except CaseError as error:
-        raise JsonRpcRequestFailed(str(error)) from None
-
-
-async def run_test(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """`{name, path, uri, status, agentId, durationMs, difference?, error?}` of one case (`uri`: the case
-    file); `update: true` re-records a drifted case. Refused in an untrusted workspace: a replay builds the
-    agent, which imports the workspace's providers."""
-    from ..runhost.client import RunHostError
-
-    args = command_argument(params)
-    document_uri = _string(args, "uri", params.command, required=True)
-    update = args.get("update", False)
-    if not isinstance(update, bool):
-        raise JsonRpcInvalidParams(f"{params.command}: `update` must be true or false")
-    path = runs.opened_path(document_uri or "", params.command)
-    if not runs.trusted:
-        raise JsonRpcRequestFailed("The workspace is not trusted: oscova.runTest replays agents (and imports the "
-                                   "workspace's provider code) only in a trusted workspace")
-    host = await runs.host(runs.server.host.root_of(path))
-    try:
-        out: dict[str, Any] = await host.run_test(path, update)
-    except RunHostError as error:
-        raise JsonRpcRequestFailed(str(error)) from None
-    out["uri"] = convert.uri(out.get("path") or path)
-    return out
-
-
-async def save_test_case(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """Promotes a completed run to a case: `{runId, name?, uri?}` → the case as `oscova.listTests` lists it,
-    with `gitignore` (the lines that commit the cases and keep the rest of `.oscova/` out, those its `.gitignore`
-    lacks) on the workspace's first case, as `oscova-lsp test --save` prints them."""
-    from ..runs.cases import CaseError, missing_gitignore_lines, save_case, tests_dir
-
-    args = command_argument(params)
-    run_id = _string(args, "runId", params.command, required=True)
-    name = _string(args, "name", params.command)
-    root = runs.root_for(_string(args, "uri", params.command), params.command)
-    first = not os.path.isdir(tests_dir(root))
-    try:
-        case = await asyncio.to_thread(save_case, root, run_id or "", name)
-    except CaseError as error:
-        raise JsonRpcRequestFailed(str(error)) from None
-    out = _case_json(case)
-    missing = missing_gitignore_lines(root) if first else []
-    if missing:
-        out["gitignore"] = missing
-    return out
-
-
-async def compare_runs(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[str, Any]:
-    """`{transcript, previous?}` → both runs' model requests rendered as text, for the editor's diff view
-    (`runs/compare.py`); without `previous`, the run of the same agent before this one."""
-    from ..runs.compare import compare_with_previous
-    from ..runs.transcript import RecordingError
-
-    args = command_argument(params)
-    transcript = _string(args, "transcript", params.command, required=True)
-    previous = _string(args, "previous", params.command)
-    if any("\x00" in (path or "") for path in (transcript, previous)):  # no file name holds one
-        raise JsonRpcInvalidParams(f"{params.command}: a transcript path cannot hold a NUL byte")
-    try:
-        return await asyncio.to_thread(compare_with_previous, transcript or "", previous)
-    except RecordingError as error:
-        raise JsonRpcRequestFailed(str(error)) from None
-
-
 # ---------------------------------------------------------------------------------------------- review
 # `oscova.review` runs `oscova-lsp review --format json` as a process of its own: the review reads the base from
 # git, parses both sides and (with trust) imports both sides' code, none of which may touch the server's state,
@@ -642,16 +505,18 @@ async def review_changes(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[s
     without it the review imports nothing of the workspace there too, as the untrusted preview does."""
     import sys
 
-    args = command_argument(params)
-    base = _string(args, "base", params.command)
-    trust = args.get("trust", False)
-    if not isinstance(trust, bool):
-        raise JsonRpcInvalidParams(f"{params.command}: `trust` must be true or false")
+    from pydantic import ValidationError
+
+    from ..wire.commands import ReviewArguments
+    from ..wire.reports import ReviewReport
+
+    args = read_arguments(ReviewArguments, params)
+    base, trust = args.base, args.trust
     if trust and not runs.trusted:
         raise JsonRpcRequestFailed("The workspace is not trusted: oscova.review imports the workspace's tools and "
                                    "providers (`trust: true`) only in a trusted workspace; without `trust` it "
                                    "imports none")
-    root = runs.root_for(_string(args, "uri", params.command), params.command)
+    root = runs.root_for(args.uri, params.command)
     command = [sys.executable, "-P", "-m", "oscova_lsp", "review", "--format", "json",
                *([f"--base={base}"] if base else []), *(["--trust"] if trust else []), "--", root]
     from oscova_runtime.processes import ProcessFailed, ProcessTimedOut, run_async
@@ -668,7 +533,7 @@ async def review_changes(runs: Runs, params: lsp.ExecuteCommandParams) -> dict[s
         why = err.decode("utf-8", "replace").strip().splitlines()
         raise JsonRpcRequestFailed((why[-1] if why else "the review failed").removeprefix("oscova-lsp: "))
     try:
-        found: dict[str, Any] = json.loads(out)
-    except json.JSONDecodeError:
-        raise JsonRpcRequestFailed("the review did not answer with JSON") from None
-    return found
+        found = ReviewReport.model_validate_json(out)
+    except ValidationError:
+        raise JsonRpcRequestFailed("the review did not answer with its JSON report") from None
+    return found.wire()

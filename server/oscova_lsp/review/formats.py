@@ -52,10 +52,10 @@ def _economics(agent: AgentChange) -> str | None:
     e = agent.economics
     if not e:
         return None
-    mark = "" if e["exact"] else "≈ "
-    prefix = "moved" if e["prefixMoved"] else "unchanged"
-    return (f"tokens {mark}{e['tokensBefore']:,} → {mark}{e['tokensAfter']:,} ({e['delta']:+,}, {e['tokenizer']}); "
-            f"cacheable prefix {mark}{e['cacheableBefore']:,} → {mark}{e['cacheableAfter']:,} ({prefix})")
+    mark = "" if e.exact else "≈ "
+    prefix = "moved" if e.prefix_moved else "unchanged"
+    return (f"tokens {mark}{e.tokens_before:,} → {mark}{e.tokens_after:,} ({e.delta:+,}, {e.tokenizer}); "
+            f"cacheable prefix {mark}{e.cacheable_before:,} → {mark}{e.cacheable_after:,} ({prefix})")
 
 
 def _finding_text(d: Finding) -> str:
@@ -64,12 +64,12 @@ def _finding_text(d: Finding) -> str:
 
 def _summary_rows(review: Review) -> list[tuple[str, str]]:
     s = review.summary()
-    introduced = f"{s['diagnosticsIntroduced']}" + (f" ({_plural(s['errorsIntroduced'], 'error')})"
-                                                     if s["errorsIntroduced"] else "")
-    tests = f"{s['testsDrifted']} of {s['testsReplayed']} replayed"
-    return [("agents changed", str(s["changed"])), ("agents added", str(s["added"])),
-            ("agents removed", str(s["removed"])), ("agents unchanged", str(s["unchanged"])),
-            ("diagnostics introduced", introduced), ("diagnostics fixed", str(s["diagnosticsFixed"])),
+    introduced = f"{s.diagnostics_introduced}" + (f" ({_plural(s.errors_introduced, 'error')})"
+                                                   if s.errors_introduced else "")
+    tests = f"{s.tests_drifted} of {s.tests_replayed} replayed"
+    return [("agents changed", str(s.changed)), ("agents added", str(s.added)),
+            ("agents removed", str(s.removed)), ("agents unchanged", str(s.unchanged)),
+            ("diagnostics introduced", introduced), ("diagnostics fixed", str(s.diagnostics_fixed)),
             ("agent tests drifted", tests)]
 
 
@@ -82,10 +82,10 @@ def format_text(review: Review) -> str:
         lines += _workspace_text(workspace, review.trusted)
     lines += [f"note: {n}" for n in review.notes]
     s = review.summary()
-    lines.append(f"{_plural(s['changed'], 'agent')} changed, {s['added']} added, {s['removed']} removed, "
-                 f"{s['unchanged']} unchanged; {_plural(s['diagnosticsIntroduced'], 'diagnostic')} introduced "
-                 f"({_plural(s['errorsIntroduced'], 'error')}), {s['diagnosticsFixed']} fixed; "
-                 f"{s['testsDrifted']} of {_plural(s['testsReplayed'], 'agent test')} drifted")
+    lines.append(f"{_plural(s.changed, 'agent')} changed, {s.added} added, {s.removed} removed, "
+                 f"{s.unchanged} unchanged; {_plural(s.diagnostics_introduced, 'diagnostic')} introduced "
+                 f"({_plural(s.errors_introduced, 'error')}), {s.diagnostics_fixed} fixed; "
+                 f"{s.tests_drifted} of {_plural(s.tests_replayed, 'agent test')} drifted")
     return terminal_text("\n".join(lines))
 
 
@@ -217,4 +217,4 @@ def format_github(review: Review) -> str:
 
 
 def format_json(review: Review) -> str:
-    return json.dumps(review.to_json(), indent=2, ensure_ascii=False)
+    return json.dumps(review.report().wire(), indent=2, ensure_ascii=False)

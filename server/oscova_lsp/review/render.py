@@ -33,11 +33,11 @@ from oscova_runtime.tools import ApprovalRequest, approval_channel
 
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile
+from ..runs.agents_cache import forget_modules_inside, make_importable
 from ..runs.diff import request_lines
 from ..runs.errors import describe_failure
 from ..runs.events import Redactor
 from ..runs.preview import assemble_preview, not_loaded
-from ..runs.service import forget_modules_inside, make_importable
 
 REVIEW_MOMENT = _dt.datetime(2025, 1, 1, 12, 0, tzinfo=_dt.UTC)
 """The date and time every template sees in a review (`current_date`, `current_time`), on both sides."""

@@ -1,18 +1,5 @@
-"""A review's findings as plain values, and their JSON shape (`--format json`, `oscova.review`).
-
-The shape, version 1 (docs/review.md, "The JSON report"):
-
-    {"version": 1, "base": {"ref", "commit", "chosen"}, "head": "the work tree",
-     "renderedAt": ISO time, "facts": {...}, "trusted": bool, "exitCode": 0 | 1,
-     "summary": {"changed", "added", "removed", "unchanged", "diagnosticsIntroduced", "errorsIntroduced",
-                 "diagnosticsFixed", "testsReplayed", "testsDrifted"},
-     "workspaces": [{"root", "unchanged", "notLoaded": [{kind, name, source, reason}],
-                     "agents": [{"id", "status": "changed" | "added" | "removed", "path", "causes": [path],
-                                 "changes": [{"part", "diff"}], "request": text | null, "economics": null}],
-                     "diagnostics": {"introduced": [diagnostic], "fixed": [diagnostic]},
-                     "tests": [{"name", "path", "agentId", "status": "passed" | "drifted" | "error"
-                                | "not replayed", "difference"?, "reason"?}]}],
-     "notes": [sentence]}
+"""A review's findings as plain values, and their JSON report (`--format json`, `oscova.review`): the
+`wire.reports.ReviewReport` model, version 1 (docs/review.md, "The JSON report").
 
 Paths are relative to the repository's top folder, `/`-separated; a diagnostic is `{path, line, character,
 code, severity, message}` with 1-based line and character (as `check`'s text and GitHub output).
@@ -23,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..wire import reports as wire
 from .git import Base
 from .render import REVIEW_FACTS, REVIEW_MOMENT
 
 AgentStatus = Literal["changed", "added", "removed"]
 TestStatus = Literal["passed", "drifted", "error", "not replayed"]
-FORMAT_VERSION = 1
+FORMAT_VERSION: Literal[1] = 1
 
 
 @dataclass
@@ -43,14 +31,14 @@ class AgentChange:
     """Part (`instructions`, `messages`, `tools`, `options`) -> its unified diff, base → work tree."""
     request: str | None = None
     """An added or removed agent's whole request, as text."""
-    economics: dict[str, Any] | None = None
-    """Token delta and whether the cacheable prefix moved: `economics.prompt_economics` (None until token
-    counts exist)."""
+    economics: wire.PromptEconomics | None = None
+    """Token delta and whether the cacheable prefix moved: `economics.prompt_economics` (None when a side has no
+    token counts)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.agent_id, "status": self.status, "path": self.path, "causes": self.causes,
-                "changes": [{"part": part, "diff": diff} for part, diff in self.changes.items()],
-                "request": self.request, "economics": self.economics}
+    def report(self) -> wire.ReviewAgent:
+        return wire.ReviewAgent(id=self.agent_id, status=self.status, path=self.path, causes=self.causes,
+                                changes=[wire.ReviewChange(part=part, diff=diff) for part, diff in self.changes.items()],
+                                request=self.request, economics=self.economics)
 
 
 @dataclass(frozen=True)
@@ -64,9 +52,9 @@ class Finding:
     severity: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "character": self.character, "code": self.code,
-                "severity": self.severity, "message": self.message}
+    def report(self) -> wire.ReviewFinding:
+        return wire.ReviewFinding(path=self.path, line=self.line, character=self.character, code=self.code,
+                                  severity=self.severity, message=self.message)
 
 
 @dataclass
@@ -84,13 +72,9 @@ class TestOutcome:
     def failed(self) -> bool:
         return self.status in ("drifted", "error")
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "path": self.path, "agentId": self.agent_id, "status": self.status}
-        if self.difference is not None:
-            out["difference"] = self.difference
-        if self.reason is not None:
-            out["reason"] = self.reason
-        return out
+    def report(self) -> wire.ReviewTest:
+        return wire.ReviewTest(name=self.name, path=self.path, agent_id=self.agent_id, status=self.status,
+                               difference=self.difference, reason=self.reason)
 
 
 @dataclass
@@ -108,12 +92,13 @@ class WorkspaceReview:
     def of(self, status: AgentStatus) -> list[AgentChange]:
         return [a for a in self.agents if a.status == status]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"root": self.root, "unchanged": self.unchanged, "notLoaded": self.not_loaded,
-                "agents": [a.to_json() for a in self.agents],
-                "diagnostics": {"introduced": [d.to_json() for d in self.introduced],
-                                "fixed": [d.to_json() for d in self.fixed]},
-                "tests": [t.to_json() for t in self.tests]}
+    def report(self) -> wire.ReviewWorkspace:
+        return wire.ReviewWorkspace.model_validate({
+            "root": self.root, "unchanged": self.unchanged, "notLoaded": self.not_loaded,
+            "agents": [a.report() for a in self.agents],
+            "diagnostics": wire.ReviewFindings(introduced=[d.report() for d in self.introduced],
+                                               fixed=[d.report() for d in self.fixed]),
+            "tests": [t.report() for t in self.tests]})
 
 
 @dataclass
@@ -139,18 +124,19 @@ class Review:
         """0: no agent test drifted (or could not run) and no error was introduced; 1 otherwise."""
         return 1 if self.errors_introduced or any(t.failed for t in self.tests) else 0
 
-    def summary(self) -> dict[str, int]:
+    def summary(self) -> wire.ReviewSummary:
         replayed = [t for t in self.tests if t.status != "not replayed"]
-        return {"changed": self.count("changed"), "added": self.count("added"), "removed": self.count("removed"),
-                "unchanged": sum(w.unchanged for w in self.workspaces),
-                "diagnosticsIntroduced": sum(len(w.introduced) for w in self.workspaces),
-                "errorsIntroduced": len(self.errors_introduced),
-                "diagnosticsFixed": sum(len(w.fixed) for w in self.workspaces),
-                "testsReplayed": len(replayed), "testsDrifted": sum(t.failed for t in replayed)}
+        return wire.ReviewSummary(
+            changed=self.count("changed"), added=self.count("added"), removed=self.count("removed"),
+            unchanged=sum(w.unchanged for w in self.workspaces),
+            diagnostics_introduced=sum(len(w.introduced) for w in self.workspaces),
+            errors_introduced=len(self.errors_introduced), diagnostics_fixed=sum(len(w.fixed) for w in self.workspaces),
+            tests_replayed=len(replayed), tests_drifted=sum(t.failed for t in replayed))
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": FORMAT_VERSION, "base": {"ref": self.base.ref, "commit": self.base.commit,
-                                                 "chosen": self.base.label},
-                "head": "the work tree", "renderedAt": REVIEW_MOMENT.isoformat(), "facts": dict(REVIEW_FACTS),
-                "trusted": self.trusted, "exitCode": self.exit_code, "summary": self.summary(),
-                "workspaces": [w.to_json() for w in self.workspaces], "notes": self.notes}
+    def report(self) -> wire.ReviewReport:
+        return wire.ReviewReport(
+            version=FORMAT_VERSION, base=wire.ReviewBase(ref=self.base.ref, commit=self.base.commit,
+                                                         chosen=self.base.label),
+            head="the work tree", rendered_at=REVIEW_MOMENT.isoformat(), facts=dict(REVIEW_FACTS),
+            trusted=self.trusted, exit_code=self.exit_code, summary=self.summary(),
+            workspaces=[w.report() for w in self.workspaces], notes=self.notes)

@@ -118,11 +118,12 @@ class _Child:
         except (CaseError, IndexError) as error:
             raise RuntimeError(str(error) or f"{params['path']} is not a case") from None
         result = await run_case(case, update=bool(params.get("update")))
-        return result.to_json()
+        return result.answer().wire()
 
     async def run_eval(self, params: dict[str, Any]) -> Any:
-        from ..runs.eval_report import to_json
+        from ..runs.eval_report import eval_report
         from ..runs.evals import EvalError, EvalOptions, find_evals, run_evals
+        from ..wire.reports import EvalRunResult
 
         key = str(params.get("key"))
         options = EvalOptions(models=params.get("models") or (), repeat=params.get("repeat"), case=params.get("case"))
@@ -139,7 +140,7 @@ class _Child:
             report = await run_evals(evals, options)
         except EvalError as error:
             raise RuntimeError(str(error)) from None
-        return {**to_json(report), "folder": report.folder, "cancelled": report.cancelled}
+        return EvalRunResult(**dict(eval_report(report)), folder=report.folder, cancelled=report.cancelled).wire()
 
     def file_changed(self, params: dict[str, Any]) -> None:
         if self._service is None:

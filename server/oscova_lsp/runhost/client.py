@@ -18,8 +18,13 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from ..wire.commands import CaseRunResult, PreviewResult
+from ..wire.events import AnyRunEvent, ApprovalPrompt, RunResult, read_event
+from ..wire.reports import EvalRunResult
 from .endpoint import Endpoint, Gone, RemoteError
 
 logger = logging.getLogger(__name__)
@@ -35,10 +40,20 @@ SHUTDOWN_GRACE = 5.0
 STDERR_LINES = 20
 
 Documents = Callable[[], dict[str, tuple[str, int | None]]]
+Answer = TypeVar("Answer", bound=BaseModel)
 
 
 class RunHostError(Exception):
     """A request the run host did not answer, or answered with an error; the message is a sentence."""
+
+
+def _read(model: type[Answer], value: Any, what: str) -> Answer:
+    """What the run host sent, read into its model (the way in from another process)."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        raise RunHostError(f"the run host answered {what} in a shape this server does not read: "
+                           f"{error.errors()[0]['msg']} at {'.'.join(map(str, error.errors()[0]['loc']))}") from None
 
 
 def memory_limit() -> int:
@@ -55,7 +70,8 @@ class HostedRun:
     def __init__(self, host: RunHost, key: str, agent_id: str) -> None:
         self.host, self.key, self.agent_id = host, key, agent_id
         self.run_id: str | None = None
-        self.task: asyncio.Task[dict[str, Any]] | None = None
+        self.session_id: str | None = None
+        self.task: asyncio.Task[RunResult] | None = None
         self.cancel_requested = False
 
     def cancel(self) -> bool:
@@ -65,7 +81,7 @@ class HostedRun:
         self.host.cancel_run(self)
         return True
 
-    def __await__(self) -> Generator[Any, None, dict[str, Any]]:
+    def __await__(self) -> Generator[Any, None, RunResult]:
         # Shielded: a caller that stops waiting (a request pygls cancels at shutdown) does not cut the run's
         # relay short; a run ends by `cancel()`, and its `cancelled` event still reaches the editor.
         if self.task is None:
@@ -77,7 +93,7 @@ class RunHost:
     """The run host of one workspace root."""
 
     def __init__(self, root: str, *, trusted: bool, documents: Documents,
-                 approve: Callable[[dict[str, Any]], Awaitable[bool]], notify: Callable[[str], None]) -> None:
+                 approve: Callable[[ApprovalPrompt], Awaitable[bool]], notify: Callable[[str], None]) -> None:
         self.root = root
         self.trusted = trusted
         self._documents = documents
@@ -87,7 +103,7 @@ class RunHost:
         self._endpoint: Endpoint | None = None
         self._starting: asyncio.Lock | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self._events: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self._events: dict[str, Callable[[AnyRunEvent], None]] = {}
         self._progress: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._runs: dict[str, HostedRun] = {}
         self._keys = itertools.count(1)
@@ -186,18 +202,23 @@ class RunHost:
         except (RemoteError, Gone) as error:
             raise RunHostError(str(error)) from None
 
-    async def preview(self, agent_id: str, input: str | None = None, *, session_id: str | None = None) -> Any:
-        return await self._call("preview", {"agentId": agent_id, "input": input, "sessionId": session_id})
+    async def preview(self, agent_id: str, input: str | None = None, *, session_id: str | None = None,
+                      ) -> PreviewResult:
+        answer = await self._call("preview", {"agentId": agent_id, "input": input, "sessionId": session_id})
+        return _read(PreviewResult, answer, "a preview")
 
     def start_run(self, agent_id: str, input: str, *, session_id: str | None = None,
-                  on_event: Callable[[dict[str, Any]], None] | None = None, approvals: bool = True,
+                  on_event: Callable[[AnyRunEvent], None] | None = None, approvals: bool = True,
                   model: str | None = None) -> HostedRun:
         """Starts a run in the run host and returns at once; its events reach `on_event` in order."""
         key = str(next(self._keys))
         run = HostedRun(self, key, agent_id)
+        run.session_id = session_id
 
-        def event(value: dict[str, Any]) -> None:
-            run.run_id = run.run_id or value.get("runId")
+        def event(value: AnyRunEvent) -> None:
+            run.run_id = run.run_id or value.run_id
+            if value.kind == "started":
+                run.session_id = value.session_id
             if on_event is not None:
                 on_event(value)
 
@@ -208,14 +229,13 @@ class RunHost:
                                                          "model": model}))
         return run
 
-    async def _run(self, run: HostedRun, params: dict[str, Any]) -> dict[str, Any]:
+    async def _run(self, run: HostedRun, params: dict[str, Any]) -> RunResult:
         try:
-            result: dict[str, Any] = await self._call("run", params)
-            return result
+            return _read(RunResult, await self._call("run", params), "a run")
         except RunHostError as error:  # the run host stopped: a run that was being cancelled ends cancelled
-            return {"runId": run.run_id or "", "agentId": run.agent_id,
-                    "status": "cancelled" if run.cancel_requested else "failed", "text": "", "messages": [],
-                    "error": str(error)}
+            return RunResult(run_id=run.run_id or "", agent_id=run.agent_id, session_id=run.session_id,
+                             status="cancelled" if run.cancel_requested else "failed", text="", messages=[],
+                             transcript=None, error=str(error))
         finally:
             self._events.pop(run.key, None)
             self._runs.pop(run.key, None)
@@ -238,19 +258,20 @@ class RunHost:
     def find_run(self, run_id: str) -> HostedRun | None:
         return next((run for run in self._runs.values() if run.run_id == run_id), None)
 
-    async def run_test(self, path: str, update: bool) -> Any:
-        return await self._call("runTest", {"path": path, "update": update})
+    async def run_test(self, path: str, update: bool) -> CaseRunResult:
+        return _read(CaseRunResult, await self._call("runTest", {"path": path, "update": update}), "an agent test")
 
     async def run_eval(self, path: str, options: dict[str, Any],
-                       progress: Callable[[dict[str, Any]], None] | None = None) -> Any:
+                       progress: Callable[[dict[str, Any]], None] | None = None) -> EvalRunResult:
         key = str(next(self._keys))
         if progress is not None:
             self._progress[key] = progress
         try:
             # A cancelled evaluation answers with what finished (`cancelled: true`), as `oscova-lsp eval` does.
-            return await self._call("runEval", {"key": key, "path": path, **options}, answer_when_cancelled=True)
+            answer = await self._call("runEval", {"key": key, "path": path, **options}, answer_when_cancelled=True)
         finally:
             self._progress.pop(key, None)
+        return _read(EvalRunResult, answer, "an evaluation")
 
     # -- notifications --------------------------------------------------------------------------------------
 
@@ -277,8 +298,14 @@ class RunHost:
 
     def _on_event(self, params: dict[str, Any]) -> None:
         listener = self._events.get(str(params.get("key")))
-        if listener is not None and isinstance(params.get("event"), dict):
-            listener(params["event"])
+        if listener is None:
+            return
+        try:
+            event = read_event(params.get("event"))
+        except ValidationError as error:  # a bug of one side: said in the log, the run goes on
+            logger.warning("run host: an event this server does not read was dropped: %s", error.errors()[0]["msg"])
+            return
+        listener(event)
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         listener = self._progress.get(str(params.get("key")))
@@ -286,4 +313,9 @@ class RunHost:
             listener(params)
 
     async def _approve_request(self, params: dict[str, Any]) -> bool:
-        return await self._approve(params)
+        try:
+            prompt = ApprovalPrompt.model_validate(params)
+        except ValidationError:  # a question this server cannot put to the user is denied
+            logger.warning("run host: an approval question this server does not read was denied")
+            return False
+        return await self._approve(prompt)

@@ -5,16 +5,10 @@ No pygls or lsprotocol here, and no `openai` at import: the model client loads o
 
 from .errors import RunError
 from .events import EVENT_KINDS, FINAL_KINDS, Redactor
-from .service import (
-    ApproveCallback,
-    EventCallback,
-    RunHandle,
-    RunService,
-    RunStatus,
-    WorkspaceView,
-    load_model_client,
-)
+from .execution import ApproveCallback, EventCallback, RunHandle, RunStatus, load_model_client
+from .service import RunService
 from .transcript import RUNS_DIRECTORY, read_transcript
+from .workspace_view import WorkspaceView
 
 __all__ = [
     "EVENT_KINDS", "FINAL_KINDS", "RUNS_DIRECTORY", "ApproveCallback", "EventCallback", "Redactor", "RunError",

@@ -27,9 +27,8 @@ import os
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
-from xml.etree import ElementTree
 
 from oscova_runtime.paths import (
     FileRefused,
@@ -43,8 +42,11 @@ from oscova_runtime.paths import (
 
 from ..analysis.workspace import workspace_roots
 from ..reporting import display_path, github_data, github_property, json_text, printable, printable_line
+from ..wire.commands import CaseListing, CaseRunResult
+from ..wire.reports import CasesReport
 from .errors import RunError
 from .events import describe_exception
+from .junit import JUnitCase, JUnitSuite, junit_xml
 from .transcript import (
     MAX_TRANSCRIPT_BYTES,
     Recording,
@@ -112,16 +114,14 @@ class Case:
             raise RecordingError(self.refused)
         return load_recording(self.path, self.root)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "path": self.path, "root": self.root}
+    def listing(self) -> CaseListing:
+        """The case as `oscova.listTests` lists it: its agent and input, or why it cannot be read."""
         try:
             recording = self.recording()
         except RecordingError as error:
-            out["error"] = str(error)
-            return out
-        out["agentId"] = recording.agent_id
-        out["input"] = recording.input
-        return out
+            return CaseListing(name=self.name, path=self.path, root=self.root, error=str(error))
+        return CaseListing(name=self.name, path=self.path, root=self.root, agent_id=recording.agent_id,
+                           input=recording.input)
 
 
 @dataclass
@@ -140,14 +140,10 @@ class CaseResult:
     def ok(self) -> bool:
         return self.status in ("passed", "updated")
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.case.name, "path": self.case.path, "status": self.status,
-                               "agentId": self.agent_id, "durationMs": round(self.duration * 1000, 1)}
-        if self.difference is not None:
-            out["difference"] = self.difference
-        if self.error is not None:
-            out["error"] = self.error
-        return out
+    def answer(self) -> CaseRunResult:
+        """What `oscova.runTest` answers, and `oscova-lsp test --format json` lists."""
+        return CaseRunResult(name=self.case.name, path=self.case.path, status=self.status, agent_id=self.agent_id,
+                             duration_ms=round(self.duration * 1000, 1), difference=self.difference, error=self.error)
 
 
 # -------------------------------------------------------------------------------------------- finding
@@ -361,8 +357,8 @@ async def _rerecord(case: Case, recording: Recording) -> str | None:
 # ------------------------------------------------------------------------------------------- reports
 
 
-def _count(results: Iterable[CaseResult]) -> dict[str, int]:
-    counts = {"passed": 0, "failed": 0, "updated": 0, "error": 0}
+def _count(results: Iterable[CaseResult]) -> dict[CaseStatus, int]:
+    counts: dict[CaseStatus, int] = {"passed": 0, "failed": 0, "updated": 0, "error": 0}
     for result in results:
         counts[result.status] += 1
     return counts
@@ -392,7 +388,10 @@ def format_text(results: Sequence[CaseResult]) -> str:
 
 
 def format_json(results: Sequence[CaseResult]) -> str:
-    return json_text({"cases": [r.to_json() for r in results], **_count(results)}, indent=2)
+    counts = _count(results)
+    report = CasesReport(cases=[r.answer() for r in results], passed=counts["passed"], failed=counts["failed"],
+                         updated=counts["updated"], error=counts["error"])
+    return json_text(report.wire(), indent=2)
 
 
 def format_github(results: Sequence[CaseResult]) -> str:
@@ -411,40 +410,27 @@ def format_github(results: Sequence[CaseResult]) -> str:
     return "\n".join(lines)
 
 
+def _junit_case(r: CaseResult) -> JUnitCase:
+    """Drift is a `failure`, a case that cannot run an `error`, an update a note in `system-out`."""
+    case = JUnitCase(r.case.name, f"oscova.{r.agent_id or 'case'}", display_path(r.case.path), r.duration)
+    if r.status == "failed":
+        return replace(case, outcome="failure", kind="drift", text=r.difference or "",
+                       message=r.error or "the agent's requests drifted from the recording")
+    if r.status == "error":
+        return replace(case, outcome="error", kind="error", message=r.error or "the case could not run",
+                       text=r.error or "")
+    if r.status == "updated":
+        return replace(case, output=f"updated: the recording now holds the requests the agent sends\n{r.difference or ''}")
+    return case
+
+
 def format_junit(results: Sequence[CaseResult]) -> str:
-    """JUnit XML (the Ant/Jenkins layout that CI systems read): a test suite per workspace root, a test
-    case per case; drift is a `failure`, a case that cannot run an `error`."""
-    suites = ElementTree.Element("testsuites", name="oscova agent tests")
+    """JUnit XML: a test suite per workspace root, a test case per case."""
     by_root: dict[str, list[CaseResult]] = {}
     for r in results:
         by_root.setdefault(r.case.root, []).append(r)
-    total = _count(results)
-    suites.set("tests", str(len(results)))
-    suites.set("failures", str(total["failed"]))
-    suites.set("errors", str(total["error"]))
-    suites.set("time", f"{sum(r.duration for r in results):.3f}")
-    for root, items in by_root.items():
-        counts = _count(items)
-        suite = ElementTree.SubElement(suites, "testsuite", name=display_path(root) or ".", tests=str(len(items)),
-                                       failures=str(counts["failed"]), errors=str(counts["error"]), skipped="0",
-                                       time=f"{sum(r.duration for r in items):.3f}")
-        for r in items:
-            case = ElementTree.SubElement(suite, "testcase", name=r.case.name,
-                                          classname=f"oscova.{r.agent_id or 'case'}", file=display_path(r.case.path),
-                                          time=f"{r.duration:.3f}")
-            if r.status == "failed":  # XML holds no control character: escaped as on a terminal
-                failure = ElementTree.SubElement(case, "failure", message=printable(r.error or "the agent's requests "
-                                                 "drifted from the recording"), type="drift")
-                failure.text = printable(r.difference or "")
-            elif r.status == "error":
-                error = ElementTree.SubElement(case, "error", message=printable(r.error or "the case could not run"),
-                                               type="error")
-                error.text = printable(r.error or "")
-            elif r.status == "updated":
-                out = ElementTree.SubElement(case, "system-out")
-                out.text = f"updated: the recording now holds the requests the agent sends\n{printable(r.difference or '')}"
-    ElementTree.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
+    return junit_xml("oscova agent tests", [JUnitSuite(display_path(root) or ".", [_junit_case(r) for r in items])
+                                            for root, items in by_root.items()])
 
 
 def render(results: Sequence[CaseResult], format: str) -> str:

@@ -5,10 +5,10 @@ model requests rendered as text (`diff.render_requests`, the form `oscova-lsp di
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from oscova_runtime.paths import FileRefused, scan_folder
 
+from ..wire.commands import Comparison, RunRequests
 from .diff import render_requests
 from .transcript import TRANSCRIPT_NAME, RecordingError, load_recording, transcript_boundary
 
@@ -40,15 +40,17 @@ def previous_transcript(path: str) -> str | None:
     return os.path.join(folder, max(earlier, key=key)) if earlier else None
 
 
-def compare_with_previous(path: str, previous: str | None = None) -> dict[str, Any]:
-    """`{agentId, previous: {transcript, runId, requests}, current: {…}}`; raises `RecordingError` with words
-    when there is no earlier run or a transcript cannot be read."""
+def compare_with_previous(path: str, previous: str | None = None) -> Comparison:
+    """Both runs' requests as text; raises `RecordingError` with words when there is no earlier run or a transcript
+    cannot be read."""
     current = load_recording(path)
     before_path = previous or previous_transcript(path)
     if before_path is None:
         raise RecordingError(f"no earlier run of {current.agent_id or 'this agent'} to compare with, in "
                              f"{os.path.dirname(os.path.abspath(path))}")
     before = load_recording(before_path)
-    return {"agentId": current.agent_id,
-            "previous": {"transcript": before.path, "runId": before.run_id, "requests": render_requests(before) or NO_REQUEST},
-            "current": {"transcript": current.path, "runId": current.run_id, "requests": render_requests(current) or NO_REQUEST}}
+    return Comparison(agent_id=current.agent_id,
+                      previous=RunRequests(transcript=before.path, run_id=before.run_id,
+                                           requests=render_requests(before) or NO_REQUEST),
+                      current=RunRequests(transcript=current.path, run_id=current.run_id,
+                                          requests=render_requests(current) or NO_REQUEST))

@@ -7,11 +7,12 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Sequence
-from typing import Any
-from xml.etree import ElementTree
+from dataclasses import replace
 
 from ..reporting import display_path, github_data, github_property, json_text, printable, printable_line
+from ..wire import reports as wire
 from .evals import CaseOutcome, EvalReport, Failure, transcript_text
+from .junit import JUnitCase, JUnitSuite, junit_xml
 
 
 def _by_file(outcomes: Sequence[CaseOutcome]) -> dict[str, list[CaseOutcome]]:
@@ -73,31 +74,32 @@ def format_text(report: EvalReport) -> str:
     return "\n".join(out)
 
 
-def to_json(report: EvalReport) -> dict[str, Any]:
-    evals = [{"file": os.path.relpath(file), "agent": outcomes[0].agent, "cases": [_case_json(o) for o in outcomes]}
+def eval_report(report: EvalReport) -> wire.EvalReport:
+    """The JSON report: per evaluation file, each case × model cell."""
+    evals = [wire.EvalFileResult(file=os.path.relpath(file), agent=outcomes[0].agent,
+                                 cases=[_case_result(o) for o in outcomes])
              for file, outcomes in _by_file(report.outcomes).items()]
     passed = sum(1 for o in report.outcomes if o.ok)
-    return {"evals": evals, "ok": report.ok, "passed": passed, "failed": len(report.outcomes) - passed}
+    return wire.EvalReport(evals=evals, ok=report.ok, passed=passed, failed=len(report.outcomes) - passed)
 
 
-def _case_json(outcome: CaseOutcome) -> dict[str, Any]:
+def _case_result(outcome: CaseOutcome) -> wire.EvalCaseResult:
     total = max(outcome.expected_runs, len(outcome.runs))
-    return {"name": outcome.case, "model": outcome.model, "runs": total, "passed": outcome.passed,
-            "passRate": round(outcome.passed / total, 4) if total else 0.0, "ok": outcome.ok,
-            "failures": [_failure_json(f) for f in outcome.failures],
-            "tokens": outcome.tokens, "durationMs": outcome.duration_ms}
+    return wire.EvalCaseResult(name=outcome.case, model=outcome.model, runs=total, passed=outcome.passed,
+                               pass_rate=round(outcome.passed / total, 4) if total else 0.0, ok=outcome.ok,
+                               failures=[_failure(f) for f in outcome.failures], tokens=outcome.tokens,
+                               duration_ms=outcome.duration_ms)
 
 
-def _failure_json(failure: Failure) -> dict[str, Any]:
-    """`{assertion, message}`, with `expected` and `actual` when the output drifted (for a diff view)."""
-    out = {"assertion": failure.assertion, "message": f"run {failure.run}: {failure.message}"}
-    if failure.expected is not None and failure.actual is not None:
-        out |= {"expected": failure.expected, "actual": failure.actual}
-    return out
+def _failure(failure: Failure) -> wire.EvalFailure:
+    """With `expected` and `actual` when the output drifted (for a diff view)."""
+    drifted = failure.expected is not None and failure.actual is not None
+    return wire.EvalFailure(assertion=failure.assertion, message=f"run {failure.run}: {failure.message}",
+                            expected=failure.expected if drifted else None, actual=failure.actual if drifted else None)
 
 
 def format_json(report: EvalReport) -> str:
-    return json_text(to_json(report), indent=2)
+    return json_text(eval_report(report).wire(), indent=2)
 
 
 def _failure_text(outcome: CaseOutcome) -> str:
@@ -113,25 +115,17 @@ def _summary(outcome: CaseOutcome) -> str:
 def format_junit(report: EvalReport) -> str:
     """JUnit XML: a test suite per evaluation file, a test case per case × model (`case [model]`); a case
     below its pass rate is a `failure` whose text lists the failed assertions of each run."""
-    suites = ElementTree.Element("testsuites", name="oscova evaluations", tests=str(len(report.outcomes)),
-                                 failures=str(sum(not o.ok for o in report.outcomes)), errors="0",
-                                 time=f"{sum(o.duration_ms for o in report.outcomes) / 1000:.3f}")
+    suites = []
     for file, outcomes in _by_file(report.outcomes).items():
-        shown = printable_line(display_path(file))  # XML holds no control character: escaped as on a terminal
-        suite = ElementTree.SubElement(suites, "testsuite", name=shown, tests=str(len(outcomes)),
-                                       failures=str(sum(not o.ok for o in outcomes)), errors="0", skipped="0",
-                                       time=f"{sum(o.duration_ms for o in outcomes) / 1000:.3f}")
+        cases = []
         for outcome in outcomes:
-            case = ElementTree.SubElement(suite, "testcase", name=printable_line(f"{outcome.case} [{outcome.model}]"),
-                                          classname=printable_line(f"oscova.eval.{outcome.agent}"), file=shown,
-                                          line=str(outcome.line), time=f"{outcome.duration_ms / 1000:.3f}")
-            out = ElementTree.SubElement(case, "system-out")
-            out.text = f"{_summary(outcome)}; {outcome.tokens} tokens"
-            if not outcome.ok:
-                failure = ElementTree.SubElement(case, "failure", message=printable(_summary(outcome)), type="eval")
-                failure.text = _failure_text(outcome)
-    ElementTree.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode")
+            case = JUnitCase(f"{outcome.case} [{outcome.model}]", f"oscova.eval.{outcome.agent}", display_path(file),
+                             outcome.duration_ms / 1000, line=outcome.line,
+                             output=f"{_summary(outcome)}; {outcome.tokens} tokens")
+            cases.append(case if outcome.ok else replace(case, outcome="failure", kind="eval",
+                                                         message=_summary(outcome), text=_failure_text(outcome)))
+        suites.append(JUnitSuite(display_path(file), cases))
+    return junit_xml("oscova evaluations", suites)
 
 
 def format_github(report: EvalReport) -> str:

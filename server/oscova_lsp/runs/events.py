@@ -1,18 +1,12 @@
-"""Run events and results as plain JSON-ready dicts, and the redaction every outgoing text passes through.
+"""Run events and results built from their models (`oscova_lsp.wire.events`), and the redaction every outgoing text
+passes through.
 
 An event is `{runId, seq, kind, time, ...}`; `kind` is one of `EVENT_KINDS` (`oscova/runEvent`, docs/editors.md).
-`modelCall` (one per model call, nested agents' included) carries `agentId`, `model`, `responseModel`,
-`durationMs`, `usage` `{inputTokens, outputTokens, totalTokens, cachedInputTokens?, reasoningTokens?}`,
-`finishReason`, `predictedInputTokens` (the request as counted here before it was sent, beside the endpoint's
-`inputTokens`; `predictionExact` false for an estimate) and `failed` (when it did); `toolResult` carries
-`durationMs`. `notice` (`source`: a provider's full type name, `provider`: its class name, `message`) says what
-a provider left out of the run and why (private notes that were refused). `reasoning` (`text`) streams a
-reasoning model's thinking as `delta` streams the answer, apart from it. `warning` (`reason`, `agentId`,
-`message`) says, where it happens, what makes an answer other than the model's whole answer: `cutOff` (the
-answer reached its token limit, `finish_reason: "length"`), `contentFilter`, `repeatedCall` (the repeated-call
-guard stopped the tool loop) and `toolChoiceIgnored` (`tool_choice: required`, answered in text only). When the
-requested agent's answer is cut off or stopped, the final event and the result carry `incomplete` `{reason,
-message}`.
+Each kind is a model of `wire/events.py`, which says what it carries; the run fills in `runId`, `seq` and `time`
+as it emits it (`service.py`), and hands its listeners and its transcript the event's JSON, redacted. `CallLog`
+makes a `modelCall` event of each model call (nested agents' included) and a `warning` where something makes an
+answer other than the model's whole answer (`cutOff`, `contentFilter`, `repeatedCall`, `toolChoiceIgnored`); when
+the requested agent's answer is cut off or stopped, the final event and the result carry `incomplete`.
 """
 
 from __future__ import annotations
@@ -29,9 +23,22 @@ from oscova_runtime.notices import AGENT, RunWarning
 from oscova_runtime.telemetry import ObservedCall, current_call
 from oscova_runtime.tools import APPROVAL_DENIED, ToolArgumentError
 
-EVENT_KINDS = ("started", "message", "delta", "reasoning", "modelCall", "toolCall", "toolResult", "notice", "warning",
-               "completed", "failed", "cancelled")
-FINAL_KINDS = frozenset({"completed", "failed", "cancelled"})
+from ..wire.events import (
+    EVENT_KINDS,
+    FINAL_KINDS,
+    ConversationMessage,
+    Incomplete,
+    MessageToolCall,
+    MessageToolResult,
+    ModelCallEvent,
+    RunEventBase,
+    ToolCallEvent,
+    ToolResultEvent,
+    Usage,
+    WarningEvent,
+)
+
+__all__ = ["EVENT_KINDS", "FINAL_KINDS"]
 REDACTED = "***"
 MIN_SECRET_LENGTH = 4
 """Shorter values (an empty or placeholder key) are not treated as secrets: they would mangle every text."""
@@ -105,12 +112,13 @@ class StreamRedactor:
 
 
 class PacedStream:
-    """A text that streams in pieces (a reasoning model's thinking), sent as events of one `kind` (`{text}`) at
-    most every `interval` seconds and redacted over the whole stream (`StreamRedactor`, which the owner replaces
-    with its run's redaction). Its pieces are kept, and joined once (`text`)."""
+    """A text that streams in pieces (a reasoning model's thinking), sent as events (`make(text)`) at most every
+    `interval` seconds and redacted over the whole stream (`StreamRedactor`, which the owner replaces with its run's
+    redaction). Its pieces are kept, and joined once (`text`)."""
 
-    def __init__(self, kind: str, emit: Callable[..., Any], interval: float) -> None:
-        self.kind = kind
+    def __init__(self, make: Callable[[str], RunEventBase], emit: Callable[[RunEventBase], Any],
+                 interval: float) -> None:
+        self.make = make
         self.emit = emit
         self.interval = interval
         self.redactor = StreamRedactor(Redactor())
@@ -145,7 +153,7 @@ class PacedStream:
             text += self.redactor.flush()
         if text:
             self._last = time.monotonic()
-            self.emit(self.kind, text=text)
+            self.emit(self.make(text))
 
     def text(self) -> str:
         return "".join(self._pieces)
@@ -175,32 +183,22 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def message_to_dict(message: ChatMessage) -> dict[str, Any]:
-    """`{role, source, sourceId?, text, reasoning?, toolCalls?, toolResults?}`."""
-    out: dict[str, Any] = {"role": message.role, "source": message.source.type.value, "text": message.text}
-    if message.reasoning:
-        out["reasoning"] = message.reasoning
-    if message.source.source_id:
-        out["sourceId"] = message.source.source_id
-    if message.author_name:
-        out["authorName"] = message.author_name
+def conversation_message(message: ChatMessage) -> ConversationMessage:
+    """A message of the conversation as events, results and previews carry it."""
     calls = [c for c in message.contents if isinstance(c, FunctionCallContent)]
-    if calls:
-        out["toolCalls"] = [{"callId": c.call_id, "name": c.name, "arguments": jsonable(c.arguments)} for c in calls]
     results = [c for c in message.contents if isinstance(c, FunctionResultContent)]
-    if results:
-        out["toolResults"] = [{"callId": r.call_id, "result": jsonable(r.result)} for r in results]
-    return out
+    return ConversationMessage(
+        role=message.role, source=message.source.type.value, text=message.text, reasoning=message.reasoning or None,
+        source_id=message.source.source_id or None, author_name=message.author_name or None,
+        tool_calls=[MessageToolCall(call_id=c.call_id, name=c.name, arguments=jsonable(c.arguments))
+                    for c in calls] or None,
+        tool_results=[MessageToolResult(call_id=r.call_id, result=jsonable(r.result)) for r in results] or None)
 
 
-def usage_fields(usage: UsageDetails) -> dict[str, int]:
+def usage_of(usage: UsageDetails) -> Usage:
     """Token usage as events and transcripts carry it; `cachedInputTokens` where the endpoint reports it."""
-    fields = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "totalTokens": usage.total_tokens}
-    if usage.cached_input_tokens is not None:
-        fields["cachedInputTokens"] = usage.cached_input_tokens
-    if usage.reasoning_tokens is not None:
-        fields["reasoningTokens"] = usage.reasoning_tokens
-    return fields
+    return Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, total_tokens=usage.total_tokens,
+                 cached_input_tokens=usage.cached_input_tokens, reasoning_tokens=usage.reasoning_tokens)
 
 
 def milliseconds(seconds: float) -> float:
@@ -229,53 +227,45 @@ class CallLog:
 
     wants_content = False
 
-    def __init__(self, emit: Callable[..., Any]) -> None:
+    def __init__(self, emit: Callable[[RunEventBase], Any]) -> None:
         self.emit = emit
         self.tool_durations: dict[str, float] = {}
         self.usage = UsageDetails()
         """The tokens of every model call of the run."""
-        self.incomplete: dict[str, str] | None = None
+        self.incomplete: Incomplete | None = None
         """`{reason, message}` when the requested agent's answer is cut off or was stopped (its last model call
         ended on `length` or a content filter, or a guard stopped its tool loop after it)."""
 
     def call_started(self, call: ObservedCall) -> None:
         within = _within(call) if call.kind == "tool" and call.call_id else None
         if within is not None:
-            self.emit("toolCall", callId=call.call_id, name=call.name, arguments=jsonable(call.arguments),
-                      agentId=call.agent_id, within=within)
+            self.emit(ToolCallEvent(call_id=call.call_id, name=call.name, arguments=jsonable(call.arguments),
+                                    agent_id=call.agent_id, within=within))
 
     def _nested_result(self, call: ObservedCall, within: str) -> None:
-        fields: dict[str, Any] = {"callId": call.call_id, "name": call.name, "agentId": call.agent_id,
-                                  "within": within}
+        result = ToolResultEvent(call_id=call.call_id, name=call.name, agent_id=call.agent_id, within=within,
+                                 duration_ms=milliseconds(call.duration))
         if call.error is not None:
-            fields["error"] = describe_exception(call.error) if isinstance(call.error, Exception) else "cancelled"
+            result.error = describe_exception(call.error) if isinstance(call.error, Exception) else "cancelled"
         else:
-            fields["result"] = jsonable(serialize_result(call.result))
-            if call.result == APPROVAL_DENIED:
-                fields["denied"] = True
-        fields["durationMs"] = milliseconds(call.duration)
-        self.emit("toolResult", **fields)
+            result.result = jsonable(serialize_result(call.result))
+            result.denied = call.result == APPROVAL_DENIED
+        self.emit(result)
 
     def call_ended(self, call: ObservedCall) -> None:
         if call.kind == "model":
-            fields: dict[str, Any] = {"agentId": call.agent_id, "model": call.name,
-                                      "durationMs": milliseconds(call.duration)}
-            if call.response_model:
-                fields["responseModel"] = call.response_model
+            usage: Usage | None = None
             if call.usage is not None:
                 self.usage.add(call.usage)
-                fields["usage"] = usage_fields(call.usage)
-                if call.usage.reasoning_tokens is None and call.reasoning_tokens is not None:
-                    fields["usage"]["reasoningTokens"] = call.reasoning_tokens  # counted here
-            if call.finish_reason:
-                fields["finishReason"] = call.finish_reason
-            if call.predicted_input_tokens is not None:
-                fields["predictedInputTokens"] = call.predicted_input_tokens
-                if not call.counted_exactly:
-                    fields["predictionExact"] = False
-            if call.error is not None:
-                fields["failed"] = True
-            self.emit("modelCall", **fields)
+                usage = usage_of(call.usage)
+                if usage.reasoning_tokens is None and call.reasoning_tokens is not None:
+                    usage.reasoning_tokens = call.reasoning_tokens  # counted here
+            predicted = call.predicted_input_tokens
+            self.emit(ModelCallEvent(
+                agent_id=call.agent_id, model=call.name, duration_ms=milliseconds(call.duration),
+                response_model=call.response_model or None, usage=usage, finish_reason=call.finish_reason or None,
+                predicted_input_tokens=predicted, prediction_exact=predicted is None or call.counted_exactly,
+                failed=call.error is not None))
             if call.error is None:
                 self._check_answer(call)
         elif call.kind == "tool" and call.call_id:
@@ -311,9 +301,9 @@ class CallLog:
     def warning(self, reason: str, message: str, call: ObservedCall | None = None) -> None:
         """Emits a `warning` event; one about the requested agent's answer makes the run `incomplete`."""
         agent = call.agent_id if call is not None else None
-        self.emit("warning", reason=reason, **({"agentId": agent} if agent else {}), message=message)
+        self.emit(WarningEvent(reason=reason, agent_id=agent or None, message=message))
         if _of_requested_agent(call) and reason != "toolChoiceIgnored":
-            self.incomplete = {"reason": reason, "message": message}
+            self.incomplete = Incomplete(reason=reason, message=message)
 
     def heard(self, warning: RunWarning) -> None:
         """A runtime warning (`oscova_runtime.notices.warn`), said of the call in progress (a tool call's agent)."""

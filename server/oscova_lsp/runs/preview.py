@@ -1,7 +1,9 @@
-"""The provider pipeline without a model: what each provider contributed and what the model would be sent."""
+"""The provider pipeline without a model: what each provider contributed and what the model would be sent
+(`preview_agent`, which `RunService.preview` answers with)."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -9,10 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oscova_runtime.agent import ChatClientAgent
-from oscova_runtime.catalogue import PROVIDER_CHANGES, VARIABLE_CHANGES, PlannedProvider, memory_off_as_tools
+from oscova_runtime.catalogue import (
+    PROVIDER_CHANGES,
+    VARIABLE_CHANGES,
+    PlannedProvider,
+    memory_off_as_tools,
+    plan_providers,
+)
 from oscova_runtime.context import AIContext, AIContextProvider, InvokingContext
 from oscova_runtime.definition import AgentDefinition
-from oscova_runtime.host import NOT_TRUSTED, InactiveProvider
+from oscova_runtime.host import NOT_TRUSTED, HostConfigurationError, InactiveProvider
 from oscova_runtime.host_config import HostConfig
 from oscova_runtime.messages import ChatMessage, ChatOptions
 from oscova_runtime.notices import listening
@@ -28,12 +36,16 @@ from oscova_runtime.tokens import (
     message_tokens,
     tool_tokens,
 )
-from oscova_runtime.tools import AIFunction
+from oscova_runtime.tools import AIFunction, ApprovalRequest, approval_channel
 
 from ..analysis.engine import Analysis
 from ..analysis.files import DefinitionFile
 from ..analysis.rules.templates import CACHE_PREFIX, CURRENT_TIME
-from .events import map_strings, message_to_dict
+from ..wire.commands import PreviewResult
+from .agents_cache import AgentsCache
+from .errors import RunError, describe_failure
+from .events import Redactor, conversation_message, map_strings
+from .workspace_view import WorkspaceView
 
 CACHING_CODES = frozenset({CURRENT_TIME.code, CACHE_PREFIX.code})
 
@@ -136,7 +148,7 @@ def _contribution(step: _Step, tokenizer: Tokenizer | None = None) -> dict[str, 
         instructions = instructions[1:] if before.instructions is not None and instructions.startswith("\n") else instructions
     messages: list[ChatMessage] = list(after.messages or ())[len(before.messages or ()):]
     tools = list(after.tools or ())[len(before.tools or ()):]
-    found: dict[str, Any] = {"instructions": instructions, "messages": [message_to_dict(m) for m in messages],
+    found: dict[str, Any] = {"instructions": instructions, "messages": [conversation_message(m).wire() for m in messages],
                              "tools": [tool_to_dict(t)["name"] for t in tools]}
     if tokenizer is not None:
         found["tokens"] = _provider_tokens(found, messages, tools, tokenizer)
@@ -185,7 +197,7 @@ async def assemble_preview(
         providers.append(entry)
     result: dict[str, Any] = {
         "instructions": options.instructions or "",
-        "messages": [message_to_dict(m) for m in messages],
+        "messages": [conversation_message(m).wire() for m in messages],
         "tools": [tool_to_dict(t) for t in options.tools or ()],
         "providers": providers,
     }
@@ -252,3 +264,71 @@ def tool_agent_notes(definition: AgentDefinition, definitions: Iterable[AgentDef
     (its memory), so the caller's preview says what the run leaves off."""
     return [f"`{agent}` is called as a tool here: its memory is off (memory works for the agent a run asks for)"
             for agent in memory_off_as_tools(definition, definitions)]
+
+
+async def preview_agent(agents: AgentsCache, view: WorkspaceView, agent_id: str, input: str | None = None,
+                        session: AgentSession | None = None) -> dict[str, Any]:
+    """A `PreviewResult`'s JSON: the provider pipeline of `agent_id` as `view` has it (going on from `session`),
+    without a model, and what its request costs in the model's tokens.
+
+    Approval-required tools are listed as a run with an approval channel would offer them. Raises `RunError` with
+    words for the user when the agent cannot be assembled.
+    """
+    host = agents.host_for(view)
+    redact = Redactor.for_config(host.config)
+    try:
+        definition = view.definition(agent_id)
+        request = host.build_request(definition, bypass_requested_agent_cache=True)
+
+        placeholders: list[str] = []
+
+        def chat_client(d: AgentDefinition, ctx: Any) -> Any:
+            try:
+                return host.chat_client_for(d)
+            except HostConfigurationError as error:  # no model needed to assemble
+                if not ctx.requested:
+                    placeholders.append(d.id)
+                return _UnconfiguredChatClient(str(error))
+
+        request.chat_client_factory = chat_client
+        host.ensure_tools()
+        try:
+            agent = await host.orchestrator.get_or_create_agent(request)
+        finally:  # a dependency built without its model must not stay cached for runs
+            for stand_in in placeholders:
+                agents.evict(stand_in)
+        plan = plan_providers(definition, host.config, requested=True).providers
+
+        async def never_asked(request: ApprovalRequest) -> bool:
+            return False
+
+        tokenizer = await asyncio.to_thread(host.tokenizer_for, definition)  # an encoding loads in ~0.5 s once
+        with approval_channel(never_asked):
+            result = await assemble_preview(agent, plan, input, session or AgentSession(), tokenizer,
+                                            host.prompt_limits(definition))
+        if "tokens" in result and agent_id in view.agents:
+            active = {p["type"] for p in result["providers"] if p["active"]}
+            result["tokens"]["caching"] = caching_advice(view.analysis, view.agents[agent_id], active)
+        result["trusted"] = agents.trusted
+        result["notLoaded"] = [] if agents.trusted else not_loaded(definition, host.config, plan)
+        result["notes"] = tool_agent_notes(definition, host.definitions)
+    except RunError:
+        raise
+    except Exception as error:  # noqa: BLE001 - in words
+        raise RunError(redact.text(describe_failure(error, agent_id))) from None
+    answer: dict[str, Any] = redact(PreviewResult.model_validate({"agentId": agent_id, **result}).wire())
+    return answer
+
+
+class _UnconfiguredChatClient:
+    """Stands in for a model that is not configured, so a preview can assemble without one."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def get_response(self, messages: Any, options: Any) -> Any:
+        raise HostConfigurationError(self.reason)
+
+    async def get_streaming_response(self, messages: Any, options: Any) -> Any:  # pragma: no cover
+        raise HostConfigurationError(self.reason)
+        yield

@@ -34,14 +34,14 @@ from oscova_runtime.providers.environment import static_facts
 from oscova_runtime.recording import TOOL_SCOPE, clock_at, tapped
 from oscova_runtime.session import AgentSession
 
-from .events import jsonable, usage_fields
+from .events import jsonable, usage_of
 from .transcript import RUN_VERSION
 
 Sink = Callable[[dict[str, Any]], None]
 
 
-def _usage(usage: UsageDetails | None) -> dict[str, int] | None:
-    return usage_fields(usage) if usage is not None else None
+def _usage(usage: UsageDetails | None) -> dict[str, Any] | None:
+    return usage_of(usage).wire() if usage is not None else None
 
 
 def message_record(message: ChatMessage) -> dict[str, Any]:
@@ -218,7 +218,7 @@ class Recorder:
             line["error"] = {"type": type(error).__name__, "message": str(error)}
             usage = getattr(error, "usage", None)
             if isinstance(usage, UsageDetails):  # a cut tool call still cost tokens
-                line["response"] = {"usage": usage_fields(usage)}
+                line["response"] = {"usage": usage_of(usage).wire()}
             self.write(line)
             raise
         except BaseException:

@@ -21,7 +21,8 @@ from oscova_runtime.tokens import figure
 from ..reporting import display_path, json_text, printable, printable_line, styler, wants_color
 from .errors import RunError
 from .events import jsonable
-from .service import ApproveCallback, RunService
+from .execution import ApproveCallback
+from .service import RunService
 
 SPINNER_NAME = "dots"
 """The spinner of rich's table shown while nothing streams."""
