@@ -123,7 +123,7 @@ CODES = ["osc1", " OSC101 ", "Osc0", "OSC", "osc105", "E501", "OSC999", "OSC1O1"
 def test_a_code_is_taken_alike_by_the_command_line_the_settings_and_lint(tmp_path: Path, code: str) -> None:
     import argparse
 
-    from oscova_lsp.cli import _codes
+    from oscova_lsp.cli.common import codes_argument as _codes
     from oscova_lsp.lsp.settings import Settings
 
     try:

@@ -141,7 +141,7 @@ def test_dotted_keys_nesting_past_the_bound_are_osc001(tmp_path: Path) -> None:
 
 
 def test_the_last_resort_is_a_sentence_and_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
-    from oscova_lsp.cli import _last_resort
+    from oscova_lsp.cli.common import last_resort as _last_resort
 
     def deep(argv: object = None) -> int:
         return deep(argv)

@@ -1,0 +1,150 @@
+"""`oscova-lsp check`: the diagnostics of workspaces, in text, JSON, SARIF or GitHub annotations."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+from typing import Any
+
+from .common import (
+    COLOR_CHOICES,
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    codes_argument,
+)
+
+NAME = "check"
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        NAME, help="check agent definitions, templates and host configuration",
+        description="Reports the diagnostics of the agent definitions, templates, evaluations and oscova.toml at and "
+                    "below each PATH, each checked against its whole workspace.",
+        epilog="exit status: 0 clean or warnings only, 1 errors found, 2 usage or I/O error, or nothing to check")
+    parser.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                        help="files or folders to check (default: the current folder); a definition given also "
+                             "reports the templates it renders")
+    parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                        help="text: path:line:col: CODE message (the default); json: each diagnostic with its LSP "
+                             "range (0-based); sarif: SARIF 2.1.0 for code scanning; github: GitHub workflow "
+                             "commands that annotate a pull request")
+    parser.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                        help="colour the text output: auto (the default) at a terminal, unless NO_COLOR is set or "
+                             "FORCE_COLOR asks for it when piped; always; never")
+    parser.add_argument("--select", type=codes_argument, default=None, metavar="CODES",
+                        help="comma-separated codes or prefixes to report (default: all)")
+    parser.add_argument("--ignore", type=codes_argument, default=frozenset(), metavar="CODES",
+                        help="comma-separated codes or prefixes to leave out")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes for large workspaces")
+    parser.add_argument("--workspaces", action="store_true",
+                        help="check the whole workspace of each PATH, not only PATH (the pre-commit hook passes "
+                             "the changed files)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="parse every file again, neither reading nor writing the facts cache (also: "
+                             "OSCOVA_LSP_NO_CACHE=1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from oscova_runtime.paths import is_inside
+
+    from ..analysis.diagnostics import Diagnostic, Severity
+    from ..analysis.host import AnalysisHost
+    from ..analysis.lint import LintOptions
+    from ..analysis.workspace import workspace_roots
+    from ..reporting import (
+        color_summary,
+        display_path,
+        format_github,
+        format_json,
+        format_sarif,
+        format_text,
+        printable,
+        summary,
+        wants_color,
+    )
+
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        print(f"oscova-lsp: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    lint = LintOptions(select=args.select, ignore=args.ignore)
+    paths = [os.path.abspath(p) for p in args.paths]
+    roots: list[str] = []
+    for path in paths:  # each path's own workspace, and every workspace nested below it
+        roots += [root for root in workspace_roots(path) if root not in roots]
+    if not roots:
+        shown = ", ".join(display_path(p) for p in paths)
+        print(f"oscova-lsp: nothing to check: {shown} is not an oscova workspace (no oscova.toml, or pyproject.toml "
+              "with [tool.oscova], in it, above it or below it), so its *.agent.yaml and template files are left "
+              "alone; an oscova.toml makes a folder a workspace (`oscova-lsp init` writes one)", file=sys.stderr)
+        return EXIT_USAGE
+    diagnostics: list[Diagnostic] = []
+    files = 0
+    checked: list[str] = []
+    failing: list[str] = []
+    rendered: list[str] = []  # the templates of the definitions given, checked with them
+    # A short-lived process that builds a large graph of objects with few cycles: the cyclic collector would
+    # walk it again and again (a third of a warm check's time on 10,000 files). Reference counting still
+    # frees what is dropped; peak memory is measured by benchmarks/check_bench.py.
+    gc.disable()
+    host = AnalysisHost(paths, lint)
+    for root in roots:
+        # compared as written, as the index keys files: a folder symlinked into the root is still under it
+        under = [p for p in paths if is_inside(p, root, real=False) or is_inside(root, p, real=False)]
+        found, notices = host.check(root, jobs=args.jobs, cache=not args.no_cache,
+                                    under=None if args.workspaces else under)
+        for notice in notices:
+            print(f"note: {printable(notice)}", file=sys.stderr)
+        if found:
+            checked.append(root)
+        files += len(found)
+        rendered += [p for p in found if not any(p == q or is_inside(p, q, real=False) for q in paths)]
+        for items in found.values():
+            diagnostics.extend(items)
+        if any(d.severity is Severity.ERROR for items in found.values() for d in items):
+            failing.append(root)
+    if not files:
+        shown = ", ".join(display_path(p) for p in paths)
+        print(f"oscova-lsp: nothing to check: no oscova.toml, agent definition (*.agent.yaml), template "
+              f"(*.j2, *.jinja, *.jinja2) or evaluation (*.eval.yaml) under {shown} outside never-scanned "
+              "and `[host] exclude` folders", file=sys.stderr)
+        return EXIT_USAGE
+    from ..analysis.rules.registry import RULES
+
+    # Editor-only rules (hints about what the template already handles) stay out of CI output unless named.
+    named = args.select or frozenset()
+    diagnostics = [d for d in diagnostics if d.code not in RULES or RULES[d.code].in_check or d.code in named]
+    diagnostics.sort(key=Diagnostic.sort_key)
+    if args.format == "text":
+        color = wants_color(sys.stdout, args.color)
+        body = format_text(diagnostics, color=color)
+        if body:
+            print(body)
+        line = summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered)))
+        print(color_summary(line, diagnostics) if color else line)
+    elif args.format == "json":
+        print(format_json(diagnostics))
+    elif args.format == "sarif":
+        print(format_sarif(diagnostics))
+    else:
+        body = format_github(diagnostics)
+        if body:
+            print(body)
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _with_templates(paths: list[str], templates: int) -> str:
+    """What a check of definition files covered besides them: the templates they render."""
+    from ..reporting import display_path
+
+    if not templates:
+        return ""
+    noun = "template" if templates == 1 else "templates"
+    given = [p for p in paths if os.path.isfile(p)]
+    if len(given) == 1:
+        return f"{display_path(given[0])} and the {templates} {noun} it renders"
+    return f"the {len(given)} definitions given and the {templates} {noun} they render"
