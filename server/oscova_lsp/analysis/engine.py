@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from oscova_runtime.paths import is_inside
@@ -63,6 +63,62 @@ class Analysis:
         paths, texts, target = self._read_all(cache)
         self._results_target = target
         self._parse(paths, texts, target[0] if target is not None else None, jobs, fork_server, like)
+
+    def load_first(self, wanted: Iterable[str], documents: Mapping[str, str] | None = None, *, cache: bool = True,
+                   like: Analysis | None = None) -> set[str]:
+        """Reads what the diagnostics of the files `wanted` depend on, and nothing else, so that they come before
+        the rest of a large workspace is parsed; returns the wanted files whose diagnostics are then final (those
+        of the workspace read whole: `Workspace.dependents` names no file left out).
+
+        What is read: the host configuration, every definition and evaluation (YAML: cheap, and any of them may
+        name a wanted file's agent or template), the templates a wanted definition names, each wanted template
+        and the templates it includes directly, and every template that includes one read here, at any depth
+        (its uses and the names it binds are the included template's). Which templates include one is found
+        without parsing the others: a reference to a template is a string literal in the text, so it holds
+        the template's file name; only the templates whose text does are parsed. `documents`: the editor's
+        texts, over the files' (`path -> text`). `like`: an earlier analysis of this root whose parsed files
+        are reused for the same text. The stored results are neither read nor written."""
+        paths, texts, target = self._read_all(cache)
+        store = target[0] if target is not None else None
+        for path, text in (documents or {}).items():
+            if file_kind(path) is not None and is_inside(path, self.root, real=False):
+                if path not in texts:
+                    paths.append(path)
+                texts[path] = (text, None)
+        order = {path: index for index, path in enumerate(paths)}
+        wanted = {os.path.abspath(p) for p in wanted} & set(texts)
+        parsed: dict[str, ParsedFile] = {}
+
+        def parse(todo: list[str]) -> None:
+            todo = [p for p in todo if p not in parsed]
+            hits, todo_texts = store.lookup(todo, texts) if store is not None else ({}, texts)
+            if like is not None:
+                hits.update(_same_files(like, self.root, [p for p in todo if p not in hits], texts))
+            parsed.update(hits)
+            parsed.update((p, _parse_one(self.root, p, todo_texts)) for p in todo if p not in hits)
+
+        templates = [p for p in paths if file_kind(p) is FileKind.TEMPLATE]
+        parse([p for p in paths if file_kind(p) is not FileKind.TEMPLATE])
+        seeds = [p for p in wanted if file_kind(p) is FileKind.TEMPLATE]
+        for path in wanted:
+            if path in parsed and file_kind(path) is FileKind.DEFINITION:
+                seeds += self.workspace.template_refs(parsed[path])
+        parse([p for p in seeds if p in texts])
+        seeds += [t for p in seeds if p in parsed for t in self.workspace.template_refs(parsed[p]) if t in texts]
+        parse([p for p in seeds if p in texts])
+        # The includers of every template read, at any depth: the candidates by file name, then their references.
+        queue = [p for p in seeds if p in parsed]
+        reached = set(queue)
+        while queue:
+            name = os.path.basename(queue.pop())
+            candidates = [p for p in templates if p not in reached and name in (texts[p][0] or "")]
+            parse(candidates)
+            for candidate in candidates:
+                if reached & self.workspace.template_refs(parsed[candidate]):
+                    reached.add(candidate)
+                    queue.append(candidate)
+        self.workspace.load(sorted(parsed.values(), key=lambda parsed_file: order[parsed_file.path]))
+        return {path for path in wanted if path in self.workspace.files}
 
     def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, dict[str, str]] | None:
         """The stored results of the last whole check of this root when they hold for the files as they are
