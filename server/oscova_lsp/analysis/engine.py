@@ -216,8 +216,8 @@ class Analysis:
     def _parse(self, paths: list[str], texts: Texts, store: FactsCache | None, jobs: int | None,
                fork_server: bool, like: Analysis | None = None) -> None:
         hits, todo_texts = store.lookup(paths, texts) if store is not None else ({}, texts)
-        if like is not None:
-            hits.update(_same_files(like, self.root, [p for p in paths if p not in hits], texts))
+        reused = _same_files(like, self.root, [p for p in paths if p not in hits], texts) if like is not None else {}
+        hits.update(reused)
         todo = [path for path in paths if path not in hits]
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
@@ -225,7 +225,7 @@ class Analysis:
         else:
             parsed = [_parse_one(self.root, path, todo_texts) for path in todo]
         if store is not None:
-            store.save(parsed)
+            store.save([*parsed, *reused.values()])  # a file reused from `like` was not in the cache either
             self.cache_report = store.report
         order = {path: index for index, path in enumerate(paths)}  # discovery order, cached or not
         self.workspace.load(sorted([*parsed, *hits.values()], key=lambda parsed_file: order[parsed_file.path]))

@@ -40,6 +40,7 @@ from .wire_json import diagnostic, path_of, result_id, uri
 
 if TYPE_CHECKING:  # the analysis host, its parsers and pydantic are imported once a root is read here
     from ..analysis.diagnostics import Diagnostic
+    from ..analysis.engine import Analysis
     from ..analysis.host import AnalysisHost, Snapshot
 
 logger = logging.getLogger(__name__)
@@ -63,8 +64,15 @@ class Handover:
     """Every message read (the `initialize` first), in order, minus the requests answered here."""
     published: dict[str, str] = field(default_factory=dict)
     """The `result_id` of each file's last publication here."""
+    versions: dict[str, int | None] = field(default_factory=dict)
+    """The version each file's last publication here was of (None: the file on disk)."""
     shown: set[str] = field(default_factory=set)
     """The files whose last publication here had diagnostics."""
+    first: dict[str, Analysis] = field(default_factory=dict)
+    """By root: what was read here for the open documents of a large root (`AnalysisHost.load_first`), for the
+    pygls server's reading of the whole root to reuse."""
+    first_texts: dict[str, str] = field(default_factory=dict)
+    """The open documents whose final diagnostics went out here, with the text they are of."""
 
 
 class EarlyPhase:
@@ -217,12 +225,16 @@ class EarlyPhase:
         gc.disable()  # as the server's root loads: a large graph with few cycles
         try:
             checks = self._stored_roots()
+            stored: set[str] = set()
             if not self._pulls():
-                for root, check in checks.items():
-                    self._publish_stored(root, check)
+                stored = {root for root, check in checks.items() if self._publish_stored(root, check)}
             self._flush()
             held = os.environ.get(SCAN_GATE_ENV) or os.environ.get(SCAN_DELAY_ENV)  # tests hold reading back
             small = [root for root, check in checks.items() if not self._large(root, check)] if not held else []
+            # The open documents of a root not read here whole: what they need first, their diagnostics out.
+            for root in dict.fromkeys(self._roots.root_of(path) for path in self._documents):
+                if root not in small and root not in stored:
+                    self._look_first(root)
             if small:
                 host = self._host()
                 opened = {host.root_of(path) for path in self._documents}
@@ -263,20 +275,39 @@ class EarlyPhase:
             return len(check.states) > EARLY_LOAD_FILES
         return more_files_than(root, EARLY_LOAD_FILES)
 
-    def _publish_stored(self, root: str, check: StatCheck) -> None:
+    def _publish_stored(self, root: str, check: StatCheck) -> bool:
         """As `OscovaServer._publish_stored`, when the stored results hold for the files on disk and the open
         documents: the files with findings, and each open document (its text is the file's, so they hold
-        for its version too) with its version, so the editor need not wait for the root to be read."""
+        for its version too) with its version, so the editor need not wait for the root to be read. Whether
+        they held (and went out)."""
         if check.stored is None:
-            return
+            return False
         for path, (text, _) in self._documents.items():
             if self._roots.root_of(path) == root and file_kind(path) is not None and \
                     check.states.get(path) != text_digest(text):
-                return
+                return False
         for path, diagnostics in check.stored.diagnostics.items():
             document = self._documents.get(path)
             if diagnostics or document is not None:
                 self._send(path, diagnostics, document[1] if document is not None else None)
+            if document is not None:
+                self.handover.first_texts[path] = document[0]
+        return True
+
+    def _look_first(self, root: str) -> None:
+        """The open documents of a large root, before the pygls server reads it whole: what they need read here
+        (`AnalysisHost.load_first`), their final diagnostics published with their versions."""
+        documents = {path: text for path, (text, _) in self._documents.items()
+                     if self._roots.root_of(path) == root and file_kind(path) is not None}
+        wanted = [path for path, text in documents.items() if self.handover.first_texts.get(path) != text]
+        if not wanted or self._pulls():
+            return
+        analysis, found = self._host().load_first(root, wanted, documents, self.handover.first.get(root))
+        self.handover.first[root] = analysis
+        for path, diagnostics in found.items():
+            self.handover.first_texts[path] = documents[path]
+            self._send(path, diagnostics, self._documents[path][1])
+        self._flush()
 
     def _load(self, root: str) -> None:
         host = self._host()
@@ -296,12 +327,17 @@ class EarlyPhase:
             return
         self._documents[path] = (text, version)
         if self.host is None:
+            if self._worked and file_kind(path) is not None:  # no root read here: this one's needs are
+                self._look_first(self._roots.root_of(path))
             return
         affected = self.host.open(path, text, version) | {path}
         if self._worked:  # as the server's `did_open`: every affected file of a root read so far
             snapshot = self.host.snapshot()
             for affected_path in sorted(p for p in affected if snapshot.is_loaded(p)):
                 self._publish(affected_path, snapshot)
+            if not snapshot.is_loaded(path) and file_kind(path) is not None:
+                del snapshot
+                self._look_first(self._roots.root_of(path))
 
     # ----------------------------------------------------------------------------------------- publishing
 
@@ -344,6 +380,7 @@ class EarlyPhase:
             params["version"] = version
         self._write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
         self._published[path] = found
+        self.handover.versions[path] = version
         if found:
             self.handover.shown.add(path)
         else:
