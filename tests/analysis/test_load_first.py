@@ -1,6 +1,6 @@
 """The opened files first: `Analysis.load_first` reads only what the wanted files' diagnostics depend on, and
-what it says of them is what the whole workspace says (every file of the examples and of generated workspaces,
-each wanted alone and with an edited text)."""
+what it says of them is what the whole workspace says (every file of the examples, each wanted alone; files
+of generated workspaces, as on disk and with edited texts)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,10 @@ def test_a_generated_workspace_reads_a_small_part_and_agrees(tmp_path: Path):
     settled = whole(root)
     opened = [str(root / "templates/agent_5.j2"), str(root / "agents/agent_5.agent.yaml"),
               str(root / "templates/partials/persona_1.j2"), str(root / "templates/agent_97.j2"),
-              str(root / "templates/tickets.j2"), str(root / "oscova.toml")]
+              str(root / "templates/tickets.j2")]
+    host_file = str(root / "oscova.toml")  # every definition read: the host configuration may name any
+    host_analysis, _ = first(root, [host_file])
+    assert host_analysis.diagnostics(host_file) == settled[host_file]
     analysis, final = first(root, opened)
     assert final == set(opened)
     for path in opened:
@@ -56,10 +59,17 @@ def test_a_generated_workspace_reads_a_small_part_and_agrees(tmp_path: Path):
     templates = [p for p in analysis.workspace.files if p.endswith(".j2")]
     assert len(templates) < 120  # two partials, the templates including them and the opened ones: not all 300
     assert sum(1 for p in settled if p.endswith(".j2")) > 290
+    # For templates alone: the definitions naming a template read (their uses), not all 300; a definition reads
+    # every agent it reaches through `agent_tools` (here a random graph reaching most of them).
+    analysis, _ = first(root, [p for p in opened if p.endswith(".j2")])
+    assert sum(1 for p in analysis.workspace.files if p.endswith(".agent.yaml")) < 120
 
 
 def test_an_open_documents_text_is_read_instead_of_the_files(tmp_path: Path):
     root = generate(tmp_path / "gen", 120)
+    # A definition naming the partial in a YAML escape (its file name is not in its text): a use all the same.
+    (root / "agents/escaped.agent.yaml").write_text(
+        'id: escaped\ninstructions_file: "../templates/partials/persona_\\x30.j2"\ncontext_providers: [vision]\n')
     partial = str(root / "templates/partials/persona_0.j2")
     agent = str(root / "agents/agent_3.agent.yaml")
     template = str(root / "templates/agent_4.j2")

@@ -15,7 +15,7 @@ from oscova_runtime.paths import is_inside
 from .cache import CacheReport, FactsCache, StoredResults, Texts, check_by_stat
 from .checks import Checker
 from .diagnostics import Diagnostic
-from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
+from .files import MAX_FILE_BYTES, DefinitionFile, FileKind, ParsedFile, file_kind, parse_file, parse_template
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
 from .lint import LintOptions, apply_lint, lint_key
 from .rules.syntax import could_not_check
@@ -70,14 +70,18 @@ class Analysis:
         the rest of a large workspace is parsed; returns the wanted files whose diagnostics are then final (those
         of the workspace read whole: `Workspace.dependents` names no file left out).
 
-        What is read: the host configuration, every definition and evaluation (YAML: cheap, and any of them may
-        name a wanted file's agent or template), the templates a wanted definition names, each wanted template
-        and the templates it includes directly, and every template that includes one read here, at any depth
-        (its uses and the names it binds are the included template's). Which templates include one is found
-        without parsing the others: a reference to a template is a string literal in the text, so it holds
-        the template's file name; only the templates whose text does are parsed. `documents`: the editor's
-        texts, over the files' (`path -> text`). `like`: an earlier analysis of this root whose parsed files
-        are reused for the same text. The stored results are neither read nor written."""
+        What is read: the host configuration and the evaluations; each wanted template and the templates it
+        includes directly, the templates a wanted definition names, and every template that includes one read
+        here, at any depth (its uses and the names it binds are the included template's); the definitions that
+        name a template read here (its uses' agents); for a wanted definition, the definitions that name its
+        id (duplicates, callers) and those it reaches through `agent_tools`. Which files those are is found
+        without parsing the others: a template's path and an agent's id are written out in the files that name
+        them, so only the files whose text holds the template's file name or the id are parsed (a definition
+        with a backslash, which YAML may use to escape them, always is). Every definition is read when a wanted
+        file is the host configuration or an evaluation, or when an `agent_tools` entry names no agent (its
+        did-you-mean looks at every id). `documents`: the editor's texts, over the files' (`path -> text`).
+        `like`: an earlier analysis of this root whose parsed files are reused for the same text. The stored
+        results are neither read nor written."""
         paths, texts, target = self._read_all(cache)
         store = target[0] if target is not None else None
         for path, text in (documents or {}).items():
@@ -88,35 +92,60 @@ class Analysis:
         order = {path: index for index, path in enumerate(paths)}
         wanted = {os.path.abspath(p) for p in wanted} & set(texts)
         parsed: dict[str, ParsedFile] = {}
+        kinds = {path: file_kind(path) for path in paths}
+        templates = [p for p in paths if kinds[p] is FileKind.TEMPLATE]
+        definitions = [p for p in paths if kinds[p] is FileKind.DEFINITION]
 
-        def parse(todo: list[str]) -> None:
-            todo = [p for p in todo if p not in parsed]
-            hits, todo_texts = store.lookup(todo, texts) if store is not None else ({}, texts)
+        def parse(todo: Iterable[str]) -> list[ParsedFile]:
+            todo = list(dict.fromkeys(todo))
+            fresh = [p for p in todo if p not in parsed]
+            hits, todo_texts = store.lookup(fresh, texts) if store is not None else ({}, texts)
             if like is not None:
-                hits.update(_same_files(like, self.root, [p for p in todo if p not in hits], texts))
+                hits.update(_same_files(like, self.root, [p for p in fresh if p not in hits], texts))
             parsed.update(hits)
-            parsed.update((p, _parse_one(self.root, p, todo_texts)) for p in todo if p not in hits)
+            parsed.update((p, _parse_one(self.root, p, todo_texts)) for p in fresh if p not in hits)
+            return [parsed[p] for p in todo]
 
-        templates = [p for p in paths if file_kind(p) is FileKind.TEMPLATE]
-        parse([p for p in paths if file_kind(p) is not FileKind.TEMPLATE])
-        seeds = [p for p in wanted if file_kind(p) is FileKind.TEMPLATE]
-        for path in wanted:
-            if path in parsed and file_kind(path) is FileKind.DEFINITION:
-                seeds += self.workspace.template_refs(parsed[path])
-        parse([p for p in seeds if p in texts])
-        seeds += [t for p in seeds if p in parsed for t in self.workspace.template_refs(parsed[p]) if t in texts]
-        parse([p for p in seeds if p in texts])
-        # The includers of every template read, at any depth: the candidates by file name, then their references.
-        queue = [p for p in seeds if p in parsed]
+        def naming(word: str, among: list[str], escapes: bool) -> list[str]:
+            """The files of `among` not parsed yet whose text may name `word`."""
+            if not word.isprintable() or any(c.isspace() or c in "'\"\\" for c in word):
+                return [p for p in among if p not in parsed]  # YAML may fold or escape it: any file may
+            return [p for p in among if p not in parsed and (
+                word in (texts[p][0] or "") or escapes and "\\" in (texts[p][0] or ""))]
+
+        parse(p for p in paths if kinds[p] in (FileKind.HOST, FileKind.EVAL) or p in wanted and
+              kinds[p] is FileKind.DEFINITION)
+        every = any(kinds[p] in (FileKind.HOST, FileKind.EVAL) for p in wanted)
+        # The agents a wanted definition reaches, and the definitions naming its id.
+        ids = [d.raw_id for p in wanted if isinstance(d := parsed.get(p), DefinitionFile) and d.raw_id] \
+            if not every else []
+        seen_ids: set[str] = set()
+        while ids and not every:
+            agent_id = ids.pop()
+            if agent_id in seen_ids:
+                continue
+            seen_ids.add(agent_id)
+            parse(naming(agent_id, definitions, True))
+            found = [d for p in definitions if isinstance(d := parsed.get(p), DefinitionFile) and d.raw_id == agent_id]
+            every = not found  # an entry naming no agent: its did-you-mean reads every id
+            ids += [t for d in found if d.definition is not None for t in d.definition.agent_tools]
+        if every:
+            parse(definitions)
+        # The templates: the wanted ones, those wanted definitions name, what those include directly.
+        seeds = [p for p in wanted if kinds[p] is FileKind.TEMPLATE]
+        seeds += [t for p in wanted if kinds[p] is FileKind.DEFINITION for t in self.workspace.template_refs(parsed[p])]
+        seeds += [t for f in parse(p for p in seeds if p in texts) for t in self.workspace.template_refs(f)]
+        parse(p for p in seeds if p in texts)
+        # Every template and definition naming a template read here, at any depth: its includers and its uses.
+        queue = [p for p in dict.fromkeys(seeds) if p in parsed]
         reached = set(queue)
         while queue:
             name = os.path.basename(queue.pop())
-            candidates = [p for p in templates if p not in reached and name in (texts[p][0] or "")]
-            parse(candidates)
-            for candidate in candidates:
-                if reached & self.workspace.template_refs(parsed[candidate]):
-                    reached.add(candidate)
-                    queue.append(candidate)
+            parse(naming(name, definitions, True))
+            for candidate in parse(naming(name, templates, False)):
+                if candidate.path not in reached and reached & self.workspace.template_refs(candidate):
+                    reached.add(candidate.path)
+                    queue.append(candidate.path)
         self.workspace.load(sorted(parsed.values(), key=lambda parsed_file: order[parsed_file.path]))
         return {path for path in wanted if path in self.workspace.files}
 

@@ -102,6 +102,8 @@ class EarlyPhase:
         self._pending_bytes = 0
         self._published: dict[str, list[Diagnostic]] = {}
         """Each file's last publication here (its result id goes to `Handover.published`)."""
+        self._held: dict[str, StatCheck] = {}
+        """The roots whose stored results held and went out, with what told so."""
 
     def run(self, fd: int, framer: Framer, start_loader: Callable[[], Any]) -> Handover:
         """Reads and handles messages until the pygls server (imported by `start_loader()`'s thread) is ready."""
@@ -228,6 +230,7 @@ class EarlyPhase:
             stored: set[str] = set()
             if not self._pulls():
                 stored = {root for root, check in checks.items() if self._publish_stored(root, check)}
+            self._held = {root: checks[root] for root in stored}
             self._flush()
             held = os.environ.get(SCAN_GATE_ENV) or os.environ.get(SCAN_DELAY_ENV)  # tests hold reading back
             small = [root for root, check in checks.items() if not self._large(root, check)] if not held else []
@@ -286,8 +289,9 @@ class EarlyPhase:
             if self._roots.root_of(path) == root and file_kind(path) is not None and \
                     check.states.get(path) != text_digest(text):
                 return False
-        for path, diagnostics in check.stored.diagnostics.items():
-            document = self._documents.get(path)
+        stored = check.stored.diagnostics
+        for path in sorted(stored, key=lambda p: p not in self._documents):  # the open documents first
+            diagnostics, document = stored[path], self._documents.get(path)
             if diagnostics or document is not None:
                 self._send(path, diagnostics, document[1] if document is not None else None)
             if document is not None:
@@ -295,12 +299,21 @@ class EarlyPhase:
         return True
 
     def _look_first(self, root: str) -> None:
-        """The open documents of a large root, before the pygls server reads it whole: what they need read here
-        (`AnalysisHost.load_first`), their final diagnostics published with their versions."""
+        """The open documents of a large root, before the pygls server reads it whole: their stored diagnostics
+        when the stored results held and the document is the file, else what they need read here
+        (`AnalysisHost.load_first`); published, final, with their versions."""
         documents = {path: text for path, (text, _) in self._documents.items()
                      if self._roots.root_of(path) == root and file_kind(path) is not None}
         wanted = [path for path, text in documents.items() if self.handover.first_texts.get(path) != text]
         if not wanted or self._pulls():
+            return
+        held = self._held.get(root)
+        if held is not None and held.stored is not None and \
+                all(held.states.get(path) == text_digest(documents[path]) for path in wanted):
+            for path in wanted:
+                self._send(path, held.stored.diagnostics.get(path, []), self._documents[path][1])
+                self.handover.first_texts[path] = documents[path]
+            self._flush()
             return
         analysis, found = self._host().load_first(root, wanted, documents, self.handover.first.get(root))
         self.handover.first[root] = analysis
