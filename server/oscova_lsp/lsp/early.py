@@ -100,8 +100,8 @@ class EarlyPhase:
         self.host: AnalysisHost | None = None
         self._pending: list[bytes] = []
         self._pending_bytes = 0
-        self._published: dict[str, list[Diagnostic]] = {}
-        """Each file's last publication here (its result id goes to `Handover.published`)."""
+        self._published: dict[str, str] = {}
+        """The `result_id` of each file's last publication here (`Handover.published`)."""
         self._held: dict[str, StatCheck] = {}
         """The roots whose stored results held and went out, with what told so."""
 
@@ -130,8 +130,7 @@ class EarlyPhase:
             else:
                 self._poll(fd, framer, POLL_SECONDS)
         self._flush()  # the answers to what the last read brought: written before the pygls server takes over
-        # The result ids of what went out, computed once the publications are out (not on their way).
-        self.handover.published = {path: result_id(path, found) for path, found in self._published.items()}
+        self.handover.published = dict(self._published)
         return self.handover
 
     # ------------------------------------------------------------------------------------------ reading
@@ -259,12 +258,12 @@ class EarlyPhase:
             root, folder = queue.pop(0)
             if root in checks:
                 continue
-            checks[root] = check = check_by_stat(root, settings)
+            checks[root] = check = check_by_stat(root, settings, decode=False)
             queue += [(n, folder) for n in check.nested or [] if is_inside(n, folder, real=False)]
         if not all(check.decided for check in checks.values()):  # a folder changed: read, as the server will
             host = self._host()
             for root in host.discover_roots():
-                check = checks.get(root) or check_by_stat(root, settings)
+                check = checks.get(root) or check_by_stat(root, settings, decode=False)
                 if not check.decided:
                     found = host.stored_results(root)
                     check = StatCheck(found[0], found[1]) if found is not None else StatCheck(None)
@@ -289,13 +288,34 @@ class EarlyPhase:
             if self._roots.root_of(path) == root and file_kind(path) is not None and \
                     check.states.get(path) != text_digest(text):
                 return False
-        stored = check.stored.diagnostics
-        for path in sorted(stored, key=lambda p: p not in self._documents):  # the open documents first
-            diagnostics, document = stored[path], self._documents.get(path)
-            if diagnostics or document is not None:
-                self._send(path, diagnostics, document[1] if document is not None else None)
-            if document is not None:
-                self.handover.first_texts[path] = document[0]
+        rows = check.stored.rows
+        if rows is None:  # read as values (a folder had changed: `AnalysisHost.stored_results`)
+            rows = {path: found for path, found in check.stored.diagnostics.items()}
+        related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
+        out: list[tuple[str, dict[str, Any], str, bool]] = []
+        try:  # every row checked before any goes out: a stored row of the wrong shape is not believed
+            for path in sorted(rows, key=lambda p: p not in self._documents):  # the open documents first
+                document = self._documents.get(path)
+                if rows[path] or document is not None:
+                    version = document[1] if document is not None else None
+                    if check.stored.rows is not None:
+                        message, rid = wire_json.publication_of_rows(path, rows[path], version,
+                                                                     True if related is None else bool(related))
+                    else:
+                        message, rid = self._publication(path, rows[path], version), result_id(path, rows[path])
+                    out.append((path, message, rid, bool(rows[path])))
+        except (ValueError, TypeError):
+            return False
+        for path, message, rid, shows in out:
+            self._write(message)
+            self._published[path] = rid
+            self.handover.versions[path] = message["params"].get("version")
+            if shows:
+                self.handover.shown.add(path)
+            else:
+                self.handover.shown.discard(path)
+            if path in self._documents:
+                self.handover.first_texts[path] = self._documents[path][0]
         return True
 
     def _look_first(self, root: str) -> None:
@@ -311,7 +331,7 @@ class EarlyPhase:
         if held is not None and held.stored is not None and \
                 all(held.states.get(path) == text_digest(documents[path]) for path in wanted):
             for path in wanted:
-                self._send(path, held.stored.diagnostics.get(path, []), self._documents[path][1])
+                self._send(path, held.stored.of(path), self._documents[path][1])
                 self.handover.first_texts[path] = documents[path]
             self._flush()
             return
@@ -381,18 +401,21 @@ class EarlyPhase:
         found = self._diagnostics(path, snapshot)
         version = snapshot.version(path)
         if sweep and version is None and (not found and path not in self.handover.shown or
-                                          self._published.get(path) == found):
+                                          self._published.get(path) == result_id(path, found)):
             return
         self._send(path, found, version)
 
-    def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
+    def _publication(self, path: str, found: list[Diagnostic], version: int | None) -> dict[str, Any]:
         related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
         params: dict[str, Any] = {"uri": uri(path), "diagnostics": [
             diagnostic(d, True if related is None else bool(related)) for d in found]}
         if version is not None:
             params["version"] = version
-        self._write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
-        self._published[path] = found
+        return {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params}
+
+    def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
+        self._write(self._publication(path, found, version))
+        self._published[path] = result_id(path, found)
         self.handover.versions[path] = version
         if found:
             self.handover.shown.add(path)
