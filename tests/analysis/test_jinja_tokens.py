@@ -1,6 +1,7 @@
 """The checker's tokenizer of Jinja templates (`jinja_source._tokens`) makes exactly the tokens of Jinja's own
-lexer, line numbers and value types included, or leaves the template to it: on every template of the repository
-and on generated fragments of Jinja's syntax, well-formed or not."""
+lexer, line numbers and value types included, or leaves the template to it; and its parser (`_parse`) makes
+Jinja's tree, or fails with Jinja's error: on every template of the repository and on generated fragments of
+Jinja's syntax, well-formed or not."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ FRAGMENTS = ["{{", "}}", "{%", "%}", "{#", "#}", "{{-", "-}}", "{%-", "-%}", "{%
              " ", "  ", "\n", "\t", "x", "user_name", "if", "endif", "for", "in", "endfor", "set", "=", "==", "'a'",
              '"b\\n"', "'\\x41'", "'\\N{'", "1", "1.5", "1e3", "0x1f", "0b2", "1_000", "07", ".5", "(", ")", "[", "]",
              "{", "}", ",", ".", "|", ":", "~", "*", "**", "//", "raw", "endraw", "é", "ñame", "·", "\u0660", "\r",
-             "\u00a0", "include", "macro", "call", "not", "is", "defined", "$", "?", "\\", "text ", ".\n"]
+             "\u00a0", "include", "macro", "call", "not", "is", "defined", "$", "?", "\\", "text ", ".\n", "true",
+             "None", "recursive", "ns", "with", "endwith", "else", "elif", "block", "endblock"]
 
 
 def jinja_tokens(source: str) -> list[tuple[int, str, Any, type]] | None:
@@ -35,11 +37,26 @@ def ours(source: str) -> list[tuple[int, str, Any, type]] | None:
     return None if found is None else [(t.lineno, t.type, t.value, type(t.value)) for t in found]
 
 
+def described(outcome: Any) -> str:
+    """A tree as text, or an error's kind, line and message."""
+    if isinstance(outcome, Exception):
+        return f"{type(outcome).__name__} {getattr(outcome, 'lineno', None)} {getattr(outcome, 'message', outcome)}"
+    return repr(outcome)
+
+
+def jinja_tree(source: str) -> str:
+    try:
+        return described(JINJA.parse(source))
+    except Exception as error:  # noqa: BLE001
+        return described(error)
+
+
 def agrees(source: str) -> bool:
-    """Ours is Jinja's, or ours leaves the template to Jinja; whether ours made them."""
+    """Ours is Jinja's, or ours leaves the template to Jinja; whether ours made them. The trees too."""
     made = ours(source)
     if made is not None:
         assert made == jinja_tokens(source), repr(source)
+    assert described(jinja_source._parse(source)) == jinja_tree(source), repr(source)
     return made is not None
 
 
@@ -60,7 +77,9 @@ def test_the_benchmarks_template_and_examples_of_each_construct():
     for source in [TEMPLATE.format(partial=1, extra="x"), "", "\n", "text\n\n", "{{ a }}\n", "{{ a -}}  \n  b",
                    "a  {{- b }}", "{# c\n #}\n{{ d }}", "{#- c -#}  x", "{% if a %}\n{% endif %}", "{{ {'a': [1, (2)]} }}",
                    "{{ 'it''s' }}", "{{ \"a\\tb\" }}", "{% set x = 1.5e3 + 0x1F - 1_0 %}", "{{ a.b[c](d=1) | e(f) }}",
-                   "{% for x in y -%}\n {{ x }}\n{%- endfor %}", "{{ x }}{{ y }}", "{{ x", "{% if %}", "{{ }} }}"]:
+                   "{% for x in y -%}\n {{ x }}\n{%- endfor %}", "{{ x }}{{ y }}", "{{ x", "{% if %}", "{{ }} }}",
+                   "{{ not }}", "{{ true }}", "{% for x in recursive %}{% endfor %}", "{{ in }}", "{% if if %}",
+                   "{% for x in y recursive %}{{ loop(x) }}{% endfor %}", "{% set ns.a = b %}"]:
         assert agrees(source) or jinja_tokens(source) is None or "raw" in source or "\r" in source
 
 

@@ -35,6 +35,25 @@ class _Environment(Environment):
 
 
 _ENV = _Environment(autoescape=False)
+_NOT_PLAIN = frozenset({"not", "true", "false", "True", "False", "none", "None"})
+"""Names an expression does not read as a variable when alone (`not …`, constants)."""
+
+
+class _Parser(Parser):
+    """Jinja's parser, with a short way through its fifteen levels of expression rules for the commonest
+    expression: one variable alone before the tag's end (`{{ name }}`, `{% if name %}`). It makes the node those
+    rules make there; anything else goes the whole way."""
+
+    def parse_tuple(self, simplified: bool = False, with_condexpr: bool = True,
+                    extra_end_rules: tuple[str, ...] | None = None, explicit_parentheses: bool = False,
+                    with_namespace: bool = False) -> nodes.Tuple | nodes.Expr:
+        token = self.stream.current
+        if token.type == "name" and not simplified and token.value not in _NOT_PLAIN and \
+                self.stream.look().type in ("variable_end", "block_end") and \
+                not self.is_tuple_end(extra_end_rules):
+            next(self.stream)
+            return nodes.Name(token.value, "load", lineno=token.lineno)
+        return super().parse_tuple(simplified, with_condexpr, extra_end_rules, explicit_parentheses, with_namespace)
 
 # What happens at a use of a name when it is undefined (`VariableUse.effect`), as Jinja's default `Undefined`
 # renders it. The first three are guards: the template handles the name being undefined.
@@ -717,10 +736,10 @@ def _parse_tolerant(text: str, edited: range | None = None) -> tuple[nodes.Templ
 
 
 def _parse(text: str) -> nodes.Template | Exception:
-    """Jinja's tree of `text` (`Environment.parse` without binding every node to the environment, which nothing
+    """Jinja's tree of `text` (`Environment.parse`, without binding every node to the environment, which nothing
     here reads), or the exception it raised."""
     try:
-        return nodes.Template(Parser(_ENV, text).subparse(), lineno=1)
+        return nodes.Template(_Parser(_ENV, text).subparse(), lineno=1)
     except Exception as exc:
         return exc
 
