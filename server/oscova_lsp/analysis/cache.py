@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 
 FACTS_FORMAT = 3
 """Raised whenever the shape of the cached facts changes."""
-RESULTS_FORMAT = 3
+RESULTS_FORMAT = 4
 """Raised whenever the shape of the stored results changes."""
 ENV_DIR = "OSCOVA_LSP_CACHE_DIR"
 ENV_OFF = "OSCOVA_LSP_NO_CACHE"
@@ -453,12 +453,16 @@ class StoredResults:
     them from that form (`lsp/early.py`), checking each row as it goes."""
 
     def __init__(self, diagnostics: dict[str, list[Diagnostic]] | None, notices: list[str],
-                 probes: dict[tuple[str, str], DiskAnswer], rows: dict[str, Any] | None = None) -> None:
+                 probes: dict[tuple[str, str], DiskAnswer], rows: dict[str, Any] | None = None,
+                 editor_only: frozenset[str] | None = None) -> None:
         self._diagnostics = diagnostics
         self.notices = notices
         self.probes = probes
         """(kind, path) -> the answer, for each question of `workspace.DISK_QUESTIONS` the checks asked."""
         self.rows = rows if diagnostics is None else None
+        self.editor_only = editor_only
+        """The codes `check` leaves out of its output unless named (the registry's, when these were stored), so
+        that printing stored results needs no rule module."""
 
     @property
     def diagnostics(self) -> dict[str, list[Diagnostic]]:
@@ -508,15 +512,16 @@ def _probes_hold(root: str, probes: dict[tuple[str, str], DiskAnswer], inside: f
 
 
 def _results_to_json(world: str, stored: StoredResults) -> dict[str, Any]:
-    return {"world": world, "notices": stored.notices,
+    return {"world": world, "notices": stored.notices, "editor_only": sorted(stored.editor_only or ()),
             "probes": [[kind, path, answer] for (kind, path), answer in stored.probes.items()],
             "diagnostics": {path: [_diagnostic_to_json(d) for d in found] for path, found in stored.diagnostics.items()}}
 
 
 def _results_from_json(body: dict[str, Any], decode: bool = True) -> StoredResults:
     notices, probes, diagnostics = body["notices"], body["probes"], body["diagnostics"]
+    editor_only = body.get("editor_only")
     if not (type(notices) is list and all(type(n) is str for n in notices) and type(probes) is list
-            and type(diagnostics) is dict):
+            and type(diagnostics) is dict and type(editor_only) is list and all(type(c) is str for c in editor_only)):
         raise ValueError("results")
     answers: dict[tuple[str, str], DiskAnswer] = {}
     for kind, path, answer in probes:
@@ -524,9 +529,9 @@ def _results_from_json(body: dict[str, Any], decode: bool = True) -> StoredResul
             raise ValueError("probe")
         answers[(kind, path)] = cast(DiskAnswer, answer)
     if not decode:
-        return StoredResults(None, notices, answers, diagnostics)
+        return StoredResults(None, notices, answers, diagnostics, frozenset(editor_only))
     return StoredResults({_text(path): [_diagnostic(row) for row in rows] for path, rows in diagnostics.items()},
-                         notices, answers)
+                         notices, answers, editor_only=frozenset(editor_only))
 
 
 def row_parts(row: Any) -> tuple[tuple[int, int, int, int], str, str, int, list[tuple[str, tuple[int, int, int, int],

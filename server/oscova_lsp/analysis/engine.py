@@ -18,6 +18,7 @@ from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, DefinitionFile, FileKind, ParsedFile, file_kind, parse_file, parse_template
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
 from .lint import LintOptions, apply_lint, lint_key
+from .rules.registry import RULES
 from .rules.syntax import could_not_check
 from .workspace import DiskAnswer, Workspace, find_root, read_text
 
@@ -182,7 +183,8 @@ class Analysis:
         (`Workspace.probes`) as this root's results; nothing when the load did not use the cache."""
         if self._results_target is not None:
             store, world = self._results_target
-            store.save_results(world, StoredResults(found, list(self.workspace.notices), probes))
+            editor_only = frozenset(code for code, rule in RULES.items() if not rule.in_check)
+            store.save_results(world, StoredResults(found, list(self.workspace.notices), probes, editor_only=editor_only))
 
     def check_all(self, *, jobs: int | None = None, cache: bool = True,
                   under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
