@@ -1,12 +1,14 @@
-"""The first answers after spawn: `initialize`, the first `publishDiagnostics`, the first correct
-hover and the last diagnostic of the initial check, cold and warm, on `examples/` and on N + N generated
-files (`workspace_gen`), median of five, with `python -c pass` timed in the same run for scale, and the
-floor a cold start's first check stands on: an interpreter that imports PyYAML, jinja2 and pydantic and
-builds the definition models, nothing else.
+"""The first answers after spawn: `initialize`, the first `publishDiagnostics`, the first publication of
+each opened document, the first correct hover and the last diagnostic of the initial check, cold and warm, on
+`examples/` and on N + N generated files (`workspace_gen`), median of five, with `python -c pass` timed in the
+same run for scale, and the floor a cold start's first check stands on: an interpreter that imports PyYAML,
+jinja2 and pydantic and builds the definition models, nothing else.
 
-The server is spawned over stdio as an editor does; right after `initialized` the client opens a template
-and asks for the hover of its first `{{ variable }}`, again until the answer names the variable (the answers
-that did not are counted: a right server has none). Cold: an empty cache directory for every start. Warm:
+The server is spawned over stdio as an editor does; right after `initialized` the client opens a template and
+the definition that renders it, and asks for the hover of the template's first `{{ variable }}`, again until
+the answer names the variable (the answers that did not are counted: a right server has none). The
+publications of the two opened documents that differ from their first are counted too (`opened_changed`: a
+first publication that is final has none). Cold: an empty cache directory for every start. Warm:
 the cache one start wrote, for five more. "Last diagnostic": the last `publishDiagnostics` that changed
 what the editor shows (a file's diagnostics other than those it last got), once the initial check's
 progress ended and `--quiet` seconds passed without another publication.
@@ -47,17 +49,27 @@ def hover_target(root: Path) -> tuple[Path, dict[str, int], str]:
     raise SystemExit(f"no template of {root} uses a variable")
 
 
+def agent_target(root: Path, template: Path) -> Path:
+    """The definition that renders `template`, else the first definition."""
+    agents = sorted(root.glob("agents/*.agent.yaml"))
+    return next((a for a in agents if template.name in a.read_text()), agents[0])
+
+
 def once(root: Path, cache: Path, quiet: float) -> dict[str, float]:
     os.environ["OSCOVA_LSP_CACHE_DIR"] = str(cache)
     template, position, name = hover_target(root)
+    agent = agent_target(root, template)
+    opened = {template.as_uri(): "opened_template_s", agent.as_uri(): "opened_agent_s"}
+    firsts: dict[str, Any] = {}
     client = Client([sys.executable, "-m", "oscova_lsp"])
-    out = {"wrong_hovers": 0.0, "refused_hovers": 0.0}
+    out = {"wrong_hovers": 0.0, "refused_hovers": 0.0, "opened_changed": 0.0}
     shown: dict[str, Any] = {}
     try:
         out["initialize_s"] = client.initialize(root, {"window": {"workDoneProgress": True}}) - client.spawned
         client.notify("initialized", {})
-        client.notify("textDocument/didOpen", {"textDocument": {
-            "uri": template.as_uri(), "languageId": "jinja", "version": 1, "text": template.read_text()}})
+        for document, language in ((template, "jinja"), (agent, "yaml")):
+            client.notify("textDocument/didOpen", {"textDocument": {
+                "uri": document.as_uri(), "languageId": language, "version": 1, "text": document.read_text()}})
         hover = client.request("textDocument/hover", {"textDocument": {"uri": template.as_uri()}, "position": position})
         last = scan_end = None
         while "hover_s" not in out or scan_end is None or time.perf_counter() - max(last or 0, scan_end) < quiet:
@@ -70,6 +82,10 @@ def once(root: Path, cache: Path, quiet: float) -> dict[str, float]:
             elif message.get("method") == "textDocument/publishDiagnostics":
                 out.setdefault("first_diagnostic_s", at - client.spawned)
                 params = message["params"]
+                if params["uri"] in opened:  # an open document: its first publication, and any that differs
+                    out.setdefault(opened[params["uri"]], at - client.spawned)
+                    firsts.setdefault(params["uri"], params["diagnostics"])
+                    out["opened_changed"] += firsts[params["uri"]] != params["diagnostics"]
                 if shown.get(params["uri"]) != params["diagnostics"]:  # what the editor shows changed
                     shown[params["uri"]] = params["diagnostics"]
                     last = at

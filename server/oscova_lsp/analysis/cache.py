@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 
 FACTS_FORMAT = 3
 """Raised whenever the shape of the cached facts changes."""
-RESULTS_FORMAT = 3
+RESULTS_FORMAT = 4
 """Raised whenever the shape of the stored results changes."""
 ENV_DIR = "OSCOVA_LSP_CACHE_DIR"
 ENV_OFF = "OSCOVA_LSP_NO_CACHE"
@@ -447,13 +447,36 @@ def _prune(home: str, current: str) -> None:
 # again on the current facts.
 
 
-@dataclass
 class StoredResults:
-    diagnostics: dict[str, list[Diagnostic]]
-    """Every file's diagnostics (files without any included)."""
-    notices: list[str]
-    probes: dict[tuple[str, str], DiskAnswer]
-    """(kind, path) -> the answer, for each question of `workspace.DISK_QUESTIONS` the checks asked."""
+    """A whole check's results. Read from the cache they may stay in their stored form, `rows` (each file's
+    diagnostics as `_diagnostic_to_json` writes them), until asked for as values: the warm start publishes
+    them from that form (`lsp/early.py`), checking each row as it goes."""
+
+    def __init__(self, diagnostics: dict[str, list[Diagnostic]] | None, notices: list[str],
+                 probes: dict[tuple[str, str], DiskAnswer], rows: dict[str, Any] | None = None,
+                 editor_only: frozenset[str] | None = None) -> None:
+        self._diagnostics = diagnostics
+        self.notices = notices
+        self.probes = probes
+        """(kind, path) -> the answer, for each question of `workspace.DISK_QUESTIONS` the checks asked."""
+        self.rows = rows if diagnostics is None else None
+        self.editor_only = editor_only
+        """The codes `check` leaves out of its output unless named (the registry's, when these were stored), so
+        that printing stored results needs no rule module."""
+
+    @property
+    def diagnostics(self) -> dict[str, list[Diagnostic]]:
+        """Every file's diagnostics (files without any included); ValueError: a stored row of the wrong shape."""
+        if self._diagnostics is None:
+            self._diagnostics = {_text(path): [_diagnostic(row) for row in rows]
+                                 for path, rows in (self.rows or {}).items()}
+        return self._diagnostics
+
+    def of(self, path: str) -> list[Diagnostic]:
+        """One file's diagnostics (none stored: none)."""
+        if self._diagnostics is not None:
+            return self._diagnostics.get(path, [])
+        return [_diagnostic(row) for row in (self.rows or {}).get(path, [])]
 
 
 def world_digest(root: str, settings: str, states: Iterable[tuple[str, str]]) -> str:
@@ -467,14 +490,14 @@ def world_digest(root: str, settings: str, states: Iterable[tuple[str, str]]) ->
     return hasher.hexdigest()
 
 
-def _holding(root: str, body: dict[str, Any] | None, world: str, inside: frozenset[str] = frozenset()) \
-        -> StoredResults | None:
+def _holding(root: str, body: dict[str, Any] | None, world: str, inside: frozenset[str] = frozenset(),
+             decode: bool = True) -> StoredResults | None:
     """The stored results in `body` when they were computed from `world` and every disk probe the checks made
-    still gets the same answer (`_probes_hold`)."""
+    still gets the same answer (`_probes_hold`); `decode`: as values, else their diagnostics in stored form."""
     if body is None or body.get("world") != world:
         return None
     try:
-        stored = _results_from_json(body)
+        stored = _results_from_json(body, decode)
     except Exception:  # noqa: BLE001 - a stored result of the wrong shape is recomputed, never trusted
         return None
     return stored if _probes_hold(root, stored.probes, inside) else None
@@ -489,23 +512,52 @@ def _probes_hold(root: str, probes: dict[tuple[str, str], DiskAnswer], inside: f
 
 
 def _results_to_json(world: str, stored: StoredResults) -> dict[str, Any]:
-    return {"world": world, "notices": stored.notices,
+    return {"world": world, "notices": stored.notices, "editor_only": sorted(stored.editor_only or ()),
             "probes": [[kind, path, answer] for (kind, path), answer in stored.probes.items()],
             "diagnostics": {path: [_diagnostic_to_json(d) for d in found] for path, found in stored.diagnostics.items()}}
 
 
-def _results_from_json(body: dict[str, Any]) -> StoredResults:
+def _results_from_json(body: dict[str, Any], decode: bool = True) -> StoredResults:
     notices, probes, diagnostics = body["notices"], body["probes"], body["diagnostics"]
+    editor_only = body.get("editor_only")
     if not (type(notices) is list and all(type(n) is str for n in notices) and type(probes) is list
-            and type(diagnostics) is dict):
+            and type(diagnostics) is dict and type(editor_only) is list and all(type(c) is str for c in editor_only)):
         raise ValueError("results")
     answers: dict[tuple[str, str], DiskAnswer] = {}
     for kind, path, answer in probes:
         if type(kind) is not str or type(path) is not str or type(answer) is not DISK_QUESTIONS.get(kind):
             raise ValueError("probe")
         answers[(kind, path)] = cast(DiskAnswer, answer)
+    if not decode:
+        return StoredResults(None, notices, answers, diagnostics, frozenset(editor_only))
     return StoredResults({_text(path): [_diagnostic(row) for row in rows] for path, rows in diagnostics.items()},
-                         notices, answers)
+                         notices, answers, editor_only=frozenset(editor_only))
+
+
+def row_parts(row: Any) -> tuple[tuple[int, int, int, int], str, str, int, list[tuple[str, tuple[int, int, int, int],
+                                                                                            str]], list[str]]:
+    """A stored diagnostic row checked as `_diagnostic` checks it, in parts instead of values: its range (start
+    line, character, end line, character), code, message, severity, related locations and the titles of its
+    fixes. ValueError (or TypeError): a row of the wrong shape."""
+    path, rng, code, message, severity, related, fixes, data = row
+    if type(data) is not dict or type(related) is not list or type(fixes) is not list or type(path) is not str \
+            or type(code) is not str or type(message) is not str or type(severity) is not int \
+            or severity not in _SEVERITIES:
+        raise ValueError("diagnostic")
+    places = [(_text(p), _range_parts(r), _text(m)) for p, r, m in related]
+    titles = []
+    for title, edits in fixes:
+        titles.append(_text(title))
+        for p, r, t in edits:
+            _text(p), _range_parts(r), _text(t)
+    return _range_parts(rng), code, message, severity, places, titles
+
+
+def _range_parts(value: Any) -> tuple[int, int, int, int]:
+    a, b, c, d = value
+    if not (type(a) is int and type(b) is int and type(c) is int and type(d) is int):
+        raise ValueError("range")
+    return a, b, c, d
 
 
 def _diagnostic_to_json(d: Diagnostic) -> list[Any]:
@@ -521,7 +573,8 @@ _SEVERITIES = {int(level): level for level in Severity}
 def _diagnostic(row: Any) -> Diagnostic:
     path, rng, code, message, severity, related, fixes, data = row
     if type(data) is not dict or type(related) is not list or type(fixes) is not list or type(path) is not str \
-            or type(code) is not str or type(message) is not str or type(severity) is not int:
+            or type(code) is not str or type(message) is not str or type(severity) is not int \
+            or severity not in _SEVERITIES:
         raise ValueError("diagnostic")
     return Diagnostic(
         path, range_from_row(rng), code, message, _SEVERITIES[severity],
@@ -612,10 +665,11 @@ class StatCheck:
     """False: the identities cannot tell (a folder changed or too recent): the files must be read to know."""
 
 
-def check_by_stat(root: str, settings: str) -> StatCheck:
+def check_by_stat(root: str, settings: str, *, decode: bool = True) -> StatCheck:
     """The stored results of `root`'s last whole check (its lint options as `settings`) when the identities of
     the files and folders they were computed from tell that they hold, reading only the files whose identity
-    changed or was not believed, parsing nothing and importing no parser."""
+    changed or was not believed, parsing nothing and importing no parser. `decode`: their diagnostics as values,
+    else in their stored form (`StoredResults.rows`)."""
     root = os.path.abspath(root)
     if cache_disabled():
         return StatCheck(None)
@@ -633,7 +687,7 @@ def check_by_stat(root: str, settings: str) -> StatCheck:
         if found is None:
             return StatCheck(None, decided=False)
         states, nested, inside = found
-        stored = _holding(root, body, world_digest(root, settings, states.items()), inside)
+        stored = _holding(root, body, world_digest(root, settings, states.items()), inside, decode)
     return StatCheck(stored, states, nested)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from oscova_runtime.paths import is_inside
@@ -15,9 +15,10 @@ from oscova_runtime.paths import is_inside
 from .cache import CacheReport, FactsCache, StoredResults, Texts, check_by_stat
 from .checks import Checker
 from .diagnostics import Diagnostic
-from .files import MAX_FILE_BYTES, FileKind, ParsedFile, file_kind, parse_file, parse_template
+from .files import MAX_FILE_BYTES, DefinitionFile, FileKind, ParsedFile, file_kind, parse_file, parse_template
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
 from .lint import LintOptions, apply_lint, lint_key
+from .rules.registry import RULES
 from .rules.syntax import could_not_check
 from .workspace import DiskAnswer, Workspace, find_root, read_text
 
@@ -64,6 +65,91 @@ class Analysis:
         self._results_target = target
         self._parse(paths, texts, target[0] if target is not None else None, jobs, fork_server, like)
 
+    def load_first(self, wanted: Iterable[str], documents: Mapping[str, str] | None = None, *, cache: bool = True,
+                   like: Analysis | None = None) -> set[str]:
+        """Reads what the diagnostics of the files `wanted` depend on, and nothing else, so that they come before
+        the rest of a large workspace is parsed; returns the wanted files whose diagnostics are then final (those
+        of the workspace read whole: `Workspace.dependents` names no file left out).
+
+        What is read: the host configuration and the evaluations; each wanted template and the templates it
+        includes directly, the templates a wanted definition names, and every template that includes one read
+        here, at any depth (its uses and the names it binds are the included template's); the definitions that
+        name a template read here (its uses' agents); for a wanted definition, the definitions that name its
+        id (duplicates, callers) and those it reaches through `agent_tools`. Which files those are is found
+        without parsing the others: a template's path and an agent's id are written out in the files that name
+        them, so only the files whose text holds the template's file name or the id are parsed (a definition
+        with a backslash, which YAML may use to escape them, always is). Every definition is read when a wanted
+        file is the host configuration or an evaluation, or when an `agent_tools` entry names no agent (its
+        did-you-mean looks at every id). `documents`: the editor's texts, over the files' (`path -> text`).
+        `like`: an earlier analysis of this root whose parsed files are reused for the same text. The stored
+        results are neither read nor written."""
+        paths, texts, target = self._read_all(cache)
+        store = target[0] if target is not None else None
+        for path, text in (documents or {}).items():
+            if file_kind(path) is not None and is_inside(path, self.root, real=False):
+                if path not in texts:
+                    paths.append(path)
+                texts[path] = (text, None)
+        order = {path: index for index, path in enumerate(paths)}
+        wanted = {os.path.abspath(p) for p in wanted} & set(texts)
+        parsed: dict[str, ParsedFile] = {}
+        kinds = {path: file_kind(path) for path in paths}
+        templates = [p for p in paths if kinds[p] is FileKind.TEMPLATE]
+        definitions = [p for p in paths if kinds[p] is FileKind.DEFINITION]
+
+        def parse(todo: Iterable[str]) -> list[ParsedFile]:
+            todo = list(dict.fromkeys(todo))
+            fresh = [p for p in todo if p not in parsed]
+            hits, todo_texts = store.lookup(fresh, texts) if store is not None else ({}, texts)
+            if like is not None:
+                hits.update(_same_files(like, self.root, [p for p in fresh if p not in hits], texts))
+            parsed.update(hits)
+            parsed.update((p, _parse_one(self.root, p, todo_texts)) for p in fresh if p not in hits)
+            return [parsed[p] for p in todo]
+
+        def naming(word: str, among: list[str], escapes: bool) -> list[str]:
+            """The files of `among` not parsed yet whose text may name `word`."""
+            if not word.isprintable() or any(c.isspace() or c in "'\"\\" for c in word):
+                return [p for p in among if p not in parsed]  # YAML may fold or escape it: any file may
+            return [p for p in among if p not in parsed and (
+                word in (texts[p][0] or "") or escapes and "\\" in (texts[p][0] or ""))]
+
+        parse(p for p in paths if kinds[p] in (FileKind.HOST, FileKind.EVAL) or p in wanted and
+              kinds[p] is FileKind.DEFINITION)
+        every = any(kinds[p] in (FileKind.HOST, FileKind.EVAL) for p in wanted)
+        # The agents a wanted definition reaches, and the definitions naming its id.
+        ids = [d.raw_id for p in wanted if isinstance(d := parsed.get(p), DefinitionFile) and d.raw_id] \
+            if not every else []
+        seen_ids: set[str] = set()
+        while ids and not every:
+            agent_id = ids.pop()
+            if agent_id in seen_ids:
+                continue
+            seen_ids.add(agent_id)
+            parse(naming(agent_id, definitions, True))
+            found = [d for p in definitions if isinstance(d := parsed.get(p), DefinitionFile) and d.raw_id == agent_id]
+            every = not found  # an entry naming no agent: its did-you-mean reads every id
+            ids += [t for d in found if d.definition is not None for t in d.definition.agent_tools]
+        if every:
+            parse(definitions)
+        # The templates: the wanted ones, those wanted definitions name, what those include directly.
+        seeds = [p for p in wanted if kinds[p] is FileKind.TEMPLATE]
+        seeds += [t for p in wanted if kinds[p] is FileKind.DEFINITION for t in self.workspace.template_refs(parsed[p])]
+        seeds += [t for f in parse(p for p in seeds if p in texts) for t in self.workspace.template_refs(f)]
+        parse(p for p in seeds if p in texts)
+        # Every template and definition naming a template read here, at any depth: its includers and its uses.
+        queue = [p for p in dict.fromkeys(seeds) if p in parsed]
+        reached = set(queue)
+        while queue:
+            name = os.path.basename(queue.pop())
+            parse(naming(name, definitions, True))
+            for candidate in parse(naming(name, templates, False)):
+                if candidate.path not in reached and reached & self.workspace.template_refs(candidate):
+                    reached.add(candidate.path)
+                    queue.append(candidate.path)
+        self.workspace.load(sorted(parsed.values(), key=lambda parsed_file: order[parsed_file.path]))
+        return {path for path in wanted if path in self.workspace.files}
+
     def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, dict[str, str]] | None:
         """The stored results of the last whole check of this root when they hold for the files as they are
         now (`cache.py`), with each file's state (its text digest) as found to know it; nothing is parsed.
@@ -97,7 +183,8 @@ class Analysis:
         (`Workspace.probes`) as this root's results; nothing when the load did not use the cache."""
         if self._results_target is not None:
             store, world = self._results_target
-            store.save_results(world, StoredResults(found, list(self.workspace.notices), probes))
+            editor_only = frozenset(code for code, rule in RULES.items() if not rule.in_check)
+            store.save_results(world, StoredResults(found, list(self.workspace.notices), probes, editor_only=editor_only))
 
     def check_all(self, *, jobs: int | None = None, cache: bool = True,
                   under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
@@ -160,8 +247,8 @@ class Analysis:
     def _parse(self, paths: list[str], texts: Texts, store: FactsCache | None, jobs: int | None,
                fork_server: bool, like: Analysis | None = None) -> None:
         hits, todo_texts = store.lookup(paths, texts) if store is not None else ({}, texts)
-        if like is not None:
-            hits.update(_same_files(like, self.root, [p for p in paths if p not in hits], texts))
+        reused = _same_files(like, self.root, [p for p in paths if p not in hits], texts) if like is not None else {}
+        hits.update(reused)
         todo = [path for path in paths if path not in hits]
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
         if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
@@ -169,7 +256,7 @@ class Analysis:
         else:
             parsed = [_parse_one(self.root, path, todo_texts) for path in todo]
         if store is not None:
-            store.save(parsed)
+            store.save([*parsed, *reused.values()])  # a file reused from `like` was not in the cache either
             self.cache_report = store.report
         order = {path: index for index, path in enumerate(paths)}  # discovery order, cached or not
         self.workspace.load(sorted([*parsed, *hits.values()], key=lambda parsed_file: order[parsed_file.path]))

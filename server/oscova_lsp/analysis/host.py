@@ -193,8 +193,9 @@ class AnalysisHost:
         """Makes `root` known (empty until `install`): its open documents are analysed meanwhile."""
         self._ensure(root)
 
-    def load(self, root: str) -> Analysis:
+    def load(self, root: str, like: Analysis | None = None) -> Analysis:
         """A freshly read analysis of `root`: call it in a worker thread (it shares nothing with the host).
+        `like`: an analysis of the same root (`load_first`'s) whose parsed files are reused for the same text.
 
         A large workspace parses its templates in worker processes (`Analysis.load`), started by a fork
         server: forking a process whose threads hold locks can deadlock the children. `OSCOVA_LSP_JOBS=N`
@@ -212,8 +213,18 @@ class AnalysisHost:
             workers = int(os.environ.get("OSCOVA_LSP_JOBS", str(os.cpu_count() or 1)))
         except ValueError:
             workers = os.cpu_count() or 1
-        analysis.load(jobs=workers, fork_server=True)
+        analysis.load(jobs=workers, fork_server=True, like=like)
         return analysis
+
+    def load_first(self, root: str, wanted: Iterable[str], documents: Mapping[str, str],
+                   like: Analysis | None = None) -> tuple[Analysis, dict[str, list[Diagnostic]]]:
+        """What the files `wanted` of `root` need read, and their diagnostics, final (`Analysis.load_first`), before
+        the whole root is: call it in a worker thread, with the open documents' texts (`documents`) taken on the
+        host's. The analysis is not installed (requests still wait for the whole root); a later `load(root,
+        like=...)` reuses what it parsed."""
+        analysis = Analysis(root, self._lint)
+        final = analysis.load_first(wanted, documents, like=like)
+        return analysis, {path: analysis.diagnostics(path) for path in sorted(final)}
 
     def check(self, root: str, *, jobs: int | None = None, cache: bool = True,
               under: Iterable[str] | None = None) -> tuple[dict[str, list[Diagnostic]], list[str]]:

@@ -50,7 +50,7 @@ def range_from_row(value: Any) -> Range:
     return _shared_range(a, b, c, d)
 
 
-@functools.lru_cache(maxsize=1 << 12)
+@functools.lru_cache(maxsize=1 << 14)
 def _shared_range(a: int, b: int, c: int, d: int) -> Range:
     """One object for equal decoded ranges (a range is a value, and few differ: the 10,569 ranges stored for
     5,000 + 5,000 files are 48), remembered for the stored results and facts a start decodes."""
@@ -113,6 +113,13 @@ class LineIndex:
         if not self._ascii:
             col = _utf16_len(self.text[self._starts[line] : offset])
         return Position(line, col)
+
+    def range_of_chars(self, start_line: int, start_col: int, end_line: int, end_col: int) -> Range:
+        """Two (line, column counted in characters) pairs as an LSP range; in ASCII text, one shared object per
+        distinct range (`_shared_range`: the ranges of a workspace's keys and values repeat from file to file)."""
+        if self._ascii:
+            return _shared_range(start_line, start_col, end_line, end_col)
+        return Range(self.position_of_char(start_line, start_col), self.position_of_char(end_line, end_col))
 
     def position_of_char(self, line: int, char_col: int) -> Position:
         """A (line, column counted in characters) pair, as PyYAML and Jinja give them, as an LSP position."""

@@ -190,10 +190,8 @@ def _mark_range(lines: LineIndex, line: int, column: int) -> Range:
 
 
 def _node_range(lines: LineIndex, node: yaml.Node) -> Range:
-    return Range(
-        lines.position_of_char(node.start_mark.line, node.start_mark.column),
-        lines.position_of_char(node.end_mark.line, node.end_mark.column),
-    )
+    start, end = node.start_mark, node.end_mark
+    return lines.range_of_chars(start.line, start.column, end.line, end.column)
 
 
 class _Builder:

@@ -52,26 +52,21 @@ def run(args: argparse.Namespace) -> int:
     from oscova_runtime.paths import is_inside
 
     from ..analysis.diagnostics import Diagnostic, Severity
-    from ..analysis.host import AnalysisHost
     from ..analysis.lint import LintOptions
-    from ..analysis.workspace import workspace_roots
-    from ..reporting import (
-        color_summary,
-        display_path,
-        format_github,
-        format_json,
-        format_sarif,
-        format_text,
-        printable,
-        summary,
-        wants_color,
-    )
+    from ..reporting import display_path, printable
 
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(f"oscova-lsp: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
     lint = LintOptions(select=args.select, ignore=args.ignore)
+    if not args.no_cache:
+        held = _stored_check(args, lint)
+        if held is not None:
+            return held
+    from ..analysis.host import AnalysisHost
+    from ..analysis.workspace import workspace_roots
+
     paths = [os.path.abspath(p) for p in args.paths]
     roots: list[str] = []
     for path in paths:  # each path's own workspace, and every workspace nested below it
@@ -115,16 +110,67 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from ..analysis.rules.registry import RULES
 
+    editor_only = frozenset(code for code, rule in RULES.items() if not rule.in_check)
+    return _report(args, diagnostics, editor_only, files, checked, failing, _with_templates(paths, len(rendered)))
+
+
+def _stored_check(args: argparse.Namespace, lint: Any) -> int | None:
+    """A warm check of whole workspaces that reads none of their files: when each path given is a workspace root
+    without nested workspaces and its stored results hold by the identities of its files and folders
+    (`cache.check_by_stat`), they are printed as a check would print them, with no parser, pydantic model or rule
+    module imported. None: the check reads the workspaces."""
+    from ..analysis.cache import check_by_stat
+    from ..analysis.diagnostics import Severity
+    from ..analysis.disk import find_root
+    from ..analysis.lint import lint_key
+    from ..reporting import printable
+
+    roots = [os.path.abspath(p) for p in args.paths]
+    if len(set(roots)) != len(roots) or any(not os.path.isdir(p) or find_root(p) != p for p in roots):
+        return None
+    checks = [check_by_stat(root, lint_key(lint)) for root in roots]
+    held = [check.stored for check in checks if check.stored is not None and check.stored.editor_only is not None
+            and check.nested == []]
+    if len(held) != len(roots):
+        return None
+    diagnostics = [d for stored in held for items in stored.diagnostics.values() for d in items]
+    for stored in held:
+        for notice in stored.notices:
+            print(f"note: {printable(notice)}", file=sys.stderr)
+    failing = [root for root, stored in zip(roots, held, strict=True)
+               if any(d.severity is Severity.ERROR for items in stored.diagnostics.values() for d in items)]
+    checked = [root for root, stored in zip(roots, held, strict=True) if stored.diagnostics]
+    files = sum(len(stored.diagnostics) for stored in held)
+    if not files:
+        return None  # the check says why there is nothing to check
+    editor_only = frozenset().union(*(stored.editor_only or () for stored in held))
+    return _report(args, diagnostics, editor_only, files, checked, failing, "")
+
+
+def _report(args: argparse.Namespace, diagnostics: list[Any], editor_only: frozenset[str], files: int,
+            checked: list[str], failing: list[str], covered: str) -> int:
+    """Prints a check's findings in the format asked; the exit status."""
+    from ..analysis.diagnostics import Diagnostic
+    from ..reporting import (
+        color_summary,
+        format_github,
+        format_json,
+        format_sarif,
+        format_text,
+        summary,
+        wants_color,
+    )
+
     # Editor-only rules (hints about what the template already handles) stay out of CI output unless named.
     named = args.select or frozenset()
-    diagnostics = [d for d in diagnostics if d.code not in RULES or RULES[d.code].in_check or d.code in named]
+    diagnostics = [d for d in diagnostics if d.code not in editor_only or d.code in named]
     diagnostics.sort(key=Diagnostic.sort_key)
     if args.format == "text":
         color = wants_color(sys.stdout, args.color)
         body = format_text(diagnostics, color=color)
         if body:
             print(body)
-        line = summary(diagnostics, files, len(checked), failing, _with_templates(paths, len(rendered)))
+        line = summary(diagnostics, files, len(checked), failing, covered)
         print(color_summary(line, diagnostics) if color else line)
     elif args.format == "json":
         print(format_json(diagnostics))

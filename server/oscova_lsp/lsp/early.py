@@ -40,6 +40,7 @@ from .wire_json import diagnostic, path_of, result_id, uri
 
 if TYPE_CHECKING:  # the analysis host, its parsers and pydantic are imported once a root is read here
     from ..analysis.diagnostics import Diagnostic
+    from ..analysis.engine import Analysis
     from ..analysis.host import AnalysisHost, Snapshot
 
 logger = logging.getLogger(__name__)
@@ -63,8 +64,15 @@ class Handover:
     """Every message read (the `initialize` first), in order, minus the requests answered here."""
     published: dict[str, str] = field(default_factory=dict)
     """The `result_id` of each file's last publication here."""
+    versions: dict[str, int | None] = field(default_factory=dict)
+    """The version each file's last publication here was of (None: the file on disk)."""
     shown: set[str] = field(default_factory=set)
     """The files whose last publication here had diagnostics."""
+    first: dict[str, Analysis] = field(default_factory=dict)
+    """By root: what was read here for the open documents of a large root (`AnalysisHost.load_first`), for the
+    pygls server's reading of the whole root to reuse."""
+    first_texts: dict[str, str] = field(default_factory=dict)
+    """The open documents whose final diagnostics went out here, with the text they are of."""
 
 
 class EarlyPhase:
@@ -92,8 +100,10 @@ class EarlyPhase:
         self.host: AnalysisHost | None = None
         self._pending: list[bytes] = []
         self._pending_bytes = 0
-        self._published: dict[str, list[Diagnostic]] = {}
-        """Each file's last publication here (its result id goes to `Handover.published`)."""
+        self._published: dict[str, str] = {}
+        """The `result_id` of each file's last publication here (`Handover.published`)."""
+        self._held: dict[str, StatCheck] = {}
+        """The roots whose stored results held and went out, with what told so."""
 
     def run(self, fd: int, framer: Framer, start_loader: Callable[[], Any]) -> Handover:
         """Reads and handles messages until the pygls server (imported by `start_loader()`'s thread) is ready."""
@@ -120,8 +130,7 @@ class EarlyPhase:
             else:
                 self._poll(fd, framer, POLL_SECONDS)
         self._flush()  # the answers to what the last read brought: written before the pygls server takes over
-        # The result ids of what went out, computed once the publications are out (not on their way).
-        self.handover.published = {path: result_id(path, found) for path, found in self._published.items()}
+        self.handover.published = dict(self._published)
         return self.handover
 
     # ------------------------------------------------------------------------------------------ reading
@@ -217,12 +226,17 @@ class EarlyPhase:
         gc.disable()  # as the server's root loads: a large graph with few cycles
         try:
             checks = self._stored_roots()
+            stored: set[str] = set()
             if not self._pulls():
-                for root, check in checks.items():
-                    self._publish_stored(root, check)
+                stored = {root for root, check in checks.items() if self._publish_stored(root, check)}
+            self._held = {root: checks[root] for root in stored}
             self._flush()
             held = os.environ.get(SCAN_GATE_ENV) or os.environ.get(SCAN_DELAY_ENV)  # tests hold reading back
             small = [root for root, check in checks.items() if not self._large(root, check)] if not held else []
+            # The open documents of a root not read here whole: what they need first, their diagnostics out.
+            for root in dict.fromkeys(self._roots.root_of(path) for path in self._documents):
+                if root not in small and root not in stored:
+                    self._look_first(root)
             if small:
                 host = self._host()
                 opened = {host.root_of(path) for path in self._documents}
@@ -244,12 +258,12 @@ class EarlyPhase:
             root, folder = queue.pop(0)
             if root in checks:
                 continue
-            checks[root] = check = check_by_stat(root, settings)
+            checks[root] = check = check_by_stat(root, settings, decode=False)
             queue += [(n, folder) for n in check.nested or [] if is_inside(n, folder, real=False)]
         if not all(check.decided for check in checks.values()):  # a folder changed: read, as the server will
             host = self._host()
             for root in host.discover_roots():
-                check = checks.get(root) or check_by_stat(root, settings)
+                check = checks.get(root) or check_by_stat(root, settings, decode=False)
                 if not check.decided:
                     found = host.stored_results(root)
                     check = StatCheck(found[0], found[1]) if found is not None else StatCheck(None)
@@ -263,20 +277,70 @@ class EarlyPhase:
             return len(check.states) > EARLY_LOAD_FILES
         return more_files_than(root, EARLY_LOAD_FILES)
 
-    def _publish_stored(self, root: str, check: StatCheck) -> None:
+    def _publish_stored(self, root: str, check: StatCheck) -> bool:
         """As `OscovaServer._publish_stored`, when the stored results hold for the files on disk and the open
         documents: the files with findings, and each open document (its text is the file's, so they hold
-        for its version too) with its version, so the editor need not wait for the root to be read."""
+        for its version too) with its version, so the editor need not wait for the root to be read. Whether
+        they held (and went out)."""
         if check.stored is None:
-            return
+            return False
         for path, (text, _) in self._documents.items():
             if self._roots.root_of(path) == root and file_kind(path) is not None and \
                     check.states.get(path) != text_digest(text):
-                return
-        for path, diagnostics in check.stored.diagnostics.items():
-            document = self._documents.get(path)
-            if diagnostics or document is not None:
-                self._send(path, diagnostics, document[1] if document is not None else None)
+                return False
+        rows = check.stored.rows
+        if rows is None:  # read as values (a folder had changed: `AnalysisHost.stored_results`)
+            rows = {path: found for path, found in check.stored.diagnostics.items()}
+        related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
+        out: list[tuple[str, dict[str, Any], str, bool]] = []
+        try:  # every row checked before any goes out: a stored row of the wrong shape is not believed
+            for path in sorted(rows, key=lambda p: p not in self._documents):  # the open documents first
+                document = self._documents.get(path)
+                if rows[path] or document is not None:
+                    version = document[1] if document is not None else None
+                    if check.stored.rows is not None:
+                        message, rid = wire_json.publication_of_rows(path, rows[path], version,
+                                                                     True if related is None else bool(related))
+                    else:
+                        message, rid = self._publication(path, rows[path], version), result_id(path, rows[path])
+                    out.append((path, message, rid, bool(rows[path])))
+        except (ValueError, TypeError):
+            return False
+        for path, message, rid, shows in out:
+            self._write(message)
+            self._published[path] = rid
+            self.handover.versions[path] = message["params"].get("version")
+            if shows:
+                self.handover.shown.add(path)
+            else:
+                self.handover.shown.discard(path)
+            if path in self._documents:
+                self.handover.first_texts[path] = self._documents[path][0]
+        return True
+
+    def _look_first(self, root: str) -> None:
+        """The open documents of a large root, before the pygls server reads it whole: their stored diagnostics
+        when the stored results held and the document is the file, else what they need read here
+        (`AnalysisHost.load_first`); published, final, with their versions."""
+        documents = {path: text for path, (text, _) in self._documents.items()
+                     if self._roots.root_of(path) == root and file_kind(path) is not None}
+        wanted = [path for path, text in documents.items() if self.handover.first_texts.get(path) != text]
+        if not wanted or self._pulls():
+            return
+        held = self._held.get(root)
+        if held is not None and held.stored is not None and \
+                all(held.states.get(path) == text_digest(documents[path]) for path in wanted):
+            for path in wanted:
+                self._send(path, held.stored.of(path), self._documents[path][1])
+                self.handover.first_texts[path] = documents[path]
+            self._flush()
+            return
+        analysis, found = self._host().load_first(root, wanted, documents, self.handover.first.get(root))
+        self.handover.first[root] = analysis
+        for path, diagnostics in found.items():
+            self.handover.first_texts[path] = documents[path]
+            self._send(path, diagnostics, self._documents[path][1])
+        self._flush()
 
     def _load(self, root: str) -> None:
         host = self._host()
@@ -296,12 +360,17 @@ class EarlyPhase:
             return
         self._documents[path] = (text, version)
         if self.host is None:
+            if self._worked and file_kind(path) is not None:  # no root read here: this one's needs are
+                self._look_first(self._roots.root_of(path))
             return
         affected = self.host.open(path, text, version) | {path}
         if self._worked:  # as the server's `did_open`: every affected file of a root read so far
             snapshot = self.host.snapshot()
             for affected_path in sorted(p for p in affected if snapshot.is_loaded(p)):
                 self._publish(affected_path, snapshot)
+            if not snapshot.is_loaded(path) and file_kind(path) is not None:
+                del snapshot
+                self._look_first(self._roots.root_of(path))
 
     # ----------------------------------------------------------------------------------------- publishing
 
@@ -332,18 +401,22 @@ class EarlyPhase:
         found = self._diagnostics(path, snapshot)
         version = snapshot.version(path)
         if sweep and version is None and (not found and path not in self.handover.shown or
-                                          self._published.get(path) == found):
+                                          self._published.get(path) == result_id(path, found)):
             return
         self._send(path, found, version)
 
-    def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
+    def _publication(self, path: str, found: list[Diagnostic], version: int | None) -> dict[str, Any]:
         related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
         params: dict[str, Any] = {"uri": uri(path), "diagnostics": [
             diagnostic(d, True if related is None else bool(related)) for d in found]}
         if version is not None:
             params["version"] = version
-        self._write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
-        self._published[path] = found
+        return {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params}
+
+    def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
+        self._write(self._publication(path, found, version))
+        self._published[path] = result_id(path, found)
+        self.handover.versions[path] = version
         if found:
             self.handover.shown.add(path)
         else:

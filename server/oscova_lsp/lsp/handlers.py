@@ -140,8 +140,12 @@ def did_open(ls: OscovaServer, params: lsp.DidOpenTextDocumentParams) -> None:
     if path is None:
         return
     ls.publisher.opened(path, params.text_document.text, params.text_document.version)
-    ls.root_ready(ls.host.root_of(path))
+    root = ls.host.root_of(path)
+    loading = ls.loading(root)
+    ls.root_ready(root)  # a root not asked for yet is read now: its reading looks at its open documents first
     ls.publisher.publish_pending(origin=path)
+    if loading and ls.host.is_tracked(path):  # opened while its root is read: what it needs first
+        ls.spawn(ls.look_first(root))
 
 
 def did_change(ls: OscovaServer, params: lsp.DidChangeTextDocumentParams) -> None:

@@ -68,7 +68,8 @@ def serve_stdio(client_pid: int | None = None) -> int:
     server = create_server()
     server.client_pid = client_pid
     server.protocol.suppressed_response = answered  # type: ignore[attr-defined]
-    server.publisher.adopt_early(handover.published, handover.shown)
+    server.publisher.adopt_early(handover.published, handover.shown, handover.versions)
+    server.adopt_first(handover.first, handover.first_texts)
     return server.serve_stdio(framer, handover.items, stdin.fileno(), stdout)
 
 

@@ -52,6 +52,8 @@ class DiagnosticsPublisher:
         """Files whose last publication had diagnostics: the client shows something for them."""
         self._stored_shown: dict[str, str] = {}
         """Files published from stored results before their root was read, with the `result_id` sent."""
+        self._first_shown: dict[str, tuple[int | None, str]] = {}
+        """Open documents published before their root was read (`publish_first`): the version and `result_id`."""
 
     @property
     def host(self) -> AnalysisHost:
@@ -186,10 +188,19 @@ class DiagnosticsPublisher:
         found = self.diagnostics(path, snapshot)
         version = snapshot.version(path)
         early = self._stored_shown.pop(path, None)
+        first = self._first_shown.pop(path, None)
         if sweep and version is None and (not found and path not in self._shown or
                                           early is not None and early == self.result_id(path, found)):
             return
+        if sweep and first is not None and first == (version, self.result_id(path, found)):
+            return  # shown just so, for this version, before the root was read
         self._send(path, found, version)
+
+    def publish_first(self, path: str, found: list[Diagnostic], version: int | None) -> None:
+        """An open document's final diagnostics before its root was read (`OscovaServer.look_first`); the
+        publication of the whole root does not send them again while they hold."""
+        self._send(path, found, version)
+        self._first_shown[path] = (version, self.result_id(path, found))
 
     def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
         if found:
@@ -211,10 +222,16 @@ class DiagnosticsPublisher:
                     self._send(path, found, None)
                 self._stored_shown[path] = result_id
 
-    def adopt_early(self, published: dict[str, str], shown: set[str]) -> None:
+    def adopt_early(self, published: dict[str, str], shown: set[str],
+                    versions: dict[str, int | None] | None = None) -> None:
         """What the phase before pygls published (`early.Handover`): a sweep does not send it again while it
-        holds, and a file it showed findings for gets its empty publication when they go."""
-        self._stored_shown.update(published)
+        holds, and a file it showed findings for gets its empty publication when they go. `versions`: the open
+        documents published with their version."""
+        for path, result_id in published.items():
+            if versions is not None and versions.get(path) is not None:
+                self._first_shown[path] = (versions[path], result_id)
+            else:
+                self._stored_shown[path] = result_id
         self._shown |= shown
 
     async def publish_all(self, paths: Iterable[str], report: Callable[[int, int], None] | None = None) -> None:

@@ -74,6 +74,12 @@ class OscovaServer(LanguageServer):
         self.runs = Runs(self)
         self.documents = OpenDocuments(lambda: self.workspace)
         """The open documents' texts (`didOpen`, `didChange`, `didClose` applied)."""
+        self._first: dict[str, Analysis] = {}
+        """By root being read: what was read for its open documents first (`look_first`), for the whole
+        reading to reuse."""
+        self._first_texts: dict[str, str] = {}
+        """The open documents whose final diagnostics went out before their root was read, with their text."""
+        self._first_locks: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------------------------ the wire
 
@@ -247,6 +253,45 @@ class OscovaServer(LanguageServer):
         self.check_seconds = time.perf_counter() - started
         self.checked.set()
 
+    def adopt_first(self, first: dict[str, Analysis], texts: dict[str, str]) -> None:
+        """What the phase before pygls read and published for open documents (`early.Handover`)."""
+        self._first.update(first)
+        self._first_texts.update(texts)
+
+    def loading(self, root: str) -> bool:
+        """Whether `root` is being read (asked for, not installed yet)."""
+        return root in self._root_events and not self.host.is_loaded(root)
+
+    async def look_first(self, root: str) -> None:
+        """While `root` is read: the diagnostics of its open documents from what they depend on
+        (`AnalysisHost.load_first`, in a worker thread), published at once. They are final: the publication of
+        the whole root sends the same. A document edited meanwhile waits for the root (its edit is newer)."""
+        if self.publisher.pull:
+            return
+        async with self._first_locks.setdefault(root, asyncio.Lock()):
+            snapshot = self.host.snapshot()
+            documents = {path: document.text for path, document in snapshot.documents.items()
+                         if snapshot.root_of(path) == root and self.host.is_tracked(path)}
+            del snapshot
+            wanted = [path for path, text in documents.items() if self._first_texts.get(path) != text]
+            if not wanted or self.host.is_loaded(root):
+                return
+            try:
+                analysis, found = await asyncio.get_running_loop().run_in_executor(
+                    None, self.host.load_first, root, wanted, documents, self._first.get(root))
+            except Exception:  # only a head start: the whole root is read anyway
+                logger.exception("reading what the open documents of %s need failed", root)
+                return
+            if self.host.is_loaded(root):  # its own publication is out (or on its way)
+                return
+            self._first[root] = analysis
+            snapshot = self.host.snapshot()
+            for path, diagnostics in found.items():
+                document = snapshot.documents.get(path)
+                if document is not None and document.text == documents[path]:
+                    self._first_texts[path] = document.text
+                    self.publisher.publish_first(path, diagnostics, document.version)
+
     async def _load_roots(self, roots: list[str], token: str | None = None) -> None:
         """Reads each root in a worker thread, installs it (requests waiting for it go on at once), then
         publishes its diagnostics. The cyclic collector is paused meanwhile: reading and checking build a
@@ -280,8 +325,10 @@ class OscovaServer(LanguageServer):
             if token:
                 self._progress(token, lsp.WorkDoneProgressReport(message=f"reading {os.path.basename(root)}"))
             stored = stored_of[root]
+            if stored is None:
+                await self.look_first(root)
             try:
-                analysis = await loop.run_in_executor(None, self.host.load, root)
+                analysis = await loop.run_in_executor(None, self.host.load, root, self._first.pop(root, None))
             except Exception:  # keep serving what the editor opened rather than waiting forever
                 logger.exception("loading %s failed", root)
                 self.window_log_message(lsp.LogMessageParams(
@@ -310,6 +357,8 @@ class OscovaServer(LanguageServer):
                 self._progress(token, lsp.WorkDoneProgressReport(
                     message=f"{done}/{total} files", percentage=min(100, int(100 * done / max(total, 1)))))
 
+        for root in roots:
+            self._first.pop(root, None)  # one read while the root was (a document opened meanwhile)
         await self.publisher.installed(installed, report, primed)
         for analysis, generation in recording:
             await self._store_results(analysis, generation)
