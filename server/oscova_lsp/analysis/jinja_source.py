@@ -66,6 +66,7 @@ class VariableUse:
     name: str
     line: int
     column: int
+    """In characters, like every column of the facts (a range converts them to UTF-16 code units)."""
     offset: int
     effect: str = EMPTY
     """What rendering does at this use when the name is undefined: one of the effects above."""
@@ -626,9 +627,9 @@ def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
         blanked = [ref for ref in _scan(text).references if parsed_text[ref[2]] != text[ref[2]]]
         scan.references = sorted(scan.references + blanked, key=lambda ref: ref[2])
     for kind, path, start, end, ignore_missing, with_context in scan.references:
-        pos = lines.position(start)
-        facts.references.append(TemplateReference(kind, path, pos.line, pos.character,
-                                                   lines.position(end).character, ignore_missing, with_context))
+        line, column = _line_column(lines, start)
+        facts.references.append(TemplateReference(kind, path, line, column, column + end - start,
+                                                  ignore_missing, with_context))
     if tree is None:
         return facts
     walker = _Walker()
@@ -648,8 +649,8 @@ def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
             continue
         offsets = scan.identifiers.get(name, ())
         offset = offsets[index] if index < len(offsets) else _fallback_offset(parsed_text, lines, name, lineno)
-        pos = lines.position(offset)
-        facts.free_uses.append(VariableUse(name, pos.line, pos.character, offset, effect))
+        line, column = _line_column(lines, offset)
+        facts.free_uses.append(VariableUse(name, line, column, offset, effect))
     facts.free_uses.sort(key=lambda use: use.offset)
     return facts
 
@@ -755,9 +756,9 @@ def _recover(text: str, exc: TemplateSyntaxError,
         outcome = _parse(blanked)
         if spans is candidates[-1] or _failure(outcome) != before:
             start, end = spans[0]
-            pos = lines.position(start)
-            end_col = lines.position(end).character if lines.position(end).line == pos.line else None
-            return blanked, SyntaxProblem(message, pos.line, pos.character, end_col), outcome
+            line, column = _line_column(lines, start)
+            end_col = column + end - start if _line_column(lines, end)[0] == line else None
+            return blanked, SyntaxProblem(message, line, column, end_col), outcome
     return None
 
 
@@ -897,6 +898,13 @@ def _misplaced_tag(text: str, regions: list[_Region]) -> _Region | None:
     return stack[-1] if stack else None
 
 
+def _line_column(lines: LineIndex, offset: int) -> tuple[int, int]:
+    """The line of an offset and its column in characters, as the facts keep them (the LSP's UTF-16 columns are
+    computed from these when a range is made)."""
+    line = lines.position(offset).line
+    return line, offset - lines.line_start(line)
+
+
 def _fallback_offset(text: str, lines: LineIndex, name: str, lineno: int) -> int:
     """Where a name the scanner missed sits: from its line on (Jinja counts a lone CR as a line break)."""
     pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
@@ -912,9 +920,9 @@ def _suppressions(scan: _Scan, lines: LineIndex) -> dict[int, frozenset[str] | N
             continue
         raw = match.group("codes")
         codes = None if raw is None else (frozenset(c.strip().upper() for c in raw.split(",") if c.strip()) or None)
-        line = lines.position(offset).line
+        line, column = _line_column(lines, offset)
         targets = [line]
-        if not lines.line_text(line)[: lines.position(offset).character].strip():
+        if not lines.line_text(line)[:column].strip():
             end_line = lines.position(offset + len(body) + 4).line
             rest = lines.line_text(end_line)
             if rest.rstrip().endswith("#}"):
