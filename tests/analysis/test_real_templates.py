@@ -44,3 +44,90 @@ def test_a_variable_after_an_emoji_in_inline_instructions_is_reported_on_its_nam
     ws = make_workspace(tmp_path, {"agents/a.agent.yaml": "id: a\ninstructions: |\n  📊 Today: {{ ⟨date⟩ }}\n"})
     assert [(d.code, d.range) for d in ws.diagnostics("agents/a.agent.yaml")] == [
         ("OSC101", ws.marked("agents/a.agent.yaml")[0])]
+
+
+# --------------------------------------------------------------------------------------------------
+# Uses that rendering reaches only where the name is defined: after a test that an undefined value fails or
+# makes false, and inside a loop over it. The test (or the loop) is reported; what it guards is not.
+
+
+def unbound(tmp_path: Path, template: str) -> tuple[list[tuple[object, str]], list[object]]:
+    """The OSC101 and OSC109 diagnostics as (range, the words after the colon), and the marked ranges."""
+    ws = make_workspace(tmp_path, {"agents/a.agent.yaml": AGENT, "templates/t.j2": template})
+    found = [(d.range, d.message.split(": ", 1)[1]) for d in ws.diagnostics("templates/t.j2")
+             if d.code in ("OSC101", "OSC109")]
+    return found, list(ws.marked("templates/t.j2"))
+
+
+def test_the_list_a_loop_runs_over_is_defined_inside_the_loop(tmp_path: Path) -> None:
+    # chujiezheng/chat_templates, chat_templates/qwen2.5-instruct.jinja
+    found, marked = unbound(tmp_path, """\
+        {%- for message in ⟨messages⟩ %}
+            {%- if message.role == "tool" %}
+                {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}<|im_start|>user{% endif %}
+                {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}<|im_end|>{% endif %}
+            {%- endif %}
+        {%- endfor %}
+        """)
+    assert found == [(marked[0], "it is undefined, so the loop never runs")]
+
+
+def test_a_test_that_reads_from_a_name_guards_its_branches(tmp_path: Path) -> None:
+    # vllm-project/vllm, examples/tool_chat_template_llama3.1_json.jinja
+    found, marked = unbound(tmp_path, """\
+        {%- if ⟨messages⟩[0]['role'] == 'system' %}
+            {%- set system_message = messages[0]['content']|trim %}
+            {%- set messages = messages[1:] %}
+        {%- else %}
+            {%- set system_message = "" %}{{ messages | length }}
+        {%- endif %}
+        {{- system_message }}
+        """)
+    assert found == [(marked[0], "it is undefined, and using it here fails the rendering")]
+
+
+def test_an_attribute_tested_for_definedness_guards_its_object(tmp_path: Path) -> None:
+    # geerlingguy/ansible-role-nginx, templates/vhost.j2
+    found, marked = unbound(tmp_path, """\
+        {% if ⟨item⟩.server_name_redirect is defined %}
+        server {
+            server_name  {{ item.server_name_redirect }};
+            return       301 $scheme://{{ item.server_name.split(' ')[0] }}$request_uri;
+        }
+        {% endif %}
+        """)
+    assert found == [(marked[0], "it is undefined, and using it here fails the rendering")]
+
+
+def test_a_length_test_guards_its_block(tmp_path: Path) -> None:
+    # openstack/kolla-ansible, ansible/roles/fluentd/templates/conf/output/00-local.conf.j2
+    found, marked = unbound(tmp_path, """\
+        {% if ⟨fluentd_opensearch_cacert⟩ | length > 0 %}
+               ca_file {{ fluentd_opensearch_cacert }}
+        {% endif %}
+        """)
+    assert [rng for rng, _ in found] == marked
+
+
+def test_an_iterable_test_is_true_of_an_undefined_value(tmp_path: Path) -> None:
+    # vllm-project/vllm, examples/tool_chat_template_hermes.jinja: `is iterable` passes an undefined value (it
+    # iterates as empty), so the length test after it is what keeps the block from rendering.
+    found, marked = unbound(tmp_path, """\
+        {%- if ⟨tools⟩ is iterable and ⟨tools⟩ | length > 0 %}
+            {%- for tool in tools %}{{- tool.name }}{%- endfor %}
+        {%- endif %}
+        """)
+    assert [rng for rng, _ in found] == marked
+    assert found[0][1] == "it is undefined, yet the test is true"
+
+
+def test_a_loop_over_the_range_of_a_length_never_runs_for_an_undefined_value(tmp_path: Path) -> None:
+    # oxy-hq/oxy, demo_project/workflows/external-factors-correlation.procedure.yml (a `template` block)
+    found, marked = unbound(tmp_path, """\
+        {% for i in range(⟨factor_significance⟩ | length) %}
+        {% if factor_significance.factor_name[i] %}
+        **{{factor_significance.factor_name[i]}}**: {{factor_significance.correlation_coefficient[i]}}
+        {% endif %}
+        {% endfor %}
+        """)
+    assert [rng for rng, _ in found] == marked

@@ -45,8 +45,11 @@ the test is false and its block never renders; looped over, the loop never runs;
 (`{{ customer.name }}`) or computed with, the rendering fails. The message names the renderer and, where
 another provider binds the name, which one.
 Uses the template guards itself are not reported here (OSC109 says when nothing binds them): the subject of a
-`default` (`d`) filter, of an `is defined` or `is undefined` test, and uses inside what such a test guards
-(`if`, `elif`, `else`, a conditional expression, the right side of `and` / `or`).
+`default` (`d`) filter, of an `is defined` or `is undefined` test, and uses that rendering reaches only where the
+name is defined: inside what a test guards (`if`, `elif`, `else`, a conditional expression, the right side of
+`and` / `or`) when the test, with the name undefined, would be false or fail (`{% if x %}`, `x | length > 0`,
+`x.items is defined`, `x[0] == "a"`), and inside a loop over it (`{% for m in messages %}` … `messages[0]`). The
+test or the loop itself is still reported.
 Names the template sets itself count as Jinja renders them: from their `set` on, a block's own only inside
 it, `loop` inside a `for`, `caller`, `varargs` and `kwargs` inside a macro.""",
     "use the closest bound name, or declare the variable in `[variables]` with a value to fill in")
