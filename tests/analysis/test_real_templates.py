@@ -131,3 +131,15 @@ def test_a_loop_over_the_range_of_a_length_never_runs_for_an_undefined_value(tmp
         {% endfor %}
         """)
     assert [rng for rng, _ in found] == marked
+
+
+# --------------------------------------------------------------------------------------------------
+# Syntax
+
+
+def test_what_follows_a_raw_block_left_open_is_text_not_variables(tmp_path: Path) -> None:
+    # microsoft/promptflow, src/promptflow-devkit/promptflow/_cli/data/entry_flow/flow.dag.yaml.jinja2, with its
+    # `{% endraw %}` not typed yet: Jinja reads the rest as raw text, so `main_node_name` is no variable.
+    found, marked = check(tmp_path, "    reference: ⟨{% raw %}⟩${{ main_node_name }}.output}\n- name: {{ main_node_name }}\n")
+    assert found == [("OSC100", marked[0])]
+

@@ -997,6 +997,10 @@ def _recover(text: str, exc: TemplateSyntaxError,
     before = (exc.lineno, message)
     # Each candidate: the span to report, then any partner tags blanked with it.
     candidates: list[list[tuple[int, int]]] = []
+    if message == "Missing end of raw directive":  # the rest is raw text, as Jinja reads it: no code in it
+        opener = next((r for r in regions if r.tag == "raw" and not _RAW_END_RE.search(text, r.end)), None)
+        if opener is not None:
+            candidates.append([(opener.start, opener.end), (opener.end, len(text))])
     if "tag" in message:  # an unknown, misplaced or unclosed block tag: match the tags as Jinja does
         culprit = _edited_opener(text, lines, regions, edited) or _misplaced_tag(text, regions)
         if culprit is not None:
