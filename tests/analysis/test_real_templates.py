@@ -143,3 +143,21 @@ def test_what_follows_a_raw_block_left_open_is_text_not_variables(tmp_path: Path
     found, marked = check(tmp_path, "    reference: ⟨{% raw %}⟩${{ main_node_name }}.output}\n- name: {{ main_node_name }}\n")
     assert found == [("OSC100", marked[0])]
 
+
+def test_a_tag_of_a_jinja_extension_says_the_renderer_does_not_load_it(tmp_path: Path) -> None:
+    # ckan/ckan, ckan/templates/admin/snippets/data_type.html (`do`) and
+    # ckanext/datastore/templates/datastore/snippets/api_info.html (`trans`); Ansible enables `do`,
+    # `break` and `continue`, so its roles' templates use them too.
+    ws = make_workspace(tmp_path, {"agents/a.agent.yaml": AGENT, "templates/t.j2": """\
+        {% set items = [] %}{% do items.append(user_name) %}
+        {% trans url="https://docs.ckan.org" %}See <a href="{{ url }}">the docs</a>{% endtrans %}
+        {% for i in items %}{% if i %}{% break %}{% endif %}{% endfor %}
+        """})
+    messages = [d.message for d in ws.diagnostics("templates/t.j2", "OSC100")]
+    assert [m.split(".")[0] for m in messages] == [
+        "template syntax error: Encountered unknown tag 'do'",
+        "template syntax error: Encountered unknown tag 'trans'",
+        "template syntax error: Encountered unknown tag 'break'"]
+    assert messages[0].endswith("(`do` is a tag of Jinja's `jinja2.ext.do` extension, which oscova does not load)")
+    assert messages[1].endswith("(`trans` is a tag of Jinja's `jinja2.ext.i18n` extension, which oscova does not load)")
+    assert "`jinja2.ext.loopcontrols`" in messages[2]

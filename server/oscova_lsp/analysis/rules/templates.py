@@ -157,7 +157,18 @@ def check_inline(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
 
 
 def _syntax_message(error: SyntaxProblem) -> str:
+    unknown = _UNKNOWN_TAG.match(error.message)
+    tag = unknown.group(1) if unknown else ""
+    if tag in _EXTENSION_TAGS:  # Ansible and Flask load these; the renderer of agents does not
+        return (f"template syntax error: {error.message} (`{tag}` is a tag of Jinja's `{_EXTENSION_TAGS[tag]}` "
+                "extension, which oscova does not load)")
     return f"template syntax error: {error.message}"
+
+
+_UNKNOWN_TAG = re.compile(r"Encountered unknown tag '(\w+)'")
+_EXTENSION_TAGS = {"do": "jinja2.ext.do", "break": "jinja2.ext.loopcontrols", "continue": "jinja2.ext.loopcontrols",
+                   **dict.fromkeys(("trans", "pluralize", "endtrans"), "jinja2.ext.i18n")}
+"""Tags of the extensions Jinja ships, which other tools' templates use."""
 
 
 def _syntax_error_range(lines: LineIndex, error: SyntaxProblem) -> Range:
