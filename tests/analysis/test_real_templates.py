@@ -161,3 +161,26 @@ def test_a_tag_of_a_jinja_extension_says_the_renderer_does_not_load_it(tmp_path:
     assert messages[0].endswith("(`do` is a tag of Jinja's `jinja2.ext.do` extension, which oscova does not load)")
     assert messages[1].endswith("(`trans` is a tag of Jinja's `jinja2.ext.i18n` extension, which oscova does not load)")
     assert "`jinja2.ext.loopcontrols`" in messages[2]
+
+
+# --------------------------------------------------------------------------------------------------
+# Includes
+
+
+def test_an_include_whose_path_is_computed_is_not_reported_missing(tmp_path: Path) -> None:
+    # openstack/kolla-ansible, ansible/roles/cron/templates/cron-logrotate-global.conf.j2
+    found, _ = check(tmp_path, """\
+        {% for service in ["nova"] %}
+        {%     include ["cron-logrotate-" ~ service ~ ".conf.j2", "parts/default.j2"] %}
+        {%     include "cron-logrotate-" ~ service ~ ".conf.j2" ignore missing %}
+        {% endfor %}
+        """)
+    assert found == []
+
+
+def test_an_include_of_a_list_needs_one_of_its_templates(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {
+        "agents/a.agent.yaml": AGENT, "parts/default.j2": "Default {{ user_name }}.\n",
+        "templates/t.j2": "{% include ['parts/special.j2', 'parts/default.j2'] %}\n"})
+    assert ws.codes("templates/t.j2") == []
+    assert ws.codes("parts/default.j2") == []  # rendered through the include: not OSC107

@@ -143,6 +143,8 @@ _TOKEN_RE = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _RAW_END_RE = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
+_COMPUTED_PATH_RE = re.compile(r"\s*(?:[~*/.|(\[]|\+(?!%\})|%(?!\})|(?:if|and|or|in|is|not)\b|[=!<>]=?)")
+"""What follows a string that is only a part of a computed path (`"a-" ~ x`, `"a%s" % x`, `"a" if x else "b"`)."""
 _COMMENT_END = "#}"
 _SKIP_AFTER = frozenset({"block", "endblock", "macro", "filter"})
 _SKIP_TAGS = frozenset({"import", "from"})
@@ -189,6 +191,7 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
     depth = 0
     params_depth = -1  # paren depth of a macro/call signature, where `a=1` is a parameter
     ref_pending = False
+    list_depth = -1  # the bracket depth of a list of paths (`{% include ["a.j2", "b.j2"] %}`)
     tag_refs: list[list[Any]] = []  # this tag's references, flagged by `ignore missing` / `with context`
     while pos < n:
         m = _TOKEN_RE.match(text, pos)
@@ -227,12 +230,19 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
             if not skip:
                 scan.identifiers[value].append(m.start())
         elif kind == "str" and ref_pending:
-            ref_pending = False
-            # Jinja passes the render context to includes and extends, not to imports (unless asked).
-            ref = [tag_name, value[1:-1], m.start(), m.end(), False, tag_name in ("include", "extends")]
-            scan.references.append(ref)
-            tag_refs.append(ref)
+            # A path written out: the whole expression (`{% include "a.j2" %}`), or an item of a list of them, any
+            # of which will do (`{% include ["a.j2", "b.j2"] %}`). A computed one (`"a-" ~ x`) is not checked.
+            in_list = list_depth == depth and previous in ("[", ",")
+            if in_list or (depth == 0 and previous == tag_name):
+                if not _COMPUTED_PATH_RE.match(text, pos):
+                    # Jinja passes the render context to includes and extends, not to imports (unless asked).
+                    ref = [tag_name, value[1:-1], m.start(), m.end(), in_list, tag_name in ("include", "extends")]
+                    scan.references.append(ref)
+                    tag_refs.append(ref)
+            ref_pending = in_list
         elif kind == "op":
+            if value == "[" and ref_pending and depth == 0 and previous == tag_name:
+                list_depth = 1
             if value in "([{":
                 depth += 1
                 if value == "(" and is_tag and tag_name in ("macro", "call") and params_depth == -1:

@@ -25,6 +25,9 @@ it; template paths in `oscova.toml` and in templates resolve against the workspa
 root are never read: not by the checker, not by preview, not by runs. `[memory] root` is held to the same
 boundary: memory outside the workspace root is never read or written.
 
+A path the template computes (`"parts/" ~ name ~ ".j2"`) is not checked; of a list of paths
+(`{% include ["a.j2", "b.j2"] %}`), which renders the first that exists, none is reported missing.
+
 Templates that include each other, directly or through others, are reported here too: once for each
 group of templates that reach each other, on the reference of the group's first template (by path) into
 the group. Rendering such a template recurses until Jinja gives up, unless a condition stops the
