@@ -167,6 +167,23 @@ def test_a_tag_of_a_jinja_extension_says_the_renderer_does_not_load_it(tmp_path:
 # Includes
 
 
+def test_an_include_of_a_template_nothing_renders_is_not_checked(tmp_path: Path) -> None:
+    """Another tool's templates resolve includes their own way (Ansible from the role, promptflow's generator from
+    the template's folder): a template no agent renders gets OSC107 and its syntax errors, nothing else."""
+    ws = make_workspace(tmp_path, {
+        "agents/a.agent.yaml": "id: a\ninstructions: Hello.\n",
+        # openstack/kolla-ansible, ansible/roles/nova-cell/templates/nova.conf.j2
+        "ansible/roles/nova-cell/templates/nova.conf.j2": "[libvirt]\n{% include 'nova.conf.d/libvirt.conf.j2' %}\n",
+        "ansible/roles/nova-cell/templates/nova.conf.d/libvirt.conf.j2": "connection_uri = {{ uri }}\n",
+        # microsoft/promptflow, scripts/readme/ghactions_driver/workflow_templates/basic_workflow.yml.jinja2
+        "workflow_templates/basic_workflow.yml.jinja2": "{% extends \"workflow_skeleton.yml.jinja2\" %}\n"
+                                                        "{% block steps %}{% endblock steps %}\n",
+        "workflow_templates/workflow_skeleton.yml.jinja2": "name: {{ name }}\n{% block steps %}{% endblock %}\n",
+    })
+    for template in ("ansible/roles/nova-cell/templates/nova.conf.j2", "workflow_templates/basic_workflow.yml.jinja2"):
+        assert ws.codes(template) == ["OSC107"], [d.message for d in ws.diagnostics(template)]
+
+
 def test_an_include_whose_path_is_computed_is_not_reported_missing(tmp_path: Path) -> None:
     # openstack/kolla-ansible, ansible/roles/cron/templates/cron-logrotate-global.conf.j2
     found, _ = check(tmp_path, """\
