@@ -201,3 +201,31 @@ def test_an_include_of_a_list_needs_one_of_its_templates(tmp_path: Path) -> None
         "templates/t.j2": "{% include ['parts/special.j2', 'parts/default.j2'] %}\n"})
     assert ws.codes("templates/t.j2") == []
     assert ws.codes("parts/default.j2") == []  # rendered through the include: not OSC107
+
+
+# --------------------------------------------------------------------------------------------------
+# Inline instructions in quoted and indented YAML scalars
+
+
+def inline(tmp_path: Path, definition: str) -> tuple[list[object], list[object]]:
+    ws = make_workspace(tmp_path, {"agents/a.agent.yaml": definition})
+    return [d.range for d in ws.diagnostics("agents/a.agent.yaml", "OSC101")], ws.marked("agents/a.agent.yaml")
+
+
+def test_a_variable_after_an_escape_in_double_quotes_is_reported_on_its_name(tmp_path: Path) -> None:
+    # openstack/kolla-ansible, ansible/roles/prechecks/tasks/package_checks.yml: `\"` inside a double-quoted value
+    found, marked = inline(tmp_path, 'id: a\ninstructions: "Run {{ ⟨python⟩ }} -c \\"import docker\\" for '
+                                     '{{ ⟨service⟩ }}.\\n📦 \\u00e9t\\u00e9 {{ ⟨season⟩ }}"\n')
+    assert found == marked
+
+
+def test_a_variable_after_a_doubled_quote_in_single_quotes_is_reported_on_its_name(tmp_path: Path) -> None:
+    # The same value single-quoted, as Ansible's `when:` lines quote theirs (no public agent file at hand uses it).
+    found, marked = inline(tmp_path, "id: a\ninstructions: 'Run {{ ⟨python⟩ }} -c ''import docker'' for {{ ⟨service⟩ }}'\n")
+    assert found == marked
+
+
+def test_a_block_with_an_indentation_indicator_keeps_its_extra_indentation(tmp_path: Path) -> None:
+    # `|2` keeps the spaces past two columns in the value (no public agent file at hand uses it).
+    found, marked = inline(tmp_path, "id: a\ninstructions: |-2\n    Hi {{ ⟨v1⟩ }}\n  and {{ ⟨v2⟩ }}\n")
+    assert found == marked
