@@ -271,6 +271,7 @@ def test_osc040_missing_templates_everywhere(tmp_path: Path) -> None:
         "oscova.toml": host,
         "a.agent.yaml": "id: a\ninstructions_file: ⟨missing.j2⟩\n",
         "b.agent.yaml": 'id: b\ninstructions: |\n  Hi {% include ⟨"nope.j2"⟩ %}\n',
+        "c.agent.yaml": "id: c\ninstructions_file: t.j2\n",
         "t.j2": '{% include ⟨"gone.j2"⟩ %}{% include "gone2.j2" ignore missing %}',
     }, host=None)
     for name in ("oscova.toml", "a.agent.yaml", "b.agent.yaml", "t.j2"):

@@ -52,8 +52,15 @@ class ScalarMap:
     column: int
     raw_start: int
     raw_end: int
+    offsets: tuple[int, ...] | None = None
+    """For a one-line quoted scalar with escapes (`\\"`, `\\n`, `''`): the file offset of each character of its value."""
+    line_starts: tuple[int, ...] = (0,)
+    """Where each line of that value starts, in its characters (`\\n` escapes break lines)."""
 
     def position(self, lines: LineIndex, text: str, line: int, col: int, name: str, nth: int) -> Position:
+        if self.offsets is not None and 0 <= line < len(self.line_starts):
+            index = self.line_starts[line] + col
+            return lines.position(self.offsets[index] if index < len(self.offsets) else self.raw_end - 1)
         if self.kind == "block":
             return lines.position_of_char(self.first_line + line, self.column + col)
         if self.kind == "line" and line == 0:
@@ -71,18 +78,52 @@ def scalar_map(text: str, lines: LineIndex, span: Span) -> ScalarMap:
         header_line = start_pos.line
         first_line = header_line + 1
         column = 0
-        for n in range(first_line, lines.line_count):
-            line_text = lines.line_text(n)
-            if line_text.strip():
-                column = len(line_text) - len(line_text.lstrip(" "))
-                break
+        indicator = _INDENTATION_INDICATOR.match(text, span.start_offset)
+        if indicator and indicator.group(1):  # `|2`: the content starts that far past the key's indentation
+            column = (span.key.start.character if span.key else 0) + int(indicator.group(1))
+        else:
+            for n in range(first_line, lines.line_count):
+                line_text = lines.line_text(n)
+                if line_text.strip():
+                    column = len(line_text) - len(line_text.lstrip(" "))
+                    break
         return ScalarMap("block", first_line, column, span.start_offset, span.end_offset)
     end_pos = lines.position(span.end_offset)
     if start_pos.line == end_pos.line:
         # Column in characters: the raw offset minus the line's start offset.
         col = span.start_offset - lines.line_start(start_pos.line) + (1 if span.style in ("'", '"') else 0)
-        return ScalarMap("line", start_pos.line, col, span.start_offset, span.end_offset)
+        offsets, line_starts = _quoted_offsets(text, span) if span.style in ("'", '"') else (None, (0,))
+        return ScalarMap("line", start_pos.line, col, span.start_offset, span.end_offset, offsets, line_starts)
     return ScalarMap("search", start_pos.line, 0, span.start_offset, span.end_offset)
+
+
+_INDENTATION_INDICATOR = re.compile(r"\|[-+]?([1-9])?")
+_DOUBLE_QUOTED_ESCAPE_LENGTHS = {"x": 4, "u": 6, "U": 10}
+"""How many characters of the file a `\\x..`, `\\u....` or `\\U........` escape takes (any other takes 2)."""
+_ESCAPED_BREAKS = frozenset("nr")
+"""Escapes that break a line of the value as Jinja and the checks count lines (`\\N`, `\\L`, `\\P` do not)."""
+
+
+def _quoted_offsets(text: str, span: Span) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+    """For a one-line quoted scalar whose value differs from its text (escapes, a doubled `''`): the file offset
+    of each character of the value, and where the value's lines start (None, (0,): the text is the value)."""
+    start, end = span.start_offset + 1, span.end_offset - 1  # inside the quotes
+    double = span.style == '"'
+    if ("\\" if double else "''") not in text[start:end]:
+        return None, (0,)
+    offsets: list[int] = []
+    line_starts = [0]
+    i = start
+    while i < end:
+        offsets.append(i)
+        if double and text[i] == "\\":
+            escape = text[i + 1:i + 2]
+            i += _DOUBLE_QUOTED_ESCAPE_LENGTHS.get(escape, 2)
+            if escape in _ESCAPED_BREAKS and not (escape == "r" and text[i:i + 2] == "\\n"):
+                line_starts.append(len(offsets))  # `\\r\\n` is one break, as the value's lines count it
+        else:
+            i += 2 if not double and text[i:i + 2] == "''" else 1
+    return tuple(offsets), tuple(line_starts)
 
 
 @dataclass

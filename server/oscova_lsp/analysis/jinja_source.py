@@ -8,6 +8,7 @@ cheaper than `jinja2.meta.find_undeclared_variables`.
 
 from __future__ import annotations
 
+import operator
 import re
 from ast import literal_eval
 from collections import defaultdict
@@ -70,6 +71,8 @@ IF_TEST = "if"
 """The whole test of an `if` or `elif`: the test is false, the block never renders."""
 TEST = "test"
 """Tested for truth inside a larger test (`not`, `and`, `or`, a conditional expression, another test)."""
+PASSES = "passes"
+"""The subject of a test an undefined value passes (`iterable`, `sequence`, `callable`): it iterates as empty."""
 LOOP = "loop"
 """The iterable of a `for`: the loop never runs."""
 FAILS = "fails"
@@ -86,6 +89,7 @@ UNDEFINED_EFFECTS = {
     EMPTY: "it renders empty",
     IF_TEST: "it is undefined, so the test is false and its block never renders",
     TEST: "it is undefined, so it tests false",
+    PASSES: "it is undefined, yet the test is true",
     LOOP: "it is undefined, so the loop never runs",
     FAILS: "it is undefined, and using it here fails the rendering",
     COMPARED: "it is undefined, so it equals no value",
@@ -101,6 +105,7 @@ class VariableUse:
     name: str
     line: int
     column: int
+    """In characters, like every column of the facts (a range converts them to UTF-16 code units)."""
     offset: int
     effect: str = EMPTY
     """What rendering does at this use when the name is undefined: one of the effects above."""
@@ -173,6 +178,8 @@ _TOKEN_RE = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _RAW_END_RE = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
+_COMPUTED_PATH_RE = re.compile(r"\s*(?:[~*/.|(\[]|\+(?!%\})|%(?!\})|(?:if|and|or|in|is|not)\b|[=!<>]=?)")
+"""What follows a string that is only a part of a computed path (`"a-" ~ x`, `"a%s" % x`, `"a" if x else "b"`)."""
 _COMMENT_END = "#}"
 _SKIP_AFTER = frozenset({"block", "endblock", "macro", "filter"})
 _SKIP_TAGS = frozenset({"import", "from"})
@@ -219,6 +226,7 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
     depth = 0
     params_depth = -1  # paren depth of a macro/call signature, where `a=1` is a parameter
     ref_pending = False
+    list_depth = -1  # the bracket depth of a list of paths (`{% include ["a.j2", "b.j2"] %}`)
     tag_refs: list[list[Any]] = []  # this tag's references, flagged by `ignore missing` / `with context`
     while pos < n:
         m = _TOKEN_RE.match(text, pos)
@@ -257,12 +265,19 @@ def _scan_code(text: str, pos: int, is_tag: bool, scan: _Scan) -> int:
             if not skip:
                 scan.identifiers[value].append(m.start())
         elif kind == "str" and ref_pending:
-            ref_pending = False
-            # Jinja passes the render context to includes and extends, not to imports (unless asked).
-            ref = [tag_name, value[1:-1], m.start(), m.end(), False, tag_name in ("include", "extends")]
-            scan.references.append(ref)
-            tag_refs.append(ref)
+            # A path written out: the whole expression (`{% include "a.j2" %}`), or an item of a list of them, any
+            # of which will do (`{% include ["a.j2", "b.j2"] %}`). A computed one (`"a-" ~ x`) is not checked.
+            in_list = list_depth == depth and previous in ("[", ",")
+            if in_list or (depth == 0 and previous == tag_name):
+                if not _COMPUTED_PATH_RE.match(text, pos):
+                    # Jinja passes the render context to includes and extends, not to imports (unless asked).
+                    ref = [tag_name, value[1:-1], m.start(), m.end(), in_list, tag_name in ("include", "extends")]
+                    scan.references.append(ref)
+                    tag_refs.append(ref)
+            ref_pending = in_list
         elif kind == "op":
+            if value == "[" and ref_pending and depth == 0 and previous == tag_name:
+                list_depth = 1
             if value in "([{":
                 depth += 1
                 if value == "(" and is_tag and tag_name in ("macro", "call") and params_depth == -1:
@@ -399,7 +414,12 @@ class _Walker:
         self._arguments(node)
 
     def visit_Test(self, node: nodes.Test) -> None:
-        self.visit(node.node, DEFINED_TEST if node.name in _DEFINED_TESTS else TEST)
+        if node.name in _DEFINED_TESTS:
+            role = DEFINED_TEST
+        else:
+            of_undefined = _TESTS_OF_UNDEFINED.get(node.name)
+            role = FAILS if of_undefined is _RAISES else PASSES if of_undefined is True else TEST
+        self.visit(node.node, role)
         self._arguments(node)
 
     def _arguments(self, node: nodes.Filter | nodes.Test | nodes.Call) -> None:
@@ -504,7 +524,11 @@ class _Walker:
         if node.test is not None:
             self.visit(node.test, TEST)
         self.bind("loop")
+        # The body runs only for an item: where the iterable (and the loop's own test) proves its names defined.
+        runs = iterates_nothing(node.iter) | (implied(node.test, True) if node.test is not None else frozenset())
+        self.guards.append(runs)
         self.body(node.body)
+        self.guards.pop()
         self.pop()
         for child in node.else_:
             self.visit(child)
@@ -589,35 +613,293 @@ _TEXT_FILTERS = frozenset({"capitalize", "center", "e", "escape", "forceescape",
                            "striptags", "title", "trim", "truncate", "upper", "wordwrap"})
 """Filters that turn an undefined value into empty text (`{{ x | upper }}` renders empty)."""
 _ORDERING = frozenset({"lt", "lteq", "gt", "gteq"})
-_TYPE_TESTS = frozenset({"boolean", "false", "float", "integer", "mapping", "none", "number", "string", "true"})
-"""Tests that an undefined value fails: true of a name only when it is defined."""
+
+
+# --------------------------------------------------------------------------------------------------
+# What a test proves: Jinja's own results for an undefined value, so a use that rendering reaches only where a
+# name is defined (`{% if x | length > 0 %}{{ x }}`, `{% if x.a is defined %}{{ x.b }}`, a loop over `x`) is
+# guarded. Every entry was read from Jinja 3.1 applying the filter or test to `Undefined`.
+
+
+class _Outcome:
+    """An evaluation's result that is not a plain value."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_UNDEFINED = _Outcome("undefined")
+"""Jinja's `Undefined`: false, empty, equal only to another undefined value."""
+_RAISES = _Outcome("raises")
+"""The evaluation fails (reading from or computing with an undefined value)."""
+_UNKNOWN = _Outcome("unknown")
+"""Any value: it depends on what the other names hold."""
+_EMPTY_ITERATOR = _Outcome("empty iterator")
+"""A generator over nothing (`select`, `map`, `unique` … of an undefined value): true, and a loop over it never
+runs."""
+
+_UNDEFINED_FILTERED: dict[str, object] = {
+    **dict.fromkeys(("capitalize", "e", "escape", "forceescape", "format", "join", "lower", "replace", "safe",
+                     "string", "striptags", "title", "trim", "upper", "urlencode", "urlize"), ""),
+    **dict.fromkeys(("count", "length", "sum", "wordcount"), 0),
+    **dict.fromkeys(("groupby", "list", "sort"), ()),
+    **dict.fromkeys(("batch", "items", "map", "reject", "rejectattr", "reverse", "select", "selectattr", "unique"),
+                    _EMPTY_ITERATOR),
+    **dict.fromkeys(("first", "last", "max", "min", "random", "truncate"), _UNDEFINED),
+    **dict.fromkeys(("abs", "attr", "dictsort", "filesizeformat", "float", "indent", "int", "round", "tojson",
+                     "wordwrap", "xmlattr"), _RAISES),
+}
+"""What a built-in filter makes of an undefined value (`default` is the filters' own case)."""
+_TESTS_OF_UNDEFINED: dict[str, object] = {
+    **dict.fromkeys(("boolean", "defined", "escaped", "false", "filter", "float", "integer", "lower", "mapping",
+                     "none", "number", "string", "test", "true", "upper"), False),
+    **dict.fromkeys(("callable", "iterable", "sequence", "undefined"), True),
+    **dict.fromkeys(("<", "<=", ">", ">=", "divisibleby", "even", "ge", "greaterthan", "gt", "le", "lessthan", "lt",
+                     "odd"), _RAISES),
+}
+"""What a built-in test says of an undefined value (equality tests compare, below)."""
+_EQUALITY_TESTS = {"==": True, "eq": True, "equalto": True, "!=": False, "ne": False}
+_MAX_PROOF_NAMES = 32
+"""Names of one test that are evaluated for what it proves (a test naming more proves nothing of the rest)."""
+
+
+def _truth(value: object) -> bool | None:
+    """The truth of a value, None when it is unknown; `_RAISES` has none (callers check it first)."""
+    if value is _UNDEFINED:
+        return False
+    if value is _EMPTY_ITERATOR:
+        return True
+    if isinstance(value, _Outcome):
+        return None
+    return bool(value)
+
+
+def _plain(value: object) -> bool:
+    return not isinstance(value, _Outcome)
+
+
+class _Evaluation:
+    """Evaluates an expression with one name undefined and every other name unknown, as far as Jinja's semantics
+    decide it: a plain value (constants and what they compute), or one of the outcomes above."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def value(self, node: nodes.Node) -> object:
+        method = getattr(self, "_" + type(node).__name__, None)
+        return _UNKNOWN if method is None else method(node)
+
+    def _Name(self, node: nodes.Name) -> object:  # noqa: N802 - named after the node
+        return _UNDEFINED if node.name == self.name and node.ctx == "load" else _UNKNOWN
+
+    def _Const(self, node: nodes.Const) -> object:  # noqa: N802
+        return node.value if isinstance(node.value, str | int | float | bool | None) else _UNKNOWN
+
+    def _List(self, node: nodes.List | nodes.Tuple) -> object:  # noqa: N802
+        items = [self.value(item) for item in node.items]
+        if _RAISES in items:
+            return _RAISES
+        return tuple(items) if all(_plain(item) for item in items) else _UNKNOWN
+
+    _Tuple = _List
+
+    def _Not(self, node: nodes.Not) -> object:  # noqa: N802
+        value = self.value(node.node)
+        truth = None if value is _RAISES else _truth(value)
+        return value if value is _RAISES else _UNKNOWN if truth is None else not truth
+
+    def _And(self, node: nodes.And) -> object:  # noqa: N802
+        return self._short_circuit(node, stops_on=False)
+
+    def _Or(self, node: nodes.Or) -> object:  # noqa: N802
+        return self._short_circuit(node, stops_on=True)
+
+    def _short_circuit(self, node: nodes.And | nodes.Or, stops_on: bool) -> object:
+        left = self.value(node.left)
+        if left is _RAISES:
+            return _RAISES
+        truth = _truth(left)
+        if truth is stops_on:
+            return left
+        right = self.value(node.right)
+        if truth is not None:
+            return right
+        # The left side may go either way: the result is the right's truth only when it is that of a stop too.
+        return stops_on if right is not _RAISES and _truth(right) is stops_on else _UNKNOWN
+
+    def _CondExpr(self, node: nodes.CondExpr) -> object:  # noqa: N802
+        test = self.value(node.test)
+        truth = None if test is _RAISES else _truth(test)
+        if test is _RAISES or truth is None:
+            return test if test is _RAISES else _UNKNOWN
+        if truth:
+            return self.value(node.expr1)
+        return _UNDEFINED if node.expr2 is None else self.value(node.expr2)
+
+    def _reads(self, node: nodes.Getattr | nodes.Getitem | nodes.Call) -> object:
+        subject = self.value(node.node)
+        return _RAISES if subject is _UNDEFINED or subject is _RAISES else _UNKNOWN
+
+    def _Getattr(self, node: nodes.Getattr) -> object:  # noqa: N802
+        return self._reads(node)
+
+    def _Getitem(self, node: nodes.Getitem) -> object:  # noqa: N802
+        read = self._reads(node)
+        return _RAISES if read is _RAISES or self.value(node.arg) is _RAISES else read
+
+    def _Call(self, node: nodes.Call) -> object:  # noqa: N802
+        read = self._reads(node)
+        if read is _RAISES or self._arguments_raise(node):
+            return _RAISES
+        if isinstance(node.node, nodes.Name) and node.node.name == "range" and not node.kwargs:
+            bounds = [self.value(arg) for arg in node.args]  # `range(xs | length)`: empty for an undefined `xs`
+            numbers = [b for b in bounds if type(b) is int]
+            if len(numbers) == len(bounds) and 1 <= len(numbers) <= 3 and numbers[2:] != [0]:
+                return () if len(range(*numbers)) == 0 else _UNKNOWN
+        return read
+
+    def _arguments_raise(self, node: nodes.Call | nodes.Filter | nodes.Test) -> bool:
+        return any(self.value(arg) is _RAISES for arg in [*node.args, *(kw.value for kw in node.kwargs)])
+
+    def _computes(self, node: nodes.BinExpr | nodes.UnaryExpr) -> object:
+        operands = [self.value(child) for child in node.iter_child_nodes()]
+        return _RAISES if any(v is _UNDEFINED or v is _RAISES for v in operands) else _UNKNOWN
+
+    _Add = _Sub = _Mul = _Div = _FloorDiv = _Mod = _Pow = _Neg = _Pos = _computes
+
+    def _Concat(self, node: nodes.Concat) -> object:  # noqa: N802
+        parts = [self.value(child) for child in node.nodes]
+        if _RAISES in parts:
+            return _RAISES
+        if all(p is _UNDEFINED or isinstance(p, str | int | float) for p in parts):
+            return "".join("" if p is _UNDEFINED else str(p) for p in parts)
+        return _UNKNOWN
+
+    def _Filter(self, node: nodes.Filter) -> object:  # noqa: N802
+        if node.node is None:  # a `{% filter %}` block's filter
+            return _UNKNOWN
+        subject = self.value(node.node)
+        if subject is _RAISES or self._arguments_raise(node):
+            return _RAISES
+        if node.name in _DEFAULT_FILTERS:
+            fallback = self.value(node.args[0]) if node.args else ""
+            if subject is _UNDEFINED:
+                return fallback
+            always = len(node.args) > 1 or any(kw.key == "boolean" for kw in node.kwargs)
+            return subject if _plain(subject) and not always else _UNKNOWN
+        if subject is _UNDEFINED:
+            return _UNDEFINED_FILTERED.get(node.name, _UNKNOWN)
+        if node.name in ("length", "count") and isinstance(subject, str | tuple):
+            return len(subject)
+        if node.name == "list" and (subject is _EMPTY_ITERATOR or isinstance(subject, tuple)):
+            return () if subject is _EMPTY_ITERATOR else subject
+        return _UNKNOWN
+
+    def _Test(self, node: nodes.Test) -> object:  # noqa: N802
+        subject = self.value(node.node)
+        if subject is _RAISES or self._arguments_raise(node):
+            return _RAISES
+        if node.name in _EQUALITY_TESTS and len(node.args) == 1 and not node.kwargs:
+            equal = _equal(subject, self.value(node.args[0]))
+            return equal if equal is _UNKNOWN else equal is _EQUALITY_TESTS[node.name]
+        if subject is _UNDEFINED:
+            return _TESTS_OF_UNDEFINED.get(node.name, _UNKNOWN)
+        if node.name in _DEFINED_TESTS and subject is not _UNKNOWN:
+            return node.name == "defined"  # a plain value or an empty iterator is defined
+        return _UNKNOWN
+
+    def _Compare(self, node: nodes.Compare) -> object:  # noqa: N802
+        left = self.value(node.expr)
+        if left is _RAISES:
+            return _RAISES
+        if len(node.ops) != 1:  # a chain: only its first operands are certain to be evaluated
+            return _RAISES if self.value(node.ops[0].expr) is _RAISES else _UNKNOWN
+        op = node.ops[0].op
+        right = self.value(node.ops[0].expr)
+        if right is _RAISES:
+            return _RAISES
+        if op in ("eq", "ne"):
+            equal = _equal(left, right)
+            return equal if equal is _UNKNOWN else equal is (op == "eq")
+        if op in _ORDERING:
+            if left is _UNDEFINED or right is _UNDEFINED:
+                return _RAISES
+            return _ordered(op, left, right) if _plain(left) and _plain(right) else _UNKNOWN
+        if op in ("in", "notin"):
+            found = _contains(right, left)
+            return found if isinstance(found, _Outcome) else found is (op == "in")
+        return _UNKNOWN
+
+
+def _equal(left: object, right: object) -> object:
+    """`left == right` as Jinja compares: an undefined value equals only another undefined value."""
+    if left is _UNDEFINED or right is _UNDEFINED:
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        return left is right
+    if _plain(left) and _plain(right):
+        return left == right
+    return _UNKNOWN
+
+
+def _ordered(op: str, left: Any, right: Any) -> object:
+    """`left < right` and the like between two plain values (a mismatch of types fails, as in Jinja)."""
+    compare = {"lt": operator.lt, "lteq": operator.le, "gt": operator.gt, "gteq": operator.ge}[op]
+    try:
+        return bool(compare(left, right))
+    except TypeError:
+        return _RAISES
+
+
+def _contains(container: object, item: object) -> object:
+    """`item in container`: nothing is in an undefined value (it iterates as empty); an undefined value is in no
+    list, and asking a string for it fails."""
+    if container is _UNDEFINED or container is _EMPTY_ITERATOR:
+        return _UNKNOWN if item is _UNKNOWN else False
+    if item is _UNDEFINED and isinstance(container, tuple):
+        return False
+    if item is _UNDEFINED and isinstance(container, str):
+        return _RAISES
+    if isinstance(container, str | tuple) and _plain(item):
+        try:
+            return item in container  # type: ignore[operator]
+        except TypeError:
+            return _RAISES
+    return _UNKNOWN
+
+
+def _loaded_names(node: nodes.Node) -> list[str]:
+    """The names an expression reads, each once, in source order."""
+    found = [node] if isinstance(node, nodes.Name) else node.find_all(nodes.Name)
+    return list(dict.fromkeys(n.name for n in found if n.ctx == "load"))
 
 
 def implied(test: nodes.Node, outcome: bool) -> frozenset[str]:
-    """The names that are defined whenever `test` has the truth value `outcome`: `x`, `x is defined`,
-    `x is string`, `x == "a"` when true; `x is undefined` when false; through `not`, `and` and `or`."""
-    if isinstance(test, nodes.Name):
-        return frozenset({test.name}) if outcome and test.ctx == "load" else frozenset()
-    if isinstance(test, nodes.Not):
-        return implied(test.node, not outcome)
-    if isinstance(test, nodes.And):
-        left, right = implied(test.left, outcome), implied(test.right, outcome)
-        return left | right if outcome else left & right
-    if isinstance(test, nodes.Or):
-        left, right = implied(test.left, outcome), implied(test.right, outcome)
-        return left & right if outcome else left | right
-    if isinstance(test, nodes.Test) and isinstance(test.node, nodes.Name):
-        if test.name == "defined" or (test.name in _TYPE_TESTS and not test.args):
-            return frozenset({test.node.name}) if outcome else frozenset()
-        if test.name == "undefined":
-            return frozenset() if outcome else frozenset({test.node.name})
-    if isinstance(test, nodes.Compare) and len(test.ops) == 1 and isinstance(test.expr, nodes.Name):
-        operand = test.ops[0]
-        if isinstance(operand.expr, nodes.Const | nodes.List | nodes.Tuple) and operand.op in ("eq", "in"):
-            return frozenset({test.expr.name}) if outcome else frozenset()
-        if isinstance(operand.expr, nodes.Const | nodes.List | nodes.Tuple) and operand.op in ("ne", "notin"):
-            return frozenset() if outcome else frozenset({test.expr.name})
-    return frozenset()
+    """The names that are defined wherever `test` has the truth value `outcome`: those with which, undefined,
+    the test would fail or have the other value (`x`, `x is defined`, `x == "a"`, `x | length > 0`,
+    `x.a is defined` when true; `x is undefined` when false; `x[0] == "a"` either way)."""
+    proven = set()
+    for name in _loaded_names(test)[:_MAX_PROOF_NAMES]:
+        value = _Evaluation(name).value(test)
+        if value is _RAISES or _truth(value) is (not outcome):
+            proven.add(name)
+    return frozenset(proven)
+
+
+def iterates_nothing(iterable: nodes.Node) -> frozenset[str]:
+    """The names that are defined wherever a loop over `iterable` runs its body: those with which, undefined,
+    evaluating it fails or gives nothing to iterate (`xs`, `xs | selectattr(...)`, `x.items()`)."""
+    proven = set()
+    for name in _loaded_names(iterable)[:_MAX_PROOF_NAMES]:
+        value = _Evaluation(name).value(iterable)
+        if value in (_RAISES, _UNDEFINED, _EMPTY_ITERATOR) or (isinstance(value, str | tuple) and not value):
+            proven.add(name)
+    return frozenset(proven)
 
 
 def _assigned(children: list[nodes.Node]) -> set[str]:
@@ -661,9 +943,9 @@ def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
         blanked = [ref for ref in _scan(text).references if parsed_text[ref[2]] != text[ref[2]]]
         scan.references = sorted(scan.references + blanked, key=lambda ref: ref[2])
     for kind, path, start, end, ignore_missing, with_context in scan.references:
-        pos = lines.position(start)
-        facts.references.append(TemplateReference(kind, path, pos.line, pos.character,
-                                                   lines.position(end).character, ignore_missing, with_context))
+        line, column = _line_column(lines, start)
+        facts.references.append(TemplateReference(kind, path, line, column, column + end - start,
+                                                  ignore_missing, with_context))
     if tree is None:
         return facts
     walker = _Walker()
@@ -683,8 +965,8 @@ def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
             continue
         offsets = scan.identifiers.get(name, ())
         offset = offsets[index] if index < len(offsets) else _fallback_offset(parsed_text, lines, name, lineno)
-        pos = lines.position(offset)
-        facts.free_uses.append(VariableUse(name, pos.line, pos.character, offset, effect))
+        line, column = _line_column(lines, offset)
+        facts.free_uses.append(VariableUse(name, line, column, offset, effect))
     facts.free_uses.sort(key=lambda use: use.offset)
     return facts
 
@@ -946,6 +1228,10 @@ def _recover(text: str, exc: TemplateSyntaxError,
     before = (exc.lineno, message)
     # Each candidate: the span to report, then any partner tags blanked with it.
     candidates: list[list[tuple[int, int]]] = []
+    if message == "Missing end of raw directive":  # the rest is raw text, as Jinja reads it: no code in it
+        opener = next((r for r in regions if r.tag == "raw" and not _RAW_END_RE.search(text, r.end)), None)
+        if opener is not None:
+            candidates.append([(opener.start, opener.end), (opener.end, len(text))])
     if "tag" in message:  # an unknown, misplaced or unclosed block tag: match the tags as Jinja does
         culprit = _edited_opener(text, lines, regions, edited) or _misplaced_tag(text, regions)
         if culprit is not None:
@@ -976,9 +1262,9 @@ def _recover(text: str, exc: TemplateSyntaxError,
         outcome = _parse(blanked)
         if spans is candidates[-1] or _failure(outcome) != before:
             start, end = spans[0]
-            pos = lines.position(start)
-            end_col = lines.position(end).character if lines.position(end).line == pos.line else None
-            return blanked, SyntaxProblem(message, pos.line, pos.character, end_col), outcome
+            line, column = _line_column(lines, start)
+            end_col = column + end - start if _line_column(lines, end)[0] == line else None
+            return blanked, SyntaxProblem(message, line, column, end_col), outcome
     return None
 
 
@@ -1118,6 +1404,13 @@ def _misplaced_tag(text: str, regions: list[_Region]) -> _Region | None:
     return stack[-1] if stack else None
 
 
+def _line_column(lines: LineIndex, offset: int) -> tuple[int, int]:
+    """The line of an offset and its column in characters, as the facts keep them (the LSP's UTF-16 columns are
+    computed from these when a range is made)."""
+    line = lines.position(offset).line
+    return line, offset - lines.line_start(line)
+
+
 def _fallback_offset(text: str, lines: LineIndex, name: str, lineno: int) -> int:
     """Where a name the scanner missed sits: from its line on (Jinja counts a lone CR as a line break)."""
     pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
@@ -1133,9 +1426,9 @@ def _suppressions(scan: _Scan, lines: LineIndex) -> dict[int, frozenset[str] | N
             continue
         raw = match.group("codes")
         codes = None if raw is None else (frozenset(c.strip().upper() for c in raw.split(",") if c.strip()) or None)
-        line = lines.position(offset).line
+        line, column = _line_column(lines, offset)
         targets = [line]
-        if not lines.line_text(line)[: lines.position(offset).character].strip():
+        if not lines.line_text(line)[:column].strip():
             end_line = lines.position(offset + len(body) + 4).line
             rest = lines.line_text(end_line)
             if rest.rstrip().endswith("#}"):

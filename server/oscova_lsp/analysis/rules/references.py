@@ -25,6 +25,11 @@ it; template paths in `oscova.toml` and in templates resolve against the workspa
 root are never read: not by the checker, not by preview, not by runs. `[memory] root` is held to the same
 boundary: memory outside the workspace root is never read or written.
 
+A template that no agent or provider renders (another tool's, whose paths resolve its own way) is only held to
+the boundary: its missing templates and cycles are not reported (OSC107). A path the template computes
+(`"parts/" ~ name ~ ".j2"`) is not checked; of a list of paths (`{% include ["a.j2", "b.j2"] %}`), which
+renders the first that exists, none is reported missing.
+
 Templates that include each other, directly or through others, are reported here too: once for each
 group of templates that reach each other, on the reference of the group's first template (by path) into
 the group. Rendering such a template recurses until Jinja gives up, unless a condition stops the
@@ -77,13 +82,14 @@ def template_references(ctx: Context, parsed: TemplateFile | DefinitionFile) -> 
     # A target that was read is inside the root; one that is indexed but unread may be a link leading out.
     if facts is None or all(t in ws.files and ws.files[t].skipped is None for t in ws.reference_targets(parsed, facts)):
         return out  # the common case, without mapping every reference to its range
+    rendered = not isinstance(parsed, TemplateFile) or bool(ws.template_uses(parsed.path))
     for ref, rng in reference_ranges(parsed):
         target = ws.resolve_template(ref.path)
         if not ws.inside(target):
             out.append(MISSING_TEMPLATE.diagnostic(parsed.path, rng, template_outside_root(ref.path)))
             continue
-        if ref.ignore_missing:
-            continue
+        if ref.ignore_missing or not rendered:
+            continue  # a template no agent renders (another tool's, resolving paths its own way): OSC107 says so
         if target in ws.files or ws.is_file(target):
             continue
         out.append(MISSING_TEMPLATE.diagnostic(parsed.path, rng, template_missing(ref.path, ROOT_BASE)))
@@ -100,7 +106,7 @@ def inline_references(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
 def include_cycle(ctx: Context, parsed: TemplateFile) -> list[Diagnostic]:
     """Templates that include each other, reported once: at the first template of the cycle, on its
     reference into it. The checks follow the cycle only as far as it adds uses."""
-    found = ctx.ws.include_cycle(parsed.path)
+    found = ctx.ws.include_cycle(parsed.path) if ctx.ws.template_uses(parsed.path) else None
     if found is None:
         return []
     target, cycle = found

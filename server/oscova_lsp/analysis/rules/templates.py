@@ -46,8 +46,11 @@ the test is false and its block never renders; looped over, the loop never runs;
 (`{{ customer.name }}`) or computed with, the rendering fails. The message names the renderer and, where
 another provider binds the name, which one.
 Uses the template guards itself are not reported here (OSC109 says when nothing binds them): the subject of a
-`default` (`d`) filter, of an `is defined` or `is undefined` test, and uses inside what such a test guards
-(`if`, `elif`, `else`, a conditional expression, the right side of `and` / `or`).
+`default` (`d`) filter, of an `is defined` or `is undefined` test, and uses that rendering reaches only where the
+name is defined: inside what a test guards (`if`, `elif`, `else`, a conditional expression, the right side of
+`and` / `or`) when the test, with the name undefined, would be false or fail (`{% if x %}`, `x | length > 0`,
+`x.items is defined`, `x[0] == "a"`), and inside a loop over it (`{% for m in messages %}` … `messages[0]`). The
+test or the loop itself is still reported.
 Names the template sets itself count as Jinja renders them: from their `set` on, a block's own only inside
 it, `loop` inside a `for`, `caller`, `varargs` and `kwargs` inside a macro.""",
     "use the closest bound name, or declare the variable in `[variables]` with a value to fill in")
@@ -155,7 +158,18 @@ def check_inline(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
 
 
 def _syntax_message(error: SyntaxProblem) -> str:
+    unknown = _UNKNOWN_TAG.match(error.message)
+    tag = unknown.group(1) if unknown else ""
+    if tag in _EXTENSION_TAGS:  # Ansible and Flask load these; the renderer of agents does not
+        return (f"template syntax error: {error.message} (`{tag}` is a tag of Jinja's `{_EXTENSION_TAGS[tag]}` "
+                "extension, which oscova does not load)")
     return f"template syntax error: {error.message}"
+
+
+_UNKNOWN_TAG = re.compile(r"Encountered unknown tag '(\w+)'")
+_EXTENSION_TAGS = {"do": "jinja2.ext.do", "break": "jinja2.ext.loopcontrols", "continue": "jinja2.ext.loopcontrols",
+                   **dict.fromkeys(("trans", "pluralize", "endtrans"), "jinja2.ext.i18n")}
+"""Tags of the extensions Jinja ships, which other tools' templates use."""
 
 
 def _syntax_error_range(lines: LineIndex, error: SyntaxProblem) -> Range:
