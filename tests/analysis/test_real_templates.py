@@ -229,3 +229,14 @@ def test_a_block_with_an_indentation_indicator_keeps_its_extra_indentation(tmp_p
     # `|2` keeps the spaces past two columns in the value (no public agent file at hand uses it).
     found, marked = inline(tmp_path, "id: a\ninstructions: |-2\n    Hi {{ ⟨v1⟩ }}\n  and {{ ⟨v2⟩ }}\n")
     assert found == marked
+
+
+def test_a_filter_that_fails_on_an_undefined_value_says_the_rendering_fails(tmp_path: Path) -> None:
+    # geerlingguy/ansible-role-nginx, templates/nginx.conf.j2: `indent` reads the value's lines, so an undefined
+    # value fails the rendering instead of printing nothing (as `upper` or `trim` would).
+    found, marked = unbound(tmp_path, """\
+        log_format {{ ⟨nginx_log_format⟩|indent(23) }};
+        {{ ⟨nginx_extra_http_options⟩ | trim }}
+        """)
+    assert found == [(marked[0], "it is undefined, and using it here fails the rendering"),
+                     (marked[1], "it renders empty")]

@@ -373,6 +373,8 @@ class _Walker:
         if node.node is not None:  # None: a `{% filter %}` block's filter, applied to the block's text
             if node.name in _DEFAULT_FILTERS:
                 role = DEFAULT
+            elif _UNDEFINED_FILTERED.get(node.name) is _RAISES:  # `indent`, `int`, `tojson` … of undefined fail
+                role = FAILS
             else:
                 role = EMPTY if self.role == EMPTY and node.name in _TEXT_FILTERS else VALUE
             self.visit(node.node, role)
@@ -574,8 +576,8 @@ _ALWAYS_BOUND = frozenset({"self", "super"})
 """Special names bound everywhere; `loop`, `caller`, `varargs` and `kwargs` are bound by their construct."""
 _DEFAULT_FILTERS = frozenset({"default", "d"})
 _DEFINED_TESTS = frozenset({"defined", "undefined"})
-_TEXT_FILTERS = frozenset({"capitalize", "center", "e", "escape", "forceescape", "indent", "lower", "safe", "string",
-                           "striptags", "title", "trim", "truncate", "upper", "wordwrap"})
+_TEXT_FILTERS = frozenset({"capitalize", "e", "escape", "forceescape", "lower", "safe", "string", "striptags", "title",
+                           "trim", "truncate", "upper"})
 """Filters that turn an undefined value into empty text (`{{ x | upper }}` renders empty)."""
 _ORDERING = frozenset({"lt", "lteq", "gt", "gteq"})
 
