@@ -716,8 +716,10 @@ class _Evaluation:
         return self._reads(node)
 
     def _Getitem(self, node: nodes.Getitem) -> object:  # noqa: N802
-        read = self._reads(node)
-        return _RAISES if read is _RAISES or self.value(node.arg) is _RAISES else read
+        read, key = self._reads(node), self.value(node.arg)
+        if read is _RAISES or key is _RAISES:
+            return _RAISES
+        return _UNDEFINED if key is _UNDEFINED else read  # no container holds an undefined key: Jinja's lookup fails
 
     def _Call(self, node: nodes.Call) -> object:  # noqa: N802
         read = self._reads(node)
@@ -827,7 +829,7 @@ def _contains(container: object, item: object) -> object:
     """`item in container`: nothing is in an undefined value (it iterates as empty); an undefined value is in no
     list, and asking a string for it fails."""
     if container is _UNDEFINED or container is _EMPTY_ITERATOR:
-        return _UNKNOWN if item is _UNKNOWN else False
+        return False
     if item is _UNDEFINED and isinstance(container, tuple):
         return False
     if item is _UNDEFINED and isinstance(container, str):
