@@ -229,3 +229,25 @@ def test_a_block_with_an_indentation_indicator_keeps_its_extra_indentation(tmp_p
     # `|2` keeps the spaces past two columns in the value (no public agent file at hand uses it).
     found, marked = inline(tmp_path, "id: a\ninstructions: |-2\n    Hi {{ ⟨v1⟩ }}\n  and {{ ⟨v2⟩ }}\n")
     assert found == marked
+
+
+def test_a_filter_that_fails_on_an_undefined_value_says_the_rendering_fails(tmp_path: Path) -> None:
+    # geerlingguy/ansible-role-nginx, templates/nginx.conf.j2: `indent` reads the value's lines, so an undefined
+    # value fails the rendering instead of printing nothing (as `upper` or `trim` would).
+    found, marked = unbound(tmp_path, """\
+        log_format {{ ⟨nginx_log_format⟩|indent(23) }};
+        {{ ⟨nginx_extra_http_options⟩ | trim }}
+        """)
+    assert found == [(marked[0], "it is undefined, and using it here fails the rendering"),
+                     (marked[1], "it renders empty")]
+
+
+def test_an_item_looked_up_with_an_undefined_key_is_undefined(tmp_path: Path) -> None:
+    # openstack/kolla-ansible, ansible/roles/mariadb/templates/galera.cnf.j2: `groups[undefined]` finds nothing, so
+    # its length is 0 and the loop inside the test's block never runs without `mariadb_shard_group`.
+    found, marked = unbound(tmp_path, """\
+        {% set groups = {"db": ["a", "b"]} %}
+        gcomm://{% if (groups[⟨mariadb_shard_group⟩] | length) > 1 %}{% for host in groups[mariadb_shard_group] %}{{ host }}{% endfor %}{% endif %}
+        {% if "a" in groups[⟨shard⟩] %}{{ shard }}{% endif %}
+        """)
+    assert [rng for rng, _ in found] == marked

@@ -408,6 +408,8 @@ class _Walker:
         if node.node is not None:  # None: a `{% filter %}` block's filter, applied to the block's text
             if node.name in _DEFAULT_FILTERS:
                 role = DEFAULT
+            elif _UNDEFINED_FILTERED.get(node.name) is _RAISES:  # `indent`, `int`, `tojson` … of undefined fail
+                role = FAILS
             else:
                 role = EMPTY if self.role == EMPTY and node.name in _TEXT_FILTERS else VALUE
             self.visit(node.node, role)
@@ -609,8 +611,8 @@ _ALWAYS_BOUND = frozenset({"self", "super"})
 """Special names bound everywhere; `loop`, `caller`, `varargs` and `kwargs` are bound by their construct."""
 _DEFAULT_FILTERS = frozenset({"default", "d"})
 _DEFINED_TESTS = frozenset({"defined", "undefined"})
-_TEXT_FILTERS = frozenset({"capitalize", "center", "e", "escape", "forceescape", "indent", "lower", "safe", "string",
-                           "striptags", "title", "trim", "truncate", "upper", "wordwrap"})
+_TEXT_FILTERS = frozenset({"capitalize", "e", "escape", "forceescape", "lower", "safe", "string", "striptags", "title",
+                           "trim", "truncate", "upper"})
 """Filters that turn an undefined value into empty text (`{{ x | upper }}` renders empty)."""
 _ORDERING = frozenset({"lt", "lteq", "gt", "gteq"})
 
@@ -749,8 +751,10 @@ class _Evaluation:
         return self._reads(node)
 
     def _Getitem(self, node: nodes.Getitem) -> object:  # noqa: N802
-        read = self._reads(node)
-        return _RAISES if read is _RAISES or self.value(node.arg) is _RAISES else read
+        read, key = self._reads(node), self.value(node.arg)
+        if read is _RAISES or key is _RAISES:
+            return _RAISES
+        return _UNDEFINED if key is _UNDEFINED else read  # no container holds an undefined key: Jinja's lookup fails
 
     def _Call(self, node: nodes.Call) -> object:  # noqa: N802
         read = self._reads(node)
@@ -860,7 +864,7 @@ def _contains(container: object, item: object) -> object:
     """`item in container`: nothing is in an undefined value (it iterates as empty); an undefined value is in no
     list, and asking a string for it fails."""
     if container is _UNDEFINED or container is _EMPTY_ITERATOR:
-        return _UNKNOWN if item is _UNKNOWN else False
+        return False
     if item is _UNDEFINED and isinstance(container, tuple):
         return False
     if item is _UNDEFINED and isinstance(container, str):
