@@ -327,6 +327,7 @@ class _Walker:
         self.kinds: list[str] = ["root"]
         self.bodies: list[set[str]] = []  # every name each enclosing body assigns, for macro bodies
         self.bound_anywhere: set[str] = set()
+        self.proofs = _Proofs()
 
     def bound(self, name: str) -> bool:
         return any(name in scope for scope in self.scopes)
@@ -434,18 +435,18 @@ class _Walker:
 
     def visit_And(self, node: nodes.And) -> None:
         self.visit(node.left, TEST)
-        self.visit_guarded(node.right, TEST, implied(node.left, True))  # read only when the left is true
+        self.visit_guarded(node.right, TEST, self.proofs.implied(node.left, True, self.proofs.names_of(node.right)[0]))  # read only when the left is true
 
     def visit_Or(self, node: nodes.Or) -> None:
         self.visit(node.left, TEST)
-        self.visit_guarded(node.right, TEST, implied(node.left, False))  # read only when the left is false
+        self.visit_guarded(node.right, TEST, self.proofs.implied(node.left, False, self.proofs.names_of(node.right)[0]))  # read only when the left is false
 
     def visit_CondExpr(self, node: nodes.CondExpr) -> None:
         role = self.role
-        self.visit_guarded(node.expr1, role, implied(node.test, True))  # `expr1 if test else expr2`: source order
+        self.visit_guarded(node.expr1, role, self.proofs.implied(node.test, True, self.proofs.names_of(node.expr1)[0]))  # `expr1 if test else expr2`: source order
         self.visit(node.test, TEST)
         if node.expr2 is not None:
-            self.visit_guarded(node.expr2, role, implied(node.test, False))
+            self.visit_guarded(node.expr2, role, self.proofs.implied(node.test, False, self.proofs.names_of(node.expr2)[0]))
 
     def visit_Concat(self, node: nodes.Concat) -> None:
         role = EMPTY if self.role == EMPTY else VALUE
@@ -500,12 +501,18 @@ class _Walker:
         otherwise: frozenset[str] = frozenset()  # what the earlier tests being false prove defined
         arms: list[tuple[nodes.Node | None, Sequence[nodes.Node]]] = [
             (node.test, node.body), *((elif_.test, elif_.body) for elif_ in node.elif_), (None, node.else_)]
-        for test, branch in arms:
+        # The names each arm reads, and those the arms after it read: a test is asked only about them.
+        reads = [self.proofs.reads(branch) for _, branch in arms]
+        later = [frozenset[str]()] * len(arms)
+        for i in range(len(arms) - 2, -1, -1):
+            following = arms[i + 1][0]
+            later[i] = later[i + 1] | reads[i + 1] | (self.proofs.names_of(following)[0] if following else frozenset())
+        for (test, branch), here, after in zip(arms, reads, later, strict=True):
             proven = otherwise
             if test is not None:
                 self.visit_guarded(test, IF_TEST, otherwise)
-                proven = otherwise | implied(test, True)
-                otherwise = otherwise | implied(test, False)
+                proven = otherwise | self.proofs.implied(test, True, here)
+                otherwise = otherwise | self.proofs.implied(test, False, after)
             self.push("branch")
             self.guards.append(proven)
             for child in branch:
@@ -527,7 +534,9 @@ class _Walker:
             self.visit(node.test, TEST)
         self.bind("loop")
         # The body runs only for an item: where the iterable (and the loop's own test) proves its names defined.
-        runs = iterates_nothing(node.iter) | (implied(node.test, True) if node.test is not None else frozenset())
+        body = self.proofs.reads(node.body)
+        runs = self.proofs.iterates_nothing(node.iter, body) | (
+            self.proofs.implied(node.test, True, body) if node.test is not None else frozenset())
         self.guards.append(runs)
         self.body(node.body)
         self.guards.pop()
@@ -641,6 +650,8 @@ _RAISES = _Outcome("raises")
 """The evaluation fails (reading from or computing with an undefined value)."""
 _UNKNOWN = _Outcome("unknown")
 """Any value: it depends on what the other names hold."""
+_MISSING = _Outcome("missing")
+"""Not evaluated yet."""
 _EMPTY_ITERATOR = _Outcome("empty iterator")
 """A generator over nothing (`select`, `map`, `unique` … of an undefined value): true, and a loop over it never
 runs."""
@@ -689,12 +700,21 @@ class _Evaluation:
     """Evaluates an expression with one name undefined and every other name unknown, as far as Jinja's semantics
     decide it: a plain value (constants and what they compute), or one of the outcomes above."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str | None, proofs: _Proofs) -> None:
         self.name = name
+        """The undefined name (None: the parts that read no name being proven)."""
+        self.proofs = proofs
+        self.known: dict[int, object] = {}
+        """Each node's value, by the node's id (the tree outlives the evaluation)."""
 
     def value(self, node: nodes.Node) -> object:
-        method = getattr(self, "_" + type(node).__name__, None)
-        return _UNKNOWN if method is None else method(node)
+        if self.name is not None and self.name not in self.proofs.names_of(node)[0]:
+            return self.proofs.common.value(node)
+        known = self.known.get(id(node), _MISSING)
+        if known is _MISSING:
+            method = getattr(self, "_" + type(node).__name__, None)
+            known = self.known[id(node)] = _UNKNOWN if method is None else method(node)
+        return known
 
     def _Name(self, node: nodes.Name) -> object:  # noqa: N802 - named after the node
         return _UNDEFINED if node.name == self.name and node.ctx == "load" else _UNKNOWN
@@ -877,33 +897,62 @@ def _contains(container: object, item: object) -> object:
     return _UNKNOWN
 
 
-def _loaded_names(node: nodes.Node) -> list[str]:
-    """The names an expression reads, each once, in source order."""
-    found = [node] if isinstance(node, nodes.Name) else node.find_all(nodes.Name)
-    return list(dict.fromkeys(n.name for n in found if n.ctx == "load"))
+class _Proofs:
+    """What tests and loops prove of one template's names. Values are kept by node: a part of a test that does not
+    read a name has the same value whichever name is undefined, and is evaluated once for all of them; the tests
+    nested in a test (an `and` chain asks of each of its left sides) cost nothing more."""
 
+    def __init__(self) -> None:
+        self.evaluations: dict[str, _Evaluation] = {}
+        self.common = _Evaluation(None, self)
+        """The values of the parts that read none of the names being proven."""
+        self.names: dict[int, tuple[frozenset[str], tuple[str, ...]]] = {}
 
-def implied(test: nodes.Node, outcome: bool) -> frozenset[str]:
-    """The names that are defined wherever `test` has the truth value `outcome`: those with which, undefined,
-    the test would fail or have the other value (`x`, `x is defined`, `x == "a"`, `x | length > 0`,
-    `x.a is defined` when true; `x is undefined` when false; `x[0] == "a"` either way)."""
-    proven = set()
-    for name in _loaded_names(test)[:_MAX_PROOF_NAMES]:
-        value = _Evaluation(name).value(test)
-        if value is _RAISES or _truth(value) is (not outcome):
-            proven.add(name)
-    return frozenset(proven)
+    def names_of(self, node: nodes.Node) -> tuple[frozenset[str], tuple[str, ...]]:
+        """The names `node` reads, and the first `_MAX_PROOF_NAMES` of them in source order."""
+        found = self.names.get(id(node))
+        if found is None:
+            if isinstance(node, nodes.Name):
+                found = (frozenset({node.name}), (node.name,)) if node.ctx == "load" else (frozenset(), ())
+            else:
+                every: set[str] = set()
+                first: dict[str, None] = {}
+                for child in node.iter_child_nodes():
+                    names, ordered = self.names_of(child)
+                    every |= names
+                    first.update(dict.fromkeys(ordered[:_MAX_PROOF_NAMES - len(first)]))
+                found = (frozenset(every), tuple(first))
+            self.names[id(node)] = found
+        return found
 
+    def reads(self, body: Iterable[nodes.Node]) -> frozenset[str]:
+        """The names the nodes of a body read."""
+        return frozenset[str]().union(*(self.names_of(node)[0] for node in body))
 
-def iterates_nothing(iterable: nodes.Node) -> frozenset[str]:
-    """The names that are defined wherever a loop over `iterable` runs its body: those with which, undefined,
-    evaluating it fails or gives nothing to iterate (`xs`, `xs | selectattr(...)`, `x.items()`)."""
-    proven = set()
-    for name in _loaded_names(iterable)[:_MAX_PROOF_NAMES]:
-        value = _Evaluation(name).value(iterable)
-        if value in (_RAISES, _UNDEFINED, _EMPTY_ITERATOR) or (isinstance(value, str | tuple) and not value):
-            proven.add(name)
-    return frozenset(proven)
+    def _values(self, node: nodes.Node, among: frozenset[str] | None) -> Iterable[tuple[str, object]]:
+        names = self.names_of(node)[1]
+        if among is not None:  # only the names read where the proof holds can use it
+            names = tuple(name for name in names if name in among)
+        for name in names:
+            evaluation = self.evaluations.get(name)
+            if evaluation is None:
+                evaluation = self.evaluations[name] = _Evaluation(name, self)
+            yield name, evaluation.value(node)
+
+    def implied(self, test: nodes.Node, outcome: bool, among: frozenset[str] | None = None) -> frozenset[str]:
+        """The names that are defined wherever `test` has the truth value `outcome`: those with which, undefined,
+        the test would fail or have the other value (`x`, `x is defined`, `x == "a"`, `x | length > 0`,
+        `x.a is defined` when true; `x is undefined` when false; `x[0] == "a"` either way). `among`: only these."""
+        return frozenset(name for name, value in self._values(test, among)
+                         if value is _RAISES or _truth(value) is (not outcome))
+
+    def iterates_nothing(self, iterable: nodes.Node, among: frozenset[str] | None = None) -> frozenset[str]:
+        """The names that are defined wherever a loop over `iterable` runs its body: those with which, undefined,
+        evaluating it fails or gives nothing to iterate (`xs`, `xs | selectattr(...)`, `x.items()`). `among`: only
+        these."""
+        return frozenset(name for name, value in self._values(iterable, among)
+                         if value in (_RAISES, _UNDEFINED, _EMPTY_ITERATOR)
+                         or (isinstance(value, str | tuple) and not value))
 
 
 def _assigned(children: list[nodes.Node]) -> set[str]:
