@@ -117,8 +117,9 @@ def test_an_iterable_test_is_true_of_an_undefined_value(tmp_path: Path) -> None:
             {%- for tool in tools %}{{- tool.name }}{%- endfor %}
         {%- endif %}
         """)
-    assert [rng for rng, _ in found] == marked
-    assert found[0][1] == "it is undefined, yet the test is true"
+    assert found == [(rng, "it is undefined, so the test is false and its block never renders") for rng in marked]
+    found, _ = unbound(tmp_path, "{% if tools is iterable %}{{ tools | length }} tools{% endif %}\n")
+    assert [words for _, words in found] == ["it is undefined, yet the test is true", "it is undefined where it is used here"]
 
 
 def test_a_loop_over_the_range_of_a_length_never_runs_for_an_undefined_value(tmp_path: Path) -> None:
@@ -268,3 +269,14 @@ def test_long_chains_of_conditions_do_not_slow_the_guard_analysis_down() -> None
     facts = analyze_template(text)
     assert time.perf_counter() - start < 15
     assert len(facts.free_uses) == 6000 and not facts.syntax_errors
+
+
+def test_a_name_in_a_test_is_told_what_the_whole_test_does(tmp_path: Path) -> None:
+    # vllm-project/vllm, examples/tool_chat_template_llama3.1_json.jinja (`tools is not none`) and
+    # openstack/kolla-ansible, ansible/roles/fluentd/templates/conf/output/00-local.conf.j2 (`| length > 0`)
+    found, marked = unbound(tmp_path, """\
+        {%- if ⟨tools⟩ is not none %}Environment: ipython{% endif %}
+        {% if ⟨cacert⟩ | length > 0 %}ca_file set{% endif %}
+        """)
+    assert found == [(marked[0], "it is undefined, yet the test is true"),
+                     (marked[1], "it is undefined, so the test is false and its block never renders")]

@@ -510,7 +510,9 @@ class _Walker:
         for (test, branch), here, after in zip(arms, reads, later, strict=True):
             proven = otherwise
             if test is not None:
+                first = len(self.names)
                 self.visit_guarded(test, IF_TEST, otherwise)
+                self._say_what_the_test_does(test, first)
                 proven = otherwise | self.proofs.implied(test, True, here)
                 otherwise = otherwise | self.proofs.implied(test, False, after)
             self.push("branch")
@@ -522,6 +524,17 @@ class _Walker:
         # Set on some branch only: left unreported (templates usually test the same condition again).
         for name in set_on_a_branch:
             self.bind(name)
+
+    def _say_what_the_test_does(self, test: nodes.Node, first: int) -> None:
+        """A name tested inside an `if` test (`x is not none`, `x | length > 0`) is told what the whole test does
+        when it is undefined: true, or false so that the block never renders."""
+        asked = self.proofs.names_of(test)[1]  # as in its proofs: the first names of a long test
+        for index in range(first, len(self.names)):
+            name, lineno, free, effect = self.names[index]
+            if free and effect in (TEST, PASSES, VALUE, COMPARED) and name in asked:
+                truth = self.proofs.truth(test, name)
+                if truth is not None:
+                    self.names[index] = (name, lineno, free, PASSES if truth else IF_TEST)
 
     def visit_For(self, node: nodes.For) -> None:
         self.push("scratch")
@@ -938,6 +951,14 @@ class _Proofs:
             if evaluation is None:
                 evaluation = self.evaluations[name] = _Evaluation(name, self)
             yield name, evaluation.value(node)
+
+    def truth(self, test: nodes.Node, name: str) -> bool | None:
+        """Whether `test` is true with `name` undefined; None when that depends on other names or it fails."""
+        evaluation = self.evaluations.get(name)
+        if evaluation is None:
+            evaluation = self.evaluations[name] = _Evaluation(name, self)
+        value = evaluation.value(test)
+        return None if value is _RAISES else _truth(value)
 
     def implied(self, test: nodes.Node, outcome: bool, among: frozenset[str] | None = None) -> frozenset[str]:
         """The names that are defined wherever `test` has the truth value `outcome`: those with which, undefined,
