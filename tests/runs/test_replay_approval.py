@@ -5,17 +5,13 @@ tool that needs approval asks, in a replay as in a run (`run --replay --live-too
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from oscova_lsp.runs import RunService
 
 from tests.support.fake_openai import FakeOpenAI, Reply, ToolCall
+from tests.support.terminal import answer_at_a_terminal
 
 from .test_cli import cli_env, oscova
 
@@ -55,25 +51,9 @@ async def test_a_replay_without_a_terminal_refuses_the_tool_the_recording_approv
 
 def _replay_at_a_terminal(workspace: Path, transcript: str, answer: bytes) -> tuple[int, str]:
     """`run --replay --live-tools` with a terminal on stdin; `answer` is typed once the prompt shows."""
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "oscova_lsp", "run", "helper", "--replay", transcript,
-                                "--live-tools"], cwd=workspace, env=cli_env(), stdin=terminal,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    os.close(terminal)
-    err = b""
-    deadline = time.monotonic() + 60
-    try:
-        while b"[y/N]" not in err and time.monotonic() < deadline and process.poll() is None:
-            ready, _, _ = select.select([process.stderr], [], [], 0.2)
-            if ready:
-                err += os.read(process.stderr.fileno(), 4096)  # type: ignore[union-attr]
-        os.write(controller, answer)
-        out, rest = process.communicate(timeout=60)
-    finally:
-        os.close(controller)
-        if process.poll() is None:
-            process.kill()
-    return process.returncode, (err + rest).decode()
+    code, _, err = answer_at_a_terminal([sys.executable, "-m", "oscova_lsp", "run", "helper", "--replay", transcript,
+                                         "--live-tools"], workspace, cli_env(), answer)
+    return code, err
 
 
 async def test_a_replay_at_a_terminal_asks_as_a_run_does(workspace, fake_openai):

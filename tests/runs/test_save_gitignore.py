@@ -3,15 +3,11 @@ to add them (y/N), elsewhere it says how; it never writes the file without a yes
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import select
-import subprocess
-import time
 from pathlib import Path
 
 from tests.support.cli_zygote import module_command
+from tests.support.terminal import answer_at_a_terminal
 
 from .test_cli import cli_env, oscova
 
@@ -30,24 +26,7 @@ def recorded_run(root: Path) -> str:
 
 def save_at_a_terminal(root: Path, run_id: str, answer: bytes) -> tuple[int, str, str]:
     """`test --save RUN_ID` with a terminal on stdin; `answer` is typed once the question shows."""
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(module_command("test", "--save", run_id), cwd=root, env=cli_env(), stdin=terminal,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    os.close(terminal)
-    err = b""
-    deadline = time.monotonic() + 60
-    try:
-        while b"[y/N]" not in err and time.monotonic() < deadline and process.poll() is None:
-            ready, _, _ = select.select([process.stderr], [], [], 0.2)
-            if ready:
-                err += os.read(process.stderr.fileno(), 4096)  # type: ignore[union-attr]
-        os.write(controller, answer)
-        out, rest = process.communicate(timeout=60)
-    finally:
-        os.close(controller)
-        if process.poll() is None:
-            process.kill()
-    return process.returncode, out.decode(), (err + rest).decode()
+    return answer_at_a_terminal(module_command("test", "--save", run_id), root, cli_env(), answer)
 
 
 def test_at_a_terminal_save_offers_to_add_the_lines_and_adds_them_on_yes(tmp_path: Path) -> None:
