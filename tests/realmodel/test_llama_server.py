@@ -19,7 +19,7 @@ from oscova_lsp.runs import RunService
 from oscova_lsp.runs.replay import replay_run
 from oscova_lsp.runs.transcript import load_recording
 
-from tests.runs.conftest import Recorder
+from tests.runs.conftest import Recorder, run_recorded
 from tests.runs.test_cli import cli_env
 from tests.support import llama_server
 from tests.support.cli_zygote import module_command
@@ -30,13 +30,7 @@ from .conftest import recording
 pytestmark = pytest.mark.realmodel
 
 async def run(workspace: Path, agent: str, text: str) -> tuple[dict[str, Any], Recorder]:
-    events = Recorder()
-    service = RunService(workspace)
-    try:
-        result = await service.run(agent, text, on_event=events)
-    finally:
-        await service.aclose()
-    return result, events
+    return await run_recorded(workspace, agent, text)
 
 
 async def replays(workspace: Path, result: dict[str, Any]) -> None:

@@ -63,3 +63,16 @@ class Recorder:
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["kind"] == kind]
+
+
+async def run_recorded(workspace: Path, agent: str, text: str) -> tuple[dict[str, Any], Recorder]:
+    """One run of `agent` by a run service of its own, closed after: its result and the events it sent."""
+    from oscova_lsp.runs import RunService
+
+    events = Recorder()
+    service = RunService(workspace)
+    try:
+        result = await service.run(agent, text, on_event=events)
+    finally:
+        await service.aclose()
+    return result, events

@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
-from oscova_lsp.runs import RunService, read_transcript
+from oscova_lsp.runs import read_transcript
 from oscova_lsp.runs.replay import replay_run
 
 from tests.support.fake_openai import Reply, ToolCall
 
-from .conftest import Recorder, make_workspace
+from .conftest import Recorder, make_workspace, run_recorded
 from .test_cli import oscova
 
 AGENTS = {
@@ -66,13 +66,7 @@ def workspace(tmp_path: Path, fake_openai, canary_key) -> Path:
 
 
 async def run(workspace: Path, agent: str, text: str = "hi") -> tuple[dict, Recorder]:
-    events = Recorder()
-    service = RunService(workspace)
-    try:
-        result = await service.run(agent, text, on_event=events)
-    finally:
-        await service.aclose()
-    return result, events
+    return await run_recorded(workspace, agent, text)
 
 
 @pytest.mark.parametrize("reply", [
