@@ -466,7 +466,7 @@ def test_an_answer_to_the_last_read_before_the_hand_over_is_written(tmp_path: Pa
     import io
 
     from oscova_lsp.lsp.early import EarlyPhase
-    from oscova_lsp.lsp.transport import Framer
+    from oscova_runtime.framing import Framer
 
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".oscova", "__pycache__", "broken"))

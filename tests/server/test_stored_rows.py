@@ -15,7 +15,7 @@ from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.lint import lint_key
 from oscova_lsp.lsp import wire_json
 from oscova_lsp.lsp.early import EarlyPhase
-from oscova_lsp.lsp.transport import frame
+from oscova_runtime.framing import encode as frame
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

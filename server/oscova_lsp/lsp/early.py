@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from oscova_runtime.framing import CHUNK, Dropped, Framer, Message, encode
 from oscova_runtime.paths import is_inside
 
 from ..analysis.cache import StatCheck, check_by_stat, text_digest
@@ -35,7 +36,6 @@ from ..analysis.disk import SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots, file_kind, fin
 from ..analysis.lint import lint_key
 from . import wire_json
 from .settings import Settings
-from .transport import CHUNK, Dropped, Framer, Message, frame
 from .wire_json import diagnostic, path_of, result_id, uri
 
 if TYPE_CHECKING:  # the analysis host, its parsers and pydantic are imported once a root is read here
@@ -424,7 +424,7 @@ class EarlyPhase:
 
     def _write(self, payload: dict[str, Any]) -> None:
         """Queues a message; they go out in order, in batches (`_flush`)."""
-        data = frame(payload)
+        data = encode(payload)
         self._pending.append(data)
         self._pending_bytes += len(data)
         if self._pending_bytes >= WRITE_BATCH:

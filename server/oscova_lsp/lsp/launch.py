@@ -13,8 +13,10 @@ import sys
 import threading
 import time
 
+from oscova_runtime.framing import Dropped, Framer
+
 from .capabilities import initialize_result
-from .transport import Dropped, Framer, read_first, write_message
+from .transport import read_first, write_message
 
 IMPORT_GATE_ENV = "OSCOVA_LSP_TEST_IMPORT_GATE"
 """Test only: the server's import waits (at most two minutes) until this file exists, so that "before

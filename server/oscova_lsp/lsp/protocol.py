@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from lsprotocol import types as lsp
+from oscova_runtime.framing import Dropped, Message
 from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInternalError,
@@ -26,7 +27,6 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .capabilities import COMMANDS
 from .runs import Runs
-from .transport import Dropped, Message
 
 logger = logging.getLogger(__name__)
 

@@ -18,6 +18,8 @@ import uuid
 from typing import Any, BinaryIO, cast
 
 from lsprotocol import types as lsp
+from oscova_runtime.framing import CHUNK as READ_CHUNK
+from oscova_runtime.framing import Dropped, Framer, FramingError, Message
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
@@ -31,8 +33,7 @@ from .protocol import OscovaProtocol
 from .publisher import DiagnosticsPublisher
 from .runs import Runs
 from .settings import Settings
-from .transport import CHUNK as READ_CHUNK
-from .transport import Dropped, FdReader, Framer, FramingError, Message, pump
+from .transport import FdReader, pump
 
 logger = logging.getLogger(__name__)
 
