@@ -199,6 +199,35 @@ def test_production_code_uses_no_assert() -> None:
     assert offenders == []
 
 
+FRAMER = "runtime/oscova_runtime/framing.py"
+"""The one module that writes or reads the base protocol's `Content-Length` header (LSP, DAP, the run host)."""
+
+
+def _frames_messages(node: ast.AST) -> bool:
+    """A string or bytes literal of a `Content-Length` header (not a docstring's mention of one)."""
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, (str, bytes)):
+        return False
+    value = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+    return value.lower().lstrip().startswith("content-length") or value.lower().startswith("content-length[")
+
+
+def _framers() -> list[str]:
+    return sorted({path.relative_to(REPO).as_posix() for path in MODULES.values()
+                   for node in _nodes(path) if _frames_messages(node)})
+
+
+def test_one_framer_for_every_stream() -> None:
+    assert _framers() == [FRAMER]
+
+
+def test_the_early_phase_answers_no_request() -> None:
+    """Every request is answered by the one handler of its method (`handlers.py`): the phase before pygls
+    only publishes, so it never writes a JSON-RPC result or error."""
+    early = PACKAGES["oscova_lsp"] / "lsp" / "early.py"
+    keys = {node.value for node in _nodes(early) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    assert not keys & {"result", "error"}
+
+
 def _hand_written_inside(node: ast.AST) -> bool:
     """`x.startswith(folder + os.sep)` or `relpath(...).startswith("..")`: an "is this inside that folder" test."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith"):

@@ -1,6 +1,6 @@
-"""The phase before pygls: the first diagnostics, hovers, completions and diagnostic pulls go out
-before pygls and lsprotocol are imported, equal to what the pygls server answers once it has settled, and
-every message read meanwhile is handed to the pygls server, in order.
+"""The phase before pygls: the first diagnostics go out before pygls and lsprotocol are imported, equal to
+what the pygls server answers once it has settled; every request is the pygls server's (one handler per
+request), and every message read meanwhile is handed to the pygls server, in order.
 
 A raw JSON-RPC client over stdio. `OSCOVA_LSP_TEST_IMPORT_GATE` holds the import of the pygls server back
 until the test opens the gate, so "before pygls" is certain however loaded the machine is; the server runs
@@ -155,44 +155,48 @@ def server(root: Path, tmp_path: Path) -> Any:
 
 
 def settled_pulls(server: RawServer, rels: list[str]) -> dict[str, dict[str, Any]]:
-    """The pygls server's diagnostics of each file (pulled: computed on its own host). A `workspace/symbol`
-    first, which the phase before pygls does not answer, so every later request is the pygls server's."""
-    requests = [server.request("workspace/symbol", {"query": ""})]
-    requests += [server.at("textDocument/diagnostic", rel) for rel in rels]
+    """The pygls server's diagnostics of each file (pulled: computed on its own host)."""
+    requests = [server.at("textDocument/diagnostic", rel) for rel in rels]
     server.send(*requests)
     server.open_gate()
     answers = {m.get("id"): m for m in server.until(*(r["id"] for r in requests))}
-    return {rel: answers[r["id"]]["result"] for rel, r in zip(rels, requests[1:], strict=True)}
+    return {rel: answers[r["id"]]["result"] for rel, r in zip(rels, requests, strict=True)}
 
 
-def test_early_diagnostics_hover_and_completion_equal_the_settled_servers(server: RawServer):
+def answered(messages: list[dict[str, Any]], request: dict[str, Any]) -> bool:
+    return any(m.get("id") == request["id"] and "method" not in m for m in messages)
+
+
+def test_early_diagnostics_equal_the_settled_servers_and_requests_wait_for_the_pygls_server(server: RawServer):
     initialize(server, pull=False)
     hover = server.at("textDocument/hover", TEMPLATE, HOVER_AT)
-    complete = server.at("textDocument/completion", TEMPLATE, {"line": 0, "character": 13})
-    server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), hover, complete)
-    early = server.until(hover["id"], complete["id"])
-    assert not server.imported("lsprotocol.types"), "answered after lsprotocol was imported"
-    early_hover, early_completion = early[-2]["result"], early[-1]["result"]
-    assert early_hover is not None and "ticket_count" in early_hover["contents"]["value"]
-    assert early_completion["items"]
+    server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), hover)
+    early: list[dict[str, Any]] = []
+    while server.uri(TEMPLATE) not in published(early):
+        message = server.inbox.get(timeout=WAIT)
+        assert message is not None
+        early.append(message)
+    time.sleep(0.5)  # the phase has read the hover by now: it leaves it unanswered, to the pygls server
+    while not server.inbox.empty():
+        early.append(server.inbox.get())
+    assert not server.imported("lsprotocol.types"), "published after lsprotocol was imported"
+    assert not answered(early, hover), "a request was answered before the pygls server"
     shown = published(early)
     assert shown[server.uri(TEMPLATE)], "the open template's findings were not published early"
 
     rels = tracked(server.root)
-    settled = settled_pulls(server, rels)
+    pulls = [server.at("textDocument/diagnostic", rel) for rel in rels]
+    server.send(*pulls)
+    server.open_gate()
+    answers = {m.get("id"): m for m in server.until(hover["id"], *(r["id"] for r in pulls))}
+    settled = {rel: answers[r["id"]]["result"] for rel, r in zip(rels, pulls, strict=True)}
     with_findings = {server.uri(rel): pulled["items"] for rel, pulled in settled.items() if pulled["items"]}
     assert len(with_findings) >= 10
     assert {uri: shown[uri] for uri in with_findings if uri in shown} == with_findings  # the same diagnostics
     assert set(with_findings) <= set(shown)  # every file with findings shown early
     assert not any(shown[uri] for uri in set(shown) - set(with_findings))
-
-    again = [server.at("textDocument/hover", TEMPLATE, HOVER_AT),
-             server.at("textDocument/completion", TEMPLATE, {"line": 0, "character": 13})]
-    server.send(*again)
-    answers = {m.get("id"): m for m in server.until(*(r["id"] for r in again))}
-    assert answers[again[0]["id"]]["result"] == early_hover
-    assert answers[again[1]["id"]]["result"] == early_completion
-    assert server.imported("lsprotocol.types")  # those were the pygls server's
+    assert "ticket_count" in answers[hover["id"]]["result"]["contents"]["value"]
+    assert server.imported("lsprotocol.types")  # the pygls server's answer
     assert server.stop() == 0
 
 
@@ -207,12 +211,12 @@ def test_edits_and_requests_during_the_hand_over_are_applied_and_answered_in_ord
     pulled = server.at("textDocument/diagnostic", TEMPLATE)
     server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), first, edit, after_edit,
                 server.did_open("agents/calls.agent.yaml"), symbols, pulled)
-    assert server.until(first["id"])[-1]["result"] is not None  # answered by the phase before pygls
     server.open_gate()
-    later = server.until(after_edit["id"], symbols["id"], pulled["id"])
+    later = server.until(first["id"], after_edit["id"], symbols["id"], pulled["id"])
     answers = [m.get("id") for m in later if "id" in m]
-    assert answers == [after_edit["id"], symbols["id"], pulled["id"]]  # in the order they were sent
+    assert answers == [first["id"], after_edit["id"], symbols["id"], pulled["id"]]  # in the order they were sent
     by_id = {m.get("id"): m for m in later}
+    assert "result" in by_id[first["id"]]  # answered (of the text it finds once the root is read)
     assert "renamed_value" in by_id[after_edit["id"]]["result"]["contents"]["value"]  # the edit applied first
     assert by_id[symbols["id"]]["result"]  # the second document opened
     codes = {d["code"] for d in by_id[pulled["id"]]["result"]["items"]}
@@ -256,21 +260,23 @@ def test_bad_params_during_the_early_phase_get_the_pygls_servers_errors_and_lose
     assert server.stop() == 0
 
 
-def test_a_client_that_pulls_gets_the_settled_servers_diagnostics_early_and_none_pushed(server: RawServer):
+def test_a_client_that_pulls_gets_nothing_pushed_and_its_pulls_answered_by_the_pygls_server(server: RawServer):
     initialize(server, pull=True)
     pulled = server.at("textDocument/diagnostic", TEMPLATE)
     server.send(server.notify("initialized", {}), server.did_open(TEMPLATE), pulled)
-    early = server.until(pulled["id"])
-    assert not server.imported("lsprotocol.types")
-    report = early[-1]["result"]
-    assert report["kind"] == "full" and report["items"]
-    assert not published(early)  # a pull client gets nothing pushed
-    again = server.at("textDocument/diagnostic", TEMPLATE, previousResultId=report["resultId"])
-    server.send(server.request("workspace/symbol", {"query": ""}), again)
+    time.sleep(1)
+    early = []
+    while not server.inbox.empty():
+        early.append(server.inbox.get())
+    assert not answered(early, pulled) and not published(early)
     server.open_gate()
+    report = server.until(pulled["id"])[-1]["result"]
+    assert report["kind"] == "full" and report["items"]
+    again = server.at("textDocument/diagnostic", TEMPLATE, previousResultId=report["resultId"])
+    server.send(again)
     later = server.until(again["id"])
     assert later[-1]["result"] == {"kind": "unchanged", "resultId": report["resultId"]}
-    assert not published(later)
+    assert not published(early + later)  # a pull client gets nothing pushed
     assert server.stop() == 0
 
 
@@ -460,9 +466,9 @@ def test_a_client_that_sends_initialized_with_initialize_and_waits_gets_the_diag
     assert server.stop() == 0
 
 
-def test_an_answer_to_the_last_read_before_the_hand_over_is_written(tmp_path: Path):
-    """A hover that arrives in the phase's last read, just as pygls is ready, is answered here: its answer is
-    written before the hand-over (it was kept in the write buffer, and lost: the editor waited for ever)."""
+def test_a_request_in_the_last_read_before_the_hand_over_goes_to_the_pygls_server(tmp_path: Path):
+    """A hover that arrives in the phase's last read, just as pygls is ready, is handed over (not answered
+    here, not lost), and the publications of the phase are all written before the hand-over."""
     import io
 
     from oscova_lsp.lsp.early import EarlyPhase
@@ -471,8 +477,10 @@ def test_an_answer_to_the_last_read_before_the_hand_over_is_written(tmp_path: Pa
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns(".oscova", "__pycache__", "broken"))
     template = root / "templates" / "concierge.j2"
+    pushed = json.loads(json.dumps(VSCODE["capabilities"]))
+    del pushed["textDocument"]["diagnostic"]  # a client that takes pushed diagnostics
     initialize_message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "processId": None, "rootUri": root.as_uri(), "capabilities": VSCODE["capabilities"],
+        "processId": None, "rootUri": root.as_uri(), "capabilities": pushed,
         "workspaceFolders": [{"uri": root.as_uri(), "name": "ws"}]}}
     read_end, write_end = os.pipe()
     opened = {"textDocument": {"uri": template.as_uri(), "languageId": "jinja", "version": 1,
@@ -498,9 +506,10 @@ def test_an_answer_to_the_last_read_before_the_hand_over_is_written(tmp_path: Pa
 
     out = io.BytesIO()
     try:
-        handover = EarlyPhase(initialize_message, out).run(read_end, Framer(), Loader)
+        result = EarlyPhase(initialize_message, out).run(read_end, Framer(), Loader)
     finally:
         os.close(read_end)
         os.close(write_end)
-    assert not any(getattr(item, "value", {}).get("id") == 7 for item in handover.items)  # answered here...
-    assert b'"id": 7' in out.getvalue()  # ...and written
+    assert [getattr(item, "value", {}).get("id") for item in result.items][-1] == 7  # handed over, last
+    assert b'"id": 7' not in out.getvalue()  # not answered here
+    assert template.as_uri().encode() in out.getvalue()  # the opened template's publication is out

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.host_files import MODELS
 
-from .conftest import SERVER_COMMAND, vscode_capabilities
+from .conftest import SERVER_COMMAND
 
 VSCODE = json.loads((Path(__file__).parent / "vscode-1.139-initialize.json").read_text())
 HANG_SECONDS = 60
@@ -123,24 +123,53 @@ def test_tcp(tmp_path: Path):
         proc.wait()
 
 
-def test_fast_initialize_advertises_what_pygls_would():
-    """`launch` answers `initialize` from `capabilities` before pygls is loaded; it must say what the
-    registered features would have made pygls say."""
-    from lsprotocol import types as lsp
-    from oscova_lsp.lsp.capabilities import server_capabilities
+def test_every_feature_of_the_one_table_is_registered_and_nothing_else():
+    """`capabilities.FEATURES` is the one table: what the server advertises and what pygls dispatches to."""
+    from oscova_lsp.lsp.capabilities import FEATURES
     from oscova_lsp.lsp.handlers import create_server
-    from pygls.capabilities import ServerCapabilitiesBuilder
-    from pytest_lsp import client_capabilities
 
     server = create_server()
-    converter = server.protocol._converter
-    fm = server.protocol.fm
-    for caps in (vscode_capabilities(converter), client_capabilities("neovim@v0.7.0"),
-                 client_capabilities("emacs"), lsp.ClientCapabilities()):
-        built = ServerCapabilitiesBuilder(caps, set({**fm.features, **fm.builtin_features}), fm.feature_options,
-                                          list(fm.commands), lsp.TextDocumentSyncKind.Incremental, None,
-                                          lsp.PositionEncodingKind.Utf16).build()
-        assert converter.unstructure(built) == server_capabilities(converter.unstructure(caps))
+    assert set(server.protocol.fm.features) == {feature.method for feature in FEATURES}
+
+
+def test_the_pygls_servers_answer_to_initialize_is_launchs(tmp_path: Path):
+    """Over TCP the pygls server reads `initialize` itself; it answers what `launch` answers over stdio before
+    pygls is loaded, for VS Code's capabilities and for a client that states none."""
+    from .test_tcp import answer, free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "oscova_lsp", "serve", "--tcp", "--port", str(port)],
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        for capabilities in (VSCODE["capabilities"], {}):
+            params = {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": capabilities}
+            over_stdio = subprocess.run([sys.executable, "-m", "oscova_lsp"], input=frame(
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}) + frame(
+                {"jsonrpc": "2.0", "method": "exit"}), capture_output=True, timeout=HANG_SECONDS, cwd=tmp_path)
+            from io import BytesIO
+
+            stdio_answer = read_frame(BytesIO(over_stdio.stdout))["result"]
+            deadline = time.monotonic() + HANG_SECONDS
+            while True:
+                try:
+                    conn = socket.create_connection(("127.0.0.1", port), timeout=HANG_SECONDS)
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline and proc.poll() is None, "the server never listened"
+                    time.sleep(0.1)
+            with conn:
+                conn.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+                tcp_answer = answer(conn, 1)
+            assert tcp_answer is not None and tcp_answer["result"] == stdio_answer
+            assert stdio_answer["capabilities"]["hoverProvider"] is True
+            proc.kill()
+            proc.wait()
+            port = free_port()
+            proc = subprocess.Popen([sys.executable, "-m", "oscova_lsp", "serve", "--tcp", "--port", str(port)],
+                                    stderr=subprocess.PIPE, cwd=tmp_path)
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_check_does_not_import_pygls(tmp_path: Path):

@@ -21,7 +21,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -118,12 +118,17 @@ class Snapshot:
 class AnalysisHost:
     """Owns the documents and the analyses of every workspace root; hands out `Snapshot`s."""
 
-    def __init__(self, folders: Iterable[str] = (), lint: LintOptions | None = None) -> None:
+    def __init__(self, folders: Iterable[str] = (), lint: LintOptions | None = None,
+                 on_change: Callable[[set[str]], None] | None = None) -> None:
         self._roots = Roots(folders)
         self._lint = lint
         self._analyses: dict[str, Analysis] = {}
         self._loaded: set[str] = set()
         self._documents: dict[str, OpenDocument] = {}
+        self._unanalysed: dict[str, str] = {}
+        """Edits taken (`change`) and not analysed yet: the next snapshot, or any other change, analyses them."""
+        self._on_change = on_change
+        """Told the files an edit affected once it is analysed (the publisher: their diagnostics may differ)."""
         self._disk_changes_while_loading: dict[str, set[str]] = {}
         self._snapshots: weakref.WeakSet[Snapshot] = weakref.WeakSet()
         self.changes = 0
@@ -133,7 +138,8 @@ class AnalysisHost:
     # ------------------------------------------------------------------------------------------ reading
 
     def snapshot(self) -> Snapshot:
-        """The current state, unaltered by later changes."""
+        """The current state, every edit taken so far analysed, unaltered by later changes."""
+        self._analyse_edits()
         snapshot = Snapshot(dict(self._analyses), frozenset(self._loaded), dict(self._documents), self._roots)
         self._snapshots.add(snapshot)
         return snapshot
@@ -184,6 +190,7 @@ class AnalysisHost:
         folder = os.path.abspath(folder)
         if folder in self._roots.folders:
             return None
+        self._analyse_edits()  # each under the root it was taken in
         self._roots = Roots((*self._roots.folders, folder))
         root = self._roots.root_of_folder(folder)
         self._ensure(root)
@@ -265,6 +272,8 @@ class AnalysisHost:
     def install(self, root: str, analysis: Analysis) -> set[str]:
         """Makes a loaded analysis the root's own, with the open documents and the disk changes seen while it
         loaded applied on top. Returns every file of the root."""
+        for path in [path for path in self._unanalysed if self.root_of(path) == root]:
+            del self._unanalysed[path]  # the open documents' texts are applied below
         analysis.lint = self._lint
         self._analyses[root] = analysis
         self.changes += 1
@@ -285,22 +294,44 @@ class AnalysisHost:
     # ------------------------------------------------------------------------------------------ changes
 
     def set_lint(self, lint: LintOptions | None) -> None:
+        self._analyse_edits()
         self._lint = lint
         for root in list(self._analyses):
             self._writable(root).lint = lint
 
     def open(self, path: str, text: str, version: int | None) -> set[str]:
-        """An open document's text (on open and on every change); returns the files to re-check."""
+        """A document opened, analysed at once; returns the files to re-check."""
+        self._unanalysed.pop(path, None)
+        self._analyse_edits()
         self._documents[path] = OpenDocument(text, version)
         if not self.is_tracked(path):
             return set()
         return self._writable(self.root_of(path)).update(path, text)
 
-    change = open
+    def change(self, path: str, text: str, version: int | None) -> None:
+        """An edit, taken at once: the document's text and version are the new ones now; it is analysed at the
+        next snapshot (or any other change), and the files it affected go to `on_change` then."""
+        self._documents[path] = OpenDocument(text, version)
+        if self.is_tracked(path):
+            self._unanalysed[path] = text
+            self.changes += 1
+
+    def _analyse_edits(self) -> None:
+        if not self._unanalysed:
+            return
+        edits, self._unanalysed = self._unanalysed, {}
+        affected: set[str] = set()
+        counted = self.changes  # each edit was counted when it was taken
+        for path, text in edits.items():
+            affected |= self._writable(self.root_of(path)).update(path, text) | {path}
+        self.changes = counted
+        if self._on_change is not None:
+            self._on_change(affected)
 
     def still_skipped(self, path: str, version: int | None) -> bool:
         """True when an open document the analysis skipped as too large is still too large after an edit: only
         its version moves (its stored text stays the last one analysed, which is skipped alike)."""
+        self._analyse_edits()
         document = self._documents.get(path)
         analysis = self._analyses.get(self.root_of(path))
         parsed = analysis.workspace.files.get(path) if analysis is not None else None
@@ -311,6 +342,8 @@ class AnalysisHost:
 
     def close(self, path: str) -> set[str]:
         """Back to the file on disk (or gone, if it was never saved)."""
+        self._unanalysed.pop(path, None)
+        self._analyse_edits()
         self._documents.pop(path, None)
         if not self.is_tracked(path):
             return set()
@@ -322,6 +355,7 @@ class AnalysisHost:
 
     def disk_changed(self, path: str, deleted: bool) -> set[str]:
         """A file changed outside the editor; ignored while the editor has it open."""
+        self._analyse_edits()
         if path in self._documents or not self.is_tracked(path) or self._never_scanned(path):
             return set()
         if os.path.basename(path) in ("oscova.toml", "pyproject.toml"):

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     file."""
     from ..reporting import printable
     from ..runs.eval_report import render
-    from ..runs.evals import EvalError, EvalOptions, find_evals, rescore
+    from ..runs.eval_runner import EvalError, EvalOptions, find_evals, rescore
 
     options = EvalOptions(models=args.models, repeat=args.repeat, case=args.case, jobs=args.jobs)
     try:
@@ -73,7 +73,7 @@ def _run_evals(evals: Any, options: Any) -> Any:
     import logging
     import signal
 
-    from ..runs.evals import run_evals
+    from ..runs.eval_runner import run_evals
 
     logging.getLogger("oscova_lsp.runs.transcript").setLevel(logging.ERROR)
     if sys.stderr.isatty():

@@ -25,7 +25,7 @@ from oscova_runtime.definition import AgentDefinition
 from ..analysis.files import DefinitionFile, EvalFile, ParsedFile, TemplateFile, template_facts
 from ..analysis.text import LineIndex, Position, Range
 from ..analysis.workspace import Workspace
-from . import evals
+from . import eval_files
 from .model import CompletionItem, ItemKind
 from .queries import bindings_for
 
@@ -107,7 +107,7 @@ def _complete(ws: Workspace, parsed: ParsedFile, pos: Position) -> Found:
             return _template(ws, parsed, lines, offset, region)
         return _definition(ws, parsed, lines, pos, offset)
     if isinstance(parsed, EvalFile):
-        return evals.complete(ws, parsed, pos)
+        return eval_files.complete(ws, parsed, pos)
     return []
 
 

@@ -14,7 +14,7 @@ from ..analysis.jinja_source import EMPTY, UNDEFINED_EFFECTS
 from ..analysis.rules.registry import RULES
 from ..analysis.text import Position
 from ..analysis.workspace import LISTED_USES, TemplateUse, Workspace
-from . import evals
+from . import eval_files
 from .locate import Target, target_at
 from .model import Hover
 from .queries import relative, variable_occurrences
@@ -23,7 +23,7 @@ from .queries import relative, variable_occurrences
 def hover(ws: Workspace, parsed: ParsedFile, pos: Position, diagnostics: Sequence[Diagnostic] = ()) -> Hover | None:
     target = target_at(ws, parsed, pos)
     sections: list[str] = []
-    found = evals.hover(ws, parsed, pos, agent_text, tool_text) if isinstance(parsed, EvalFile) else None
+    found = eval_files.hover(ws, parsed, pos, agent_text, tool_text) if isinstance(parsed, EvalFile) else None
     if found is not None:
         sections.append(found.markdown)
     if target is not None:

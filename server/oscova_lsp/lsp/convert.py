@@ -1,11 +1,12 @@
-"""Plain engine and ide values to lsprotocol types, and back."""
+"""Plain engine and ide values to lsprotocol types, and back, for the answers to requests. A diagnostic's shape is
+`wire_json`'s alone: `diagnostic` reads it into lsprotocol's type."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 from lsprotocol import types as lsp
-from pygls.uris import to_fs_path
+from pygls.protocol import default_converter
 
 from ..analysis import diagnostics as plain
 from ..analysis.text import Position, Range
@@ -13,10 +14,23 @@ from ..ide import model
 from . import wire_json
 from .wire_json import uri
 
-_SEVERITY = {1: lsp.DiagnosticSeverity.Error, 2: lsp.DiagnosticSeverity.Warning,
-             3: lsp.DiagnosticSeverity.Information, 4: lsp.DiagnosticSeverity.Hint}
+CONVERTER = default_converter()
+"""lsprotocol's converter, as pygls builds it."""
 
-COMPLETION_KIND = {kind: lsp.CompletionItemKind(wire_json.COMPLETION_KIND[kind.name]) for kind in model.ItemKind}
+COMPLETION_KIND = {
+    model.ItemKind.VARIABLE: lsp.CompletionItemKind.Variable,
+    model.ItemKind.PROPERTY: lsp.CompletionItemKind.Property,
+    model.ItemKind.VALUE: lsp.CompletionItemKind.Value,
+    model.ItemKind.AGENT: lsp.CompletionItemKind.Reference,
+    model.ItemKind.TOOL: lsp.CompletionItemKind.Function,
+    model.ItemKind.PROVIDER: lsp.CompletionItemKind.Class,
+    model.ItemKind.MODEL: lsp.CompletionItemKind.EnumMember,
+    model.ItemKind.FILE: lsp.CompletionItemKind.File,
+    model.ItemKind.KEYWORD: lsp.CompletionItemKind.Keyword,
+    model.ItemKind.FUNCTION: lsp.CompletionItemKind.Function,
+    model.ItemKind.MODULE: lsp.CompletionItemKind.Module,
+    model.ItemKind.TABLE: lsp.CompletionItemKind.Struct,
+}
 
 SYMBOL_KIND = {
     model.ItemKind.VARIABLE: lsp.SymbolKind.Variable,
@@ -32,13 +46,6 @@ SYMBOL_KIND = {
     model.ItemKind.MODULE: lsp.SymbolKind.Module,
     model.ItemKind.TABLE: lsp.SymbolKind.Namespace,
 }
-
-
-def path_of(document_uri: str) -> str | None:
-    """The file system path of a `file:` URI; None for other schemes (untitled, git, ...)."""
-    if not document_uri.startswith("file:"):
-        return None
-    return to_fs_path(document_uri)
 
 
 def position(pos: Position) -> lsp.Position:
@@ -62,15 +69,7 @@ def location(loc: model.Location) -> lsp.Location:
 
 
 def diagnostic(diag: plain.Diagnostic, related_support: bool = True) -> lsp.Diagnostic:
-    related = None
-    if related_support and diag.related:
-        related = [lsp.DiagnosticRelatedInformation(
-            location=lsp.Location(uri=uri(r.path), range=range_(r.range)), message=r.message) for r in diag.related]
-    return lsp.Diagnostic(
-        range=range_(diag.range), message=diag.message, severity=_SEVERITY[int(diag.severity)], code=diag.code,
-        source="oscova", related_information=related,
-        data={"fixes": [f.title for f in diag.fixes]} if diag.fixes else None,
-    )
+    return CONVERTER.structure(wire_json.diagnostic(diag, related_support), lsp.Diagnostic)
 
 
 def markup(text: str, formats: Sequence[lsp.MarkupKind] | None) -> lsp.MarkupContent:

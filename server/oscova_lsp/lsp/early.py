@@ -1,21 +1,20 @@
-"""The phase before pygls: the first diagnostics, hovers and completions while pygls and
-lsprotocol are still unimported (about a second of imports), over the project's own transport.
+"""The phase before pygls: the first diagnostics pushed while pygls and lsprotocol are still unimported
+(about a second of imports), over the one framer.
 
 `launch` answers `initialize`; this phase then reads what follows (`initialized`, the documents the editor
 opens), publishes the stored results of each root's last check that hold for its files (a warm start: told
 by the identities of the files and folders, `cache.check_by_stat`, with no parser, pydantic model or analysis
 host imported), then reads and checks each small root on an `AnalysisHost` built from the `initialize` params
-and publishes its diagnostics, and answers hover, completion and diagnostic pulls about the roots it read.
-Only then does a thread import the pygls server; the phase goes on answering until it is ready. The
-publications go out in one write per batch, not one per file.
+and publishes its diagnostics. It answers no request: every request is the pygls server's, answered by its one
+handler. Only then does a thread import the pygls server. The publications go out in one write per batch, not
+one per file. A client that pulls diagnostics gets nothing here (there is nothing to push to it).
 
-The hand-over (`Handover`): the pygls server receives every message read here, in order, and handles them on
-a fresh host exactly as if it had read them itself (its diagnostics are computed again: the same code on the
-same inputs), except the requests answered here (read-only: never replayed, so never answered twice). It
-takes over what was published (`DiagnosticsPublisher.adopt_early`), so its initial sweep sends only what
-differs. At the first message the phase does not handle (an edit, a command, `shutdown`, `exit`, a response,
-a bad frame) it stops handling any: from then on it only collects them, so every answer keeps its order and
-none comes from a state the pygls server has not reached.
+The hand-over (`EarlyPhaseResult`): the pygls server receives every message read here, in order, and handles
+them on a fresh host exactly as if it had read them itself (its diagnostics are computed again: the same code on
+the same inputs). It takes over what was published (`DiagnosticsPublisher.adopt_early`), so its initial sweep
+sends only what differs. At the first message the phase does not handle (a request, an edit, `exit`, a
+response, a bad frame) it stops handling any: from then on it only collects them, so none is handled before
+what came before it.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from ..analysis.disk import SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots, file_kind, fin
 from ..analysis.lint import lint_key
 from . import wire_json
 from .settings import Settings
-from .wire_json import diagnostic, path_of, result_id, uri
+from .wire_json import path_of, result_id
 
 if TYPE_CHECKING:  # the analysis host, its parsers and pydantic are imported once a root is read here
     from ..analysis.diagnostics import Diagnostic
@@ -53,11 +52,11 @@ POLL_SECONDS = 0.05
 WRITE_BATCH = 1 << 18
 """Publications are written out once this many bytes are pending (and whenever the phase waits)."""
 HANDLED_NOTIFICATIONS = frozenset({"initialized", "textDocument/didOpen", "$/setTrace", "$/cancelRequest"})
-ANSWERED_REQUESTS = frozenset({"textDocument/hover", "textDocument/completion", "textDocument/diagnostic"})
+"""The notifications read here; anything else (every request among them) ends the phase's handling."""
 
 
 @dataclass
-class Handover:
+class EarlyPhaseResult:
     """What the pygls server takes over."""
 
     items: list[Message | Dropped]
@@ -82,12 +81,12 @@ class EarlyPhase:
         caps = self._params.get("capabilities")
         self._caps: dict[str, Any] = caps if isinstance(caps, dict) else {}
         self._out = out
-        self.handover = Handover([Message(initialize)])
+        self.handover = EarlyPhaseResult([Message(initialize)])
         self.stopped = False
         """A message the phase does not handle came: the rest is the pygls server's."""
         self._initialized = False
         self._worked = False
-        """The workspace was read here: requests about its roots may be answered."""
+        """The workspace's publications are out: a request read now ends the phase's handling."""
         self._eof = False
         self._inbox: list[Message | Dropped] = []
         """Read, not handled yet (behind a request that waits for the workspace to be read)."""
@@ -101,11 +100,11 @@ class EarlyPhase:
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._published: dict[str, str] = {}
-        """The `result_id` of each file's last publication here (`Handover.published`)."""
+        """The `result_id` of each file's last publication here (`EarlyPhaseResult.published`)."""
         self._held: dict[str, StatCheck] = {}
         """The roots whose stored results held and went out, with what told so."""
 
-    def run(self, fd: int, framer: Framer, start_loader: Callable[[], Any]) -> Handover:
+    def run(self, fd: int, framer: Framer, start_loader: Callable[[], Any]) -> EarlyPhaseResult:
         """Reads and handles messages until the pygls server (imported by `start_loader()`'s thread) is ready."""
         try:
             self._begin()
@@ -155,7 +154,7 @@ class EarlyPhase:
 
     def _process(self) -> None:
         """Handles the messages read, in order; a request waits (and so does all that follows it) until the
-        workspace was read here."""
+        workspace's publications are out, then ends the phase's handling."""
         while self._inbox:
             item = self._inbox[0]
             if not (self._worked or self.stopped) and isinstance(item, Message) and \
@@ -169,13 +168,6 @@ class EarlyPhase:
             self._stop(item)
             return
         method = value.get("method")
-        msg_id = value.get("id")
-        if "id" in value and method in ANSWERED_REQUESTS and self._worked and \
-                isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool):
-            answer = self._try_answer(method, value.get("params"))
-            if answer is not None:
-                self._write({"jsonrpc": "2.0", "id": msg_id, "result": answer[0]})
-                return
         if "id" in value or method not in HANDLED_NOTIFICATIONS:
             self._stop(item)
             return
@@ -222,13 +214,14 @@ class EarlyPhase:
     def _work(self) -> None:
         """The stored results of every root (open documents' roots first) that hold, then each small root read
         and its diagnostics published (none pushed to a client that pulls them)."""
+        if self._pulls():  # nothing is pushed to a client that pulls: the pygls server answers its pulls
+            self._worked = True
+            return
         collecting = gc.isenabled()
         gc.disable()  # as the server's root loads: a large graph with few cycles
         try:
             checks = self._stored_roots()
-            stored: set[str] = set()
-            if not self._pulls():
-                stored = {root for root, check in checks.items() if self._publish_stored(root, check)}
+            stored = {root for root, check in checks.items() if self._publish_stored(root, check)}
             self._held = {root: checks[root] for root in stored}
             self._flush()
             held = os.environ.get(SCAN_GATE_ENV) or os.environ.get(SCAN_DELAY_ENV)  # tests hold reading back
@@ -291,7 +284,6 @@ class EarlyPhase:
         rows = check.stored.rows
         if rows is None:  # read as values (a folder had changed: `AnalysisHost.stored_results`)
             rows = {path: found for path, found in check.stored.diagnostics.items()}
-        related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
         out: list[tuple[str, dict[str, Any], str, bool]] = []
         try:  # every row checked before any goes out: a stored row of the wrong shape is not believed
             for path in sorted(rows, key=lambda p: p not in self._documents):  # the open documents first
@@ -299,10 +291,10 @@ class EarlyPhase:
                 if rows[path] or document is not None:
                     version = document[1] if document is not None else None
                     if check.stored.rows is not None:
-                        message, rid = wire_json.publication_of_rows(path, rows[path], version,
-                                                                     True if related is None else bool(related))
+                        message, rid = wire_json.publication_of_rows(path, rows[path], version, self._related())
                     else:
-                        message, rid = self._publication(path, rows[path], version), result_id(path, rows[path])
+                        message = wire_json.publication(path, rows[path], version, self._related())
+                        rid = result_id(path, rows[path])
                     out.append((path, message, rid, bool(rows[path])))
         except (ValueError, TypeError):
             return False
@@ -378,6 +370,11 @@ class EarlyPhase:
         document = self._caps.get("textDocument")
         return isinstance(document, dict) and document.get("diagnostic") is not None
 
+    def _related(self) -> bool:
+        """Whether the client takes a diagnostic's related locations (as `DiagnosticsPublisher`)."""
+        related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
+        return True if related is None else bool(related)
+
     def _cap(self, *path: str) -> Any:
         current: Any = self._caps
         for part in path:
@@ -405,16 +402,8 @@ class EarlyPhase:
             return
         self._send(path, found, version)
 
-    def _publication(self, path: str, found: list[Diagnostic], version: int | None) -> dict[str, Any]:
-        related = self._cap("textDocument", "publishDiagnostics", "relatedInformation")
-        params: dict[str, Any] = {"uri": uri(path), "diagnostics": [
-            diagnostic(d, True if related is None else bool(related)) for d in found]}
-        if version is not None:
-            params["version"] = version
-        return {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params}
-
     def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
-        self._write(self._publication(path, found, version))
+        self._write(wire_json.publication(path, found, version, self._related()))
         self._published[path] = result_id(path, found)
         self.handover.versions[path] = version
         if found:
@@ -435,52 +424,3 @@ class EarlyPhase:
             self._out.write(b"".join(self._pending))
             self._out.flush()
             self._pending, self._pending_bytes = [], 0
-
-    # ------------------------------------------------------------------------------------------ requests
-
-    def _try_answer(self, method: str, params: Any) -> tuple[Any] | None:
-        """The result of a request about a root read here, in a 1-tuple; None: the pygls server answers it
-        (a root not read here, params this phase does not read, a failure)."""
-        try:
-            return self._answer(method, params)
-        except Exception as error:
-            logger.info("%s left to the server: %s", method, error)
-            return None
-
-    def _answer(self, method: str, params: Any) -> tuple[Any] | None:
-        document = params.get("textDocument") if isinstance(params, dict) else None
-        path = wire_json.path_of(document.get("uri")) if isinstance(document, dict) else None
-        if path is None or self.host is None or not self.host.is_tracked(path):
-            return None
-        from ..ide import completion, hover  # on the first request: the server's start does not wait for them
-
-        snapshot = self.host.snapshot()
-        if not snapshot.is_loaded(path):
-            return None
-        if method == "textDocument/diagnostic":
-            return (self._pulled(path, params, snapshot),)
-        found = snapshot.parsed(path)
-        if found is None:
-            return (None,)
-        workspace, parsed = found[0].workspace, found[1]
-        position = wire_json.to_position(params.get("position"))
-        if method == "textDocument/hover":
-            result = hover.hover(workspace, parsed, position, self._diagnostics(path, snapshot))
-            formats = self._formats("textDocument", "hover", "contentFormat")
-            return (wire_json.hover(result, formats) if result is not None else None,)
-        items = completion.complete(workspace, parsed, position)
-        formats = self._formats("textDocument", "completion", "completionItem", "documentationFormat")
-        return ({"isIncomplete": items.incomplete,
-                 "items": [wire_json.completion_item(i, formats) for i in items.items]},)
-
-    def _pulled(self, path: str, params: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
-        """As the server's `document_diagnostic`: the full report, or `unchanged` for the result id sent."""
-        found = self._diagnostics(path, snapshot)
-        rid = result_id(path, found)
-        if params.get("previousResultId") == rid:
-            return {"kind": "unchanged", "resultId": rid}
-        return {"kind": "full", "resultId": rid, "items": [diagnostic(d) for d in found]}
-
-    def _formats(self, *path: str) -> list[str] | None:
-        value = self._cap(*path)
-        return list(value) if isinstance(value, list) and value else None

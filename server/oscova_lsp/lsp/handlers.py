@@ -1,8 +1,8 @@
-"""Every LSP handler, registered in one place (`create_server`), each a small function; the `oscova.*`
-commands are `runs.py`'s (`command_handlers`), registered here too.
+"""Every LSP handler, each a small function, registered by `create_server` from the one feature table
+(`capabilities.FEATURES`); the `oscova.*` commands are `runs.py`'s (`command_handlers`), registered here too.
 
-A request about a document goes through `document`: the document's pending edit applied, then a snapshot of
-the host, the parsed file and its path. Requests about a root still being read wait for it first
+A request about a document goes through `document`: a snapshot of the host (every edit taken so far), the
+parsed file and its path. Requests about a root still being read wait for it first
 (`answer_when_ready`), so no answer comes from a partial index; requests about a ready root are answered at
 once, in the order they came. A request still waiting after the bound (`READY_TIMEOUT`) is refused:
 ContentModified, or ServerCancelled with `retriggerRequest` for a diagnostics pull.
@@ -24,9 +24,9 @@ from ..analysis.host import Snapshot
 from ..analysis.workspace import Workspace
 from ..ide import actions, completion, hints, hover, navigation, symbols
 from ..ide.model import RenameError
-from . import convert
-from .capabilities import COMPLETION_TRIGGERS, DIAGNOSTIC_IDENTIFIER
-from .evals import eval_commands, eval_lenses
+from . import convert, wire_json
+from .capabilities import FEATURES
+from .eval_commands import eval_commands, eval_lenses
 from .runs import code_lenses, command_handlers, workspace_trust
 from .server import OscovaServer
 from .settings import Settings
@@ -46,12 +46,11 @@ class Document:
 
 
 def document(ls: OscovaServer, document_uri: str) -> Document | None:
-    """The parsed file of a document (its pending edit applied first) in a fresh snapshot; None for
-    documents the analysis does not know."""
-    path = convert.path_of(document_uri)
+    """The parsed file of a document in a fresh snapshot (every edit taken so far in it); None for documents the
+    analysis does not know."""
+    path = wire_json.path_of(document_uri)
     if path is None:
         return None
-    ls.publisher.flush(path)
     snapshot = ls.host.snapshot()
     found = snapshot.parsed(path)
     if found is None:
@@ -70,7 +69,7 @@ def answer_when_ready(feature: Callable[[OscovaServer, Document, Any], Result]) 
 
     @functools.wraps(feature)
     def handler(ls: OscovaServer, params: Any) -> Generator[Any, Any, Result | None]:
-        path = convert.path_of(params.text_document.uri)
+        path = wire_json.path_of(params.text_document.uri)
         if path is None:
             return None
         root = ls.host.root_of(path)
@@ -100,9 +99,9 @@ def _workspace_edit(ls: OscovaServer, snapshot: Snapshot, edits: Iterable[Any]) 
 
 
 def initialize(ls: OscovaServer, params: lsp.InitializeParams) -> None:
-    folders = [convert.path_of(f.uri) for f in params.workspace_folders or []]
+    folders = [wire_json.path_of(f.uri) for f in params.workspace_folders or []]
     if not folders and params.root_uri:
-        folders = [convert.path_of(params.root_uri)]
+        folders = [wire_json.path_of(params.root_uri)]
     elif not folders and params.root_path:
         folders = [params.root_path]
     ls.settings = Settings.parse(params.initialization_options)
@@ -136,7 +135,7 @@ def shutdown(ls: OscovaServer, params: Any) -> None:
 
 def did_open(ls: OscovaServer, params: lsp.DidOpenTextDocumentParams) -> None:
     ls.documents.open(params.text_document)
-    path = convert.path_of(params.text_document.uri)
+    path = wire_json.path_of(params.text_document.uri)
     if path is None:
         return
     ls.publisher.opened(path, params.text_document.text, params.text_document.version)
@@ -151,18 +150,18 @@ def did_open(ls: OscovaServer, params: lsp.DidOpenTextDocumentParams) -> None:
 def did_change(ls: OscovaServer, params: lsp.DidChangeTextDocumentParams) -> None:
     uri, version = params.text_document.uri, params.text_document.version
     ls.documents.change(params)
-    path = convert.path_of(uri)
+    path = wire_json.path_of(uri)
     if path is None:
         return
     # A document over the limit that the analysis skipped as such stays skipped: only its version moves.
     if not ls.documents.is_large(uri) or not ls.host.still_skipped(path, version):
-        ls.publisher.schedule(path, ls.documents.text(uri), version)
+        ls.publisher.changed(path, ls.documents.text(uri), version)
 
 
 def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
     """A save changed the file on disk: the host re-reads it unless the editor has it open (its buffer is
     what was saved), and the runs evict what they built from it."""
-    path = convert.path_of(params.text_document.uri)
+    path = wire_json.path_of(params.text_document.uri)
     if path is None:
         return
     affected = ls.host.disk_changed(path, deleted=False)
@@ -174,7 +173,7 @@ def did_save(ls: OscovaServer, params: lsp.DidSaveTextDocumentParams) -> None:
 
 def did_close(ls: OscovaServer, params: lsp.DidCloseTextDocumentParams) -> None:
     ls.documents.close(params.text_document.uri)
-    path = convert.path_of(params.text_document.uri)
+    path = wire_json.path_of(params.text_document.uri)
     if path is not None:
         ls.publisher.closed(path)
 
@@ -182,7 +181,7 @@ def did_close(ls: OscovaServer, params: lsp.DidCloseTextDocumentParams) -> None:
 def did_change_watched_files(ls: OscovaServer, params: lsp.DidChangeWatchedFilesParams) -> None:
     affected: set[str] = set()
     for change in params.changes:
-        path = convert.path_of(change.uri)
+        path = wire_json.path_of(change.uri)
         if path is None:
             continue
         affected |= ls.host.disk_changed(path, change.type == lsp.FileChangeType.Deleted)
@@ -201,7 +200,7 @@ async def did_change_configuration(ls: OscovaServer, params: lsp.DidChangeConfig
 
 def did_change_folders(ls: OscovaServer, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
     for folder in params.event.added:
-        path = convert.path_of(folder.uri)
+        path = wire_json.path_of(folder.uri)
         root = ls.host.add_folder(path) if path else None
         if root is not None:
             ls.root_ready(root)
@@ -211,7 +210,7 @@ def did_change_folders(ls: OscovaServer, params: lsp.DidChangeWorkspaceFoldersPa
 
 
 async def document_diagnostic(ls: OscovaServer, params: lsp.DocumentDiagnosticParams) -> Any:
-    path = convert.path_of(params.text_document.uri)
+    path = wire_json.path_of(params.text_document.uri)
     if path is None or not ls.host.is_tracked(path):
         return lsp.RelatedFullDocumentDiagnosticReport(items=[])
     root = ls.host.root_of(path)
@@ -271,7 +270,7 @@ def on_hover(ls: OscovaServer, doc: Document, params: lsp.HoverParams) -> Genera
         return None
     markdown = result.markdown
     asked = hover.token_question(doc.workspace, doc.parsed, position)
-    if asked is not None:  # the figures come from the preview, kept per agent (`figures.py`)
+    if asked is not None:  # the figures come from the preview, kept per agent (`token_figures.py`)
         markdown += "\n\n---\n\n" + (yield ls.runs.figures.hover_text, (params.text_document.uri, *asked), None)
     formats = _formats(ls, "text_document", "hover", "content_format")
     return lsp.Hover(contents=convert.markup(markdown, formats),
@@ -377,43 +376,13 @@ def on_progress_cancel(ls: OscovaServer, params: lsp.WorkDoneProgressCancelParam
 
 # ---------------------------------------------------------------------------------------- registration
 
-FEATURES: list[tuple[str, Callable[..., Any], Any]] = [
-    (lsp.INITIALIZE, initialize, None),
-    (lsp.INITIALIZED, initialized, None),
-    (lsp.SHUTDOWN, shutdown, None),
-    (lsp.TEXT_DOCUMENT_DID_OPEN, did_open, None),
-    (lsp.TEXT_DOCUMENT_DID_CHANGE, did_change, None),
-    (lsp.TEXT_DOCUMENT_DID_SAVE, did_save, None),
-    (lsp.TEXT_DOCUMENT_DID_CLOSE, did_close, None),
-    (lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, did_change_watched_files, None),
-    (lsp.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration, None),
-    (lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, did_change_folders, None),
-    (lsp.TEXT_DOCUMENT_DIAGNOSTIC, document_diagnostic, lsp.DiagnosticOptions(
-        identifier=DIAGNOSTIC_IDENTIFIER, inter_file_dependencies=True, workspace_diagnostics=True)),
-    (lsp.WORKSPACE_DIAGNOSTIC, workspace_diagnostic, None),
-    (lsp.TEXT_DOCUMENT_COMPLETION, on_completion,
-     lsp.CompletionOptions(trigger_characters=COMPLETION_TRIGGERS, resolve_provider=False)),
-    (lsp.TEXT_DOCUMENT_HOVER, on_hover, None),
-    (lsp.TEXT_DOCUMENT_DEFINITION, on_definition, None),
-    (lsp.TEXT_DOCUMENT_REFERENCES, on_references, None),
-    (lsp.TEXT_DOCUMENT_PREPARE_RENAME, on_prepare_rename, None),
-    (lsp.TEXT_DOCUMENT_RENAME, on_rename, None),
-    (lsp.TEXT_DOCUMENT_CODE_ACTION, on_code_action, lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix])),
-    (lsp.TEXT_DOCUMENT_CODE_LENS, on_code_lens, lsp.CodeLensOptions(resolve_provider=True)),
-    (lsp.CODE_LENS_RESOLVE, on_code_lens_resolve, None),
-    (lsp.TEXT_DOCUMENT_INLAY_HINT, on_inlay_hint, lsp.InlayHintOptions(resolve_provider=False)),
-    (lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL, on_document_symbol, None),
-    (lsp.WORKSPACE_SYMBOL, on_workspace_symbol, None),
-    (lsp.TEXT_DOCUMENT_DOCUMENT_LINK, on_document_link, lsp.DocumentLinkOptions(resolve_provider=False)),
-    (lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL, on_progress_cancel, None),
-]
-"""Every LSP method the server handles, its handler and its options (the capabilities it advertises)."""
-
-
 def create_server() -> OscovaServer:
+    """The server with every handler of `capabilities.FEATURES` registered (its capabilities come from the same
+    table: `capabilities.initialize_result`)."""
     server = OscovaServer()
-    for method, handler, options in FEATURES:
-        server.feature(method, options)(handler)
+    handlers = globals()
+    for feature in FEATURES:
+        server.feature(feature.method)(handlers[feature.handler])
     for name, command in command_handlers(server.runs, eval_commands(server.runs)).items():
         server.command(name)(functools.partial(command))  # (pygls tags the callable; a bound method refuses)
     return server

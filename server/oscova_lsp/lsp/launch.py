@@ -1,9 +1,8 @@
 """Starting the server. Over stdio, `initialize` is answered before pygls and lsprotocol are imported
 (they take about a second): the first message is read (by `transport`) and answered here from
-`capabilities`; the phase before pygls (`early`) then publishes the first diagnostics and answers the first
-hovers and completions while a thread imports the server; every message read is then handed to the server
-(`early.Handover`), whose own answer to `initialize` is dropped, and the server's reader goes on from the
-bytes already read."""
+`capabilities`; the phase before pygls (`early`) then publishes the first diagnostics while a thread imports
+the server; every message read is then handed to the server (`early.EarlyPhaseResult`), whose own answer to
+`initialize` is dropped, and the server's reader goes on from the bytes already read."""
 
 from __future__ import annotations
 
@@ -59,20 +58,20 @@ def serve_stdio(client_pid: int | None = None) -> int:
     if answered is not None and os.name == "posix":  # the phase polls the pipe with `select`
         from .early import EarlyPhase
 
-        handover = EarlyPhase(message, stdout).run(stdin.fileno(), framer, _start_loader)
+        early = EarlyPhase(message, stdout).run(stdin.fileno(), framer, _start_loader)
     else:
-        from .early import Handover
+        from .early import EarlyPhaseResult
 
         _start_loader().join()
-        handover = Handover([first])
+        early = EarlyPhaseResult([first])
     from .handlers import create_server
 
     server = create_server()
     server.client_pid = client_pid
     server.protocol.suppressed_response = answered  # type: ignore[attr-defined]
-    server.publisher.adopt_early(handover.published, handover.shown, handover.versions)
-    server.adopt_first(handover.first, handover.first_texts)
-    return server.serve_stdio(framer, handover.items, stdin.fileno(), stdout)
+    server.publisher.adopt_early(early.published, early.shown, early.versions)
+    server.adopt_first(early.first, early.first_texts)
+    return server.serve_stdio(framer, early.items, stdin.fileno(), stdout)
 
 
 def _start_loader() -> threading.Thread:

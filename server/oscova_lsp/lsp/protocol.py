@@ -25,7 +25,8 @@ from pygls.exceptions import (
 )
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from .capabilities import COMMANDS
+from .capabilities import COMMANDS, initialize_result
+from .convert import CONVERTER
 from .runs import Runs
 
 logger = logging.getLogger(__name__)
@@ -98,6 +99,11 @@ class OscovaProtocol(LanguageServerProtocol):
             self.handle_message(message)
         except Exception:
             logger.exception("handling %s failed", value.get("method") or "a response")
+
+    def send_json(self, message: dict[str, Any]) -> None:
+        """A message that is JSON already (a publication, `wire_json`): written as it is, not through lsprotocol's
+        types."""
+        self._send_data(message)
 
     def _send_error(self, msg_id: int | str | None, code: int, text: str) -> None:
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": text}})
@@ -210,4 +216,7 @@ class OscovaProtocol(LanguageServerProtocol):
         general = params.capabilities.general
         if general is not None and general.position_encodings:
             general.position_encodings = [lsp.PositionEncodingKind.Utf16]
-        return (yield from super().lsp_initialize(params))
+        yield from super().lsp_initialize(params)
+        # The answer is the one `launch` gives before pygls loads, from the one feature table, not pygls's own.
+        answer = initialize_result({"capabilities": CONVERTER.unstructure(params.capabilities)})
+        return CONVERTER.structure(answer, lsp.InitializeResult)

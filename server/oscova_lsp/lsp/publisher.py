@@ -1,8 +1,9 @@
-"""The diagnostics publisher: debounced edits, the files a change affects, pushed or pulled diagnostics.
+"""The diagnostics publisher: debounced publication, the files a change affects, pushed or pulled diagnostics.
 
-It owns its debounce timers, the edits waiting for them, the set of files to publish and the diagnostics
-computed for the current state (dropped for the files a change affects). It reads and changes the workspace
-only through the `AnalysisHost`.
+The host takes an edit at once (`AnalysisHost.change`: every reader sees it); only its publication waits for
+the debounce. The publisher owns the timers, the set of files to publish and the diagnostics computed for the
+current state (dropped for the files a change affects: the host tells, `invalidate`). It reads and changes the
+workspace only through the `AnalysisHost`.
 """
 
 from __future__ import annotations
@@ -11,18 +12,24 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from lsprotocol import types as lsp
 
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.host import AnalysisHost, Snapshot
 from ..analysis.rules.syntax import could_not_check
-from . import convert, wire_json
+from . import wire_json
 from .settings import DEFAULT_DEBOUNCE_MS
 
-if TYPE_CHECKING:
-    from pygls.lsp.server import LanguageServer
+
+class PublishingServer(Protocol):
+    """What the publisher needs of the server (`server.OscovaServer`), without importing it."""
+
+    def send_json(self, message: dict[str, Any]) -> None: ...
+    def window_show_message(self, params: lsp.ShowMessageParams) -> None: ...
+    def workspace_diagnostic_refresh(self, params: None) -> Any: ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +38,7 @@ CHUNK = 100
 
 
 class DiagnosticsPublisher:
-    def __init__(self, server: LanguageServer, host: Callable[[], AnalysisHost],
+    def __init__(self, server: PublishingServer, host: Callable[[], AnalysisHost],
                  spawn: Callable[[Any], asyncio.Task[Any]], caps: Callable[..., Any]) -> None:
         self._server = server
         self._host = host
@@ -42,7 +49,6 @@ class DiagnosticsPublisher:
         self.debounce = DEFAULT_DEBOUNCE_MS / 1000
         """Seconds an edit waits before it is checked (`oscova.debounce`, set from the settings at `initialize`)."""
         self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._pending: dict[str, tuple[str, int | None]] = {}
         self._to_publish: set[str] = set()
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._cache: dict[str, list[Diagnostic]] = {}
@@ -62,7 +68,6 @@ class DiagnosticsPublisher:
     # ------------------------------------------------------------------------------------------ edits
 
     def opened(self, path: str, text: str, version: int | None) -> None:
-        self._pending.pop(path, None)
         self._skipped_noticed.discard(path)
         self.invalidate(self.host.open(path, text, version) | {path})
         self.notice_skipped(path)
@@ -71,37 +76,23 @@ class DiagnosticsPublisher:
         timer = self._timers.pop(path, None)
         if timer is not None:
             timer.cancel()
-        self._pending.pop(path, None)
         self._skipped_noticed.discard(path)
         self.invalidate(self.host.close(path) | {path})
         self.publish_pending()
 
-    def schedule(self, path: str, text: str, version: int | None) -> None:
-        """An edit, applied after the debounce (or before, by `flush`, when a request needs it)."""
-        self._pending[path] = (text, version)
+    def changed(self, path: str, text: str, version: int | None) -> None:
+        """An edit: the host takes it now; its diagnostics go out once the document rests for the debounce."""
+        self.host.change(path, text, version)
         timer = self._timers.pop(path, None)
         if timer is not None:
             timer.cancel()
         self._timers[path] = asyncio.get_running_loop().call_later(self.debounce, self._fire, path)
 
-    def flush(self, path: str) -> None:
-        """Applies a document's pending edit now."""
-        pending = self._pending.pop(path, None)
-        if pending is None:
-            return
-        self.invalidate(self.host.change(path, pending[0], pending[1]) | {path})
-        self.notice_skipped(path)
-
-    def flush_all(self) -> None:
-        """Applies every pending edit now (a run must see what the editor shows, debounced or not)."""
-        for path in list(self._pending):
-            self.flush(path)
-
     def _fire(self, path: str) -> None:
         self._timers.pop(path, None)
         try:
-            self.flush(path)
             self.publish_pending(origin=path)
+            self.notice_skipped(path)
         except Exception:
             logger.exception("re-checking after a change to %s failed", path)
         for waiter in self._waiters.pop(path, []):
@@ -109,12 +100,11 @@ class DiagnosticsPublisher:
                 waiter.set_result(None)
 
     async def settled(self, path: str) -> None:
-        """Waits for the debounce of a document's pending edits (pull diagnostics honour it too)."""
+        """Waits for the debounce of a document's edits (pull diagnostics honour it too)."""
         while path in self._timers:
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.setdefault(path, []).append(waiter)
             await waiter
-        self.flush(path)
 
     def notice_skipped(self, path: str) -> None:
         """The notice docs/editors.md promises, once per open document, when the analysis skips it (too large)."""
@@ -168,11 +158,11 @@ class DiagnosticsPublisher:
     def publish_pending(self, origin: str | None = None) -> None:
         """Pushes the diagnostics of every file a change affected; a pull client is asked to pull again
         when files other than the edited one changed."""
+        snapshot = self.host.snapshot()  # analyses the edits taken: the files they affect join `_to_publish`
         paths, self._to_publish = self._to_publish, set()
         if self.pull:
             self.refresh_pull(paths - {origin} if origin else paths)
             return
-        snapshot = self.host.snapshot()
         ready = [p for p in paths if snapshot.is_loaded(p)]
         if len(ready) <= CHUNK:
             for path in sorted(ready):
@@ -207,9 +197,7 @@ class DiagnosticsPublisher:
             self._shown.add(path)
         else:
             self._shown.discard(path)
-        items = [convert.diagnostic(d, self._related_support()) for d in found]
-        self._server.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=convert.uri(path), diagnostics=items, version=version))
+        self._server.send_json(wire_json.publication(path, found, version, self._related_support()))
 
     def publish_stored(self, diagnostics: dict[str, list[Diagnostic]]) -> None:
         """Pushes the stored results of a root's last check before the root is read (they hold for its files
@@ -224,7 +212,7 @@ class DiagnosticsPublisher:
 
     def adopt_early(self, published: dict[str, str], shown: set[str],
                     versions: dict[str, int | None] | None = None) -> None:
-        """What the phase before pygls published (`early.Handover`): a sweep does not send it again while it
+        """What the phase before pygls published (`early.EarlyPhaseResult`): a sweep does not send it again while it
         holds, and a file it showed findings for gets its empty publication when they go. `versions`: the open
         documents published with their version."""
         for path, result_id in published.items():

@@ -32,12 +32,12 @@ from ..analysis.agents import agent_file, agent_list
 from ..analysis.files import DefinitionFile
 from ..analysis.host import AnalysisHost
 from ..analysis.workspace import Workspace
-from . import convert
+from . import convert, wire_json
 from .agent_tests import compare_runs, list_tests, run_test, save_test_case
 from .capabilities import COMMANDS
 from .commands import JsonRpcRequestFailed, read_arguments, scope_of
-from .figures import TokenFigures, token_lens
 from .settings import describe_value
+from .token_figures import TokenFigures, token_lens
 
 if TYPE_CHECKING:
     from ..runhost.client import HostedRun, RunHost
@@ -78,7 +78,6 @@ class RunsServer(Protocol):
     def work_done_progress(self) -> Any: ...
 
     def root_ready(self, root: str) -> asyncio.Event: ...
-    def apply_pending_edits(self) -> None: ...
     async def ready(self, root: str) -> bool: ...
     def not_ready(self, root: str) -> str: ...
     def caps(self, *path: str) -> Any: ...
@@ -146,9 +145,8 @@ class Runs:
         self._tokens: dict[Any, _RunRequest] = {}
         """The same, by work-done progress token."""
         self._closing = False
-        self.figures = TokenFigures(self.root_for, self.host, lambda: server.apply_pending_edits(),
-                                    lambda: server.host.changes)
-        """The token figures of hovers and lenses (`figures.py`)."""
+        self.figures = TokenFigures(self.root_for, self.host, lambda: server.host.changes)
+        """The token figures of hovers and lenses (`token_figures.py`)."""
 
     # -- services ---------------------------------------------------------------------------------------
 
@@ -156,7 +154,7 @@ class Runs:
         """The path a command's `uri` names, when it lies inside a folder the editor opened (real paths: a link
         leading out is outside), or inside the workspace of a document it opened; else InvalidParams. A
         command never makes the server read, list or run a folder the editor did not open."""
-        path = convert.path_of(document_uri)
+        path = wire_json.path_of(document_uri)
         if path is None:
             raise JsonRpcInvalidParams(f"{command}: `uri` must be a file: URI, not {document_uri!r}")
         host = self.server.host
@@ -196,8 +194,7 @@ class Runs:
         return found
 
     def _documents(self, root: str) -> dict[str, tuple[str, int | None]]:
-        """The editor's open documents under `root`, its pending edits applied: what a run host lays over the disk."""
-        self.server.apply_pending_edits()
+        """The editor's open documents under `root` (every edit taken so far): what a run host lays over the disk."""
         documents = self.server.host.snapshot().documents
         return {path: (document.text, document.version) for path, document in documents.items()
                 if is_inside(path, root, real=False)}
@@ -328,7 +325,6 @@ class Runs:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(server.checked.wait(), 30)
             roots = sorted(root for root in server.host.snapshot().analyses if self.is_opened_root(root))
-        server.apply_pending_edits()
         return roots
 
     async def list_agents(self, params: lsp.ExecuteCommandParams) -> list[dict[str, Any]]:
@@ -444,7 +440,7 @@ class Runs:
 
 def command_handlers(runs: Runs, more: dict[str, Callable[[lsp.ExecuteCommandParams], Any]] | None = None,
                      ) -> dict[str, Callable[[lsp.ExecuteCommandParams], Awaitable[Any] | Any]]:
-    """Every `oscova.*` command; `more`: those of other modules (`evals.py`), registered after these."""
+    """Every `oscova.*` command; `more`: those of other modules (`eval_commands.py`), registered after these."""
     handlers: dict[str, Callable[[lsp.ExecuteCommandParams], Any]] = {
         "oscova.runAgent": runs.run_agent,
         "oscova.previewPrompt": runs.preview_prompt,

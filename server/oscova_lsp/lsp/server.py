@@ -58,7 +58,6 @@ class OscovaServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(SERVER_NAME, __version__, protocol_cls=OscovaProtocol,
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
-        self.host = AnalysisHost()
         self.settings = Settings()
         self._warned: set[str] = set()
         """The problems of the settings already shown (each is shown once a session)."""
@@ -69,6 +68,7 @@ class OscovaServer(LanguageServer):
         self._collector_pauses = 0
         """Root loads running: the cyclic collector is paused while any runs (`_load_roots`)."""
         self.publisher = DiagnosticsPublisher(self, lambda: self.host, self.spawn, self.caps)
+        self.host = AnalysisHost(on_change=self.publisher.invalidate)
         self.checked = asyncio.Event()
         """Set once the initial scan of every root has ended."""
         self.check_seconds: float | None = None
@@ -86,7 +86,7 @@ class OscovaServer(LanguageServer):
 
     def serve_stdio(self, framer: Framer, read: list[Message | Dropped], fd: int, out: BinaryIO) -> int:
         """Serves over a pipe until `exit` (its code) or the end of input (0); `read` holds the messages
-        already read (in order: `early.Handover`), `framer` the bytes read after them."""
+        already read (in order: `early.EarlyPhaseResult`), `framer` the bytes read after them."""
         from pygls.io_ import StdoutWriter
 
         protocol = cast(OscovaProtocol, self.protocol)
@@ -173,6 +173,10 @@ class OscovaServer(LanguageServer):
         for task in list(self._tasks):
             task.cancel()
 
+    def send_json(self, message: dict[str, Any]) -> None:
+        """A message that is JSON already (a publication): written as it is."""
+        cast(OscovaProtocol, self.protocol).send_json(message)
+
     def caps(self, *path: str) -> Any:
         current: Any = self.client_capabilities
         for part in path:
@@ -183,7 +187,7 @@ class OscovaServer(LanguageServer):
 
     def reset_host(self, folders: list[str], lint: Any) -> None:
         """A host over the editor's folders (at `initialize`, before any document or root)."""
-        self.host = AnalysisHost(folders, lint)
+        self.host = AnalysisHost(folders, lint, on_change=self.publisher.invalidate)
         self._root_events.clear()
 
     # ------------------------------------------------------------------------------------- readiness
@@ -199,10 +203,6 @@ class OscovaServer(LanguageServer):
                 self.host.ensure_root(root)
                 self.spawn(self._load_roots([root]))
         return event
-
-    def apply_pending_edits(self) -> None:
-        """Every debounced edit applied to the host now; their diagnostics follow on their timers."""
-        self.publisher.flush_all()
 
     def is_ready(self, root: str) -> bool:
         return self.root_ready(root).is_set()
@@ -255,7 +255,7 @@ class OscovaServer(LanguageServer):
         self.checked.set()
 
     def adopt_first(self, first: dict[str, Analysis], texts: dict[str, str]) -> None:
-        """What the phase before pygls read and published for open documents (`early.Handover`)."""
+        """What the phase before pygls read and published for open documents (`early.EarlyPhaseResult`)."""
         self._first.update(first)
         self._first_texts.update(texts)
 

@@ -1,8 +1,6 @@
-"""Engine and ide values as LSP JSON, without lsprotocol: what the pre-pygls phase (`early.py`) sends.
-
-The same values as `convert.py` builds with lsprotocol, in the shape pygls serialises them to (camelCase,
-None left out); `tests/server/test_early_phase.py` compares the two. The kinds' numbers are LSP's, kept
-here once: `convert.py` maps them to lsprotocol's enums.
+"""Diagnostics as LSP JSON, without lsprotocol: the one conversion of a diagnostic, for every publication (the
+phase before pygls and the pygls server write the same bytes) and every pull (`convert.diagnostic` reads
+these dicts into lsprotocol's types). Also the URIs, the `resultId`s, and the publications of stored rows.
 """
 
 from __future__ import annotations
@@ -10,7 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from pygls.uris import RE_DRIVE_LETTER_PATH, from_fs_path, to_fs_path  # alone: a few ms, no lsprotocol
@@ -18,16 +16,6 @@ from pygls.uris import RE_DRIVE_LETTER_PATH, from_fs_path, to_fs_path  # alone: 
 from ..analysis import diagnostics as plain
 from ..analysis.cache import row_parts
 from ..analysis.text import Position, Range
-
-if TYPE_CHECKING:  # the ide's values are imported with the first request, not by a start's publications
-    from ..ide import model
-
-COMPLETION_KIND: dict[str, int] = {
-    "VARIABLE": 6, "PROPERTY": 10, "VALUE": 12, "AGENT": 18, "TOOL": 3, "PROVIDER": 7,
-    "MODEL": 20, "FILE": 17, "KEYWORD": 14, "FUNCTION": 3, "MODULE": 9, "TABLE": 22,
-}
-"""LSP's `CompletionItemKind` of each item kind (`model.ItemKind`), by its name."""
-MARKDOWN, PLAINTEXT = "markdown", "plaintext"
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -56,13 +44,6 @@ def range_(rng: Range) -> dict[str, Any]:
     return {"start": position(rng.start), "end": position(rng.end)}
 
 
-def to_position(value: Any) -> Position:
-    """An LSP position object; ValueError when it is not one."""
-    if not isinstance(value, dict) or not all(type(value.get(k)) is int for k in ("line", "character")):
-        raise ValueError("not an LSP position")
-    return Position(max(value["line"], 0), max(value["character"], 0))
-
-
 def diagnostic(diag: plain.Diagnostic, related_support: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"range": range_(diag.range), "message": diag.message, "severity": int(diag.severity)}
     if diag.code is not None:
@@ -76,35 +57,13 @@ def diagnostic(diag: plain.Diagnostic, related_support: bool = True) -> dict[str
     return out
 
 
-def markup(text: str, formats: list[str] | None) -> dict[str, str]:
-    """Markdown where the client takes it, else the same words as plain text (as `convert.markup`)."""
-    if formats is None or MARKDOWN in formats:
-        return {"kind": MARKDOWN, "value": text}
-    return {"kind": PLAINTEXT, "value": text.replace("`", "").replace("**", "")}
-
-
-def hover(result: model.Hover, formats: list[str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"contents": markup(result.markdown, formats)}
-    if result.range is not None:
-        out["range"] = range_(result.range)
-    return out
-
-
-def completion_item(item: model.CompletionItem, doc_formats: list[str] | None) -> dict[str, Any]:
-    new_text = item.insert_text or item.label
-    out: dict[str, Any] = {"label": item.label, "kind": COMPLETION_KIND[item.kind.name]}
-    if item.detail is not None:
-        out["detail"] = item.detail
-    if item.documentation:
-        out["documentation"] = markup(item.documentation, doc_formats)
-    if item.replace is not None:
-        out["textEdit"] = {"range": range_(item.replace), "newText": new_text}
-    else:
-        out["insertText"] = new_text
-    if item.sort_text is not None:
-        out["sortText"] = item.sort_text
-    out["filterText"] = item.label
-    return out
+def publication(path: str, found: list[plain.Diagnostic], version: int | None,
+                related_support: bool = True) -> dict[str, Any]:
+    """A file's `textDocument/publishDiagnostics` notification."""
+    params: dict[str, Any] = {"uri": uri(path), "diagnostics": [diagnostic(d, related_support) for d in found]}
+    if version is not None:
+        params["version"] = version
+    return {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params}
 
 
 def result_id(path: str, items: list[plain.Diagnostic]) -> str:

@@ -32,7 +32,7 @@ class AgentChange:
     request: str | None = None
     """An added or removed agent's whole request, as text."""
     economics: wire.PromptEconomics | None = None
-    """Token delta and whether the cacheable prefix moved: `economics.prompt_economics` (None when a side has no
+    """Token delta and whether the cacheable prefix moved: `token_delta.token_delta` (None when a side has no
     token counts)."""
 
     def report(self) -> wire.ReviewAgent:

@@ -33,9 +33,9 @@ from ..analysis.engine import Analysis
 from ..analysis.host import AnalysisHost
 from ..analysis.workspace import NEVER_SCANNED, excluded_dirs, find_root, host_config_path
 from . import git
-from .economics import prompt_economics
 from .render import NEUTRAL_INPUT, PARTS, Rendered, SideRenderer, agents_of
 from .report import AgentChange, Finding, Review, TestOutcome, WorkspaceReview
+from .token_delta import token_delta
 from .trees import WORK_TREE, Tree, add_state, from_commit
 
 DIFF_CONTEXT = 3
@@ -212,7 +212,7 @@ async def _compare_agents(base: _Side, head: _Side, change: _Change, review: Wor
         if diffs:
             review.agents.append(AgentChange(agent_id, "changed", head.rel(head.agents[agent_id].path),
                                              causes[agent_id], diffs,
-                                             economics=prompt_economics(agent_id, old, new)))
+                                             economics=token_delta(agent_id, old, new)))
     review.unchanged = len(both) - len(review.agents)
     review.agents += [AgentChange(i, "added", head.rel(head.agents[i].path), request=_request_text(after[i]))
                       for i in added]

@@ -122,7 +122,7 @@ class _Child:
 
     async def run_eval(self, params: dict[str, Any]) -> Any:
         from ..runs.eval_report import eval_report
-        from ..runs.evals import EvalError, EvalOptions, find_evals, run_evals
+        from ..runs.eval_runner import EvalError, EvalOptions, find_evals, run_evals
         from ..wire.reports import EvalRunResult
 
         key = str(params.get("key"))

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..reporting import display_path, github_data, github_property, json_text, printable, printable_line
 from ..wire import reports as wire
-from .evals import CaseOutcome, EvalReport, Failure, transcript_text
+from .eval_runner import CaseOutcome, EvalReport, Failure, transcript_text
 from .junit import JUnitCase, JUnitSuite, junit_xml
 
 

@@ -11,7 +11,7 @@ from ..wire.reports import PromptEconomics
 from .render import Rendered
 
 
-def prompt_economics(agent_id: str, before: Rendered, after: Rendered) -> PromptEconomics | None:
+def token_delta(agent_id: str, before: Rendered, after: Rendered) -> PromptEconomics | None:
     """The token figures of one agent's request before and after the change; None when a side has none."""
     old, new = before.tokens, after.tokens
     if not old or not new:

@@ -54,13 +54,12 @@ class TokenFigures:
     """The figures of the agents the editor asks about, one preview per agent and workspace state.
 
     `root_for(uri, what)`: the workspace root of a document (`Runs.root_for`); `service(root)`: its run host;
-    `settle()`: applies the editor's pending edits; `changes()`: the analysis host's change count."""
+    `changes()`: the analysis host's change count (every edit taken counts)."""
 
     def __init__(self, root_for: Callable[[str, str], str], service: Callable[[str], Awaitable[RunHost]],
-                 settle: Callable[[], None], changes: Callable[[], int]) -> None:
+                 changes: Callable[[], int]) -> None:
         self._root_for = root_for
         self._service = service
-        self._settle = settle
         self._changes = changes
         self._entries: dict[tuple[str, str], _Entry] = {}
 
@@ -76,7 +75,6 @@ class TokenFigures:
             root = self._root_for(document_uri, "tokens")
         except JsonRpcException as error:
             return Figures(None, str(error))
-        self._settle()  # the count below must be the one the preview reads
         changes = self._changes()
         key = (root, agent_id)
         entry = self._entries.get(key)
