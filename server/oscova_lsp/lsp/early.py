@@ -68,8 +68,8 @@ class EarlyPhaseResult:
     shown: set[str] = field(default_factory=set)
     """The files whose last publication here had diagnostics."""
     first: dict[str, Analysis] = field(default_factory=dict)
-    """By root: what was read here for the open documents of a large root (`AnalysisHost.load_first`), for the
-    pygls server's reading of the whole root to reuse."""
+    """By root: what was read here (a small root whole, or what the open documents of a large root need,
+    `AnalysisHost.load_first`), for the pygls server's reading of the whole root to reuse."""
     first_texts: dict[str, str] = field(default_factory=dict)
     """The open documents whose final diagnostics went out here, with the text they are of."""
 
@@ -81,7 +81,7 @@ class EarlyPhase:
         caps = self._params.get("capabilities")
         self._caps: dict[str, Any] = caps if isinstance(caps, dict) else {}
         self._out = out
-        self.handover = EarlyPhaseResult([Message(initialize)])
+        self.result = EarlyPhaseResult([Message(initialize)])
         self.stopped = False
         """A message the phase does not handle came: the rest is the pygls server's."""
         self._initialized = False
@@ -129,8 +129,8 @@ class EarlyPhase:
             else:
                 self._poll(fd, framer, POLL_SECONDS)
         self._flush()  # the answers to what the last read brought: written before the pygls server takes over
-        self.handover.published = dict(self._published)
-        return self.handover
+        self.result.published = dict(self._published)
+        return self.result
 
     # ------------------------------------------------------------------------------------------ reading
 
@@ -171,7 +171,7 @@ class EarlyPhase:
         if "id" in value or method not in HANDLED_NOTIFICATIONS:
             self._stop(item)
             return
-        self.handover.items.append(item)
+        self.result.items.append(item)
         try:
             if method == "initialized":
                 self._initialized = True
@@ -183,7 +183,7 @@ class EarlyPhase:
 
     def _stop(self, item: Message | Dropped) -> None:
         self.stopped = True
-        self.handover.items.append(item)
+        self.result.items.append(item)
 
     # -------------------------------------------------------------------------------------- the workspace
 
@@ -225,7 +225,9 @@ class EarlyPhase:
             self._held = {root: checks[root] for root in stored}
             self._flush()
             held = os.environ.get(SCAN_GATE_ENV) or os.environ.get(SCAN_DELAY_ENV)  # tests hold reading back
-            small = [root for root, check in checks.items() if not self._large(root, check)] if not held else []
+            # A root whose stored results went out is read by the pygls server only: nothing here would differ.
+            small = [root for root, check in checks.items()
+                     if root not in stored and not self._large(root, check)] if not held else []
             # The open documents of a root not read here whole: what they need first, their diagnostics out.
             for root in dict.fromkeys(self._roots.root_of(path) for path in self._documents):
                 if root not in small and root not in stored:
@@ -234,7 +236,7 @@ class EarlyPhase:
                 host = self._host()
                 opened = {host.root_of(path) for path in self._documents}
                 for root in sorted(dict.fromkeys(host.discover_roots() + small), key=lambda r: r not in opened):
-                    if root in small or not self._large(root, None):
+                    if root in small or root not in stored and not self._large(root, None):
                         self._load(root)
         finally:
             if collecting:
@@ -301,13 +303,13 @@ class EarlyPhase:
         for path, message, rid, shows in out:
             self._write(message)
             self._published[path] = rid
-            self.handover.versions[path] = message["params"].get("version")
+            self.result.versions[path] = message["params"].get("version")
             if shows:
-                self.handover.shown.add(path)
+                self.result.shown.add(path)
             else:
-                self.handover.shown.discard(path)
+                self.result.shown.discard(path)
             if path in self._documents:
-                self.handover.first_texts[path] = self._documents[path][0]
+                self.result.first_texts[path] = self._documents[path][0]
         return True
 
     def _look_first(self, root: str) -> None:
@@ -316,7 +318,7 @@ class EarlyPhase:
         (`AnalysisHost.load_first`); published, final, with their versions."""
         documents = {path: text for path, (text, _) in self._documents.items()
                      if self._roots.root_of(path) == root and file_kind(path) is not None}
-        wanted = [path for path, text in documents.items() if self.handover.first_texts.get(path) != text]
+        wanted = [path for path, text in documents.items() if self.result.first_texts.get(path) != text]
         if not wanted or self._pulls():
             return
         held = self._held.get(root)
@@ -324,19 +326,21 @@ class EarlyPhase:
                 all(held.states.get(path) == text_digest(documents[path]) for path in wanted):
             for path in wanted:
                 self._send(path, held.stored.of(path), self._documents[path][1])
-                self.handover.first_texts[path] = documents[path]
+                self.result.first_texts[path] = documents[path]
             self._flush()
             return
-        analysis, found = self._host().load_first(root, wanted, documents, self.handover.first.get(root))
-        self.handover.first[root] = analysis
+        analysis, found = self._host().load_first(root, wanted, documents, self.result.first.get(root))
+        self.result.first[root] = analysis
         for path, diagnostics in found.items():
-            self.handover.first_texts[path] = documents[path]
+            self.result.first_texts[path] = documents[path]
             self._send(path, diagnostics, self._documents[path][1])
         self._flush()
 
     def _load(self, root: str) -> None:
         host = self._host()
-        files = host.install(root, host.load(root))
+        analysis = host.load(root)
+        files = host.install(root, analysis)
+        self.result.first[root] = analysis  # the pygls server's reading of the root reuses what was parsed here
         snapshot = host.snapshot()
         for path in sorted(files):
             self._publish(path, snapshot, sweep=True)
@@ -397,7 +401,7 @@ class EarlyPhase:
             return
         found = self._diagnostics(path, snapshot)
         version = snapshot.version(path)
-        if sweep and version is None and (not found and path not in self.handover.shown or
+        if sweep and version is None and (not found and path not in self.result.shown or
                                           self._published.get(path) == result_id(path, found)):
             return
         self._send(path, found, version)
@@ -405,11 +409,11 @@ class EarlyPhase:
     def _send(self, path: str, found: list[Diagnostic], version: int | None) -> None:
         self._write(wire_json.publication(path, found, version, self._related()))
         self._published[path] = result_id(path, found)
-        self.handover.versions[path] = version
+        self.result.versions[path] = version
         if found:
-            self.handover.shown.add(path)
+            self.result.shown.add(path)
         else:
-            self.handover.shown.discard(path)
+            self.result.shown.discard(path)
 
     def _write(self, payload: dict[str, Any]) -> None:
         """Queues a message; they go out in order, in batches (`_flush`)."""
