@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from oscova_lsp.analysis.files import DefinitionFile, TemplateFile
-from oscova_lsp.analysis.workspace import TemplateUse, Workspace
+from oscova_lsp.analysis.template_uses import TemplateUse, direct_uses
+from oscova_lsp.analysis.workspace import Workspace
 
 from tests.support.cli_zygote import module_command
 from tests.support.include_graph import HOST, clique, cycle, write_include_graph
@@ -118,7 +119,7 @@ def path_uses(ws: Workspace, path: str, visiting: frozenset[str] = frozenset()) 
     if path in visiting:
         return []
     visiting = visiting | {path}
-    uses = ws._direct_uses(path)
+    uses = direct_uses(ws, path)
     for referrer in sorted(ws.template_referrers.get(path, ())):
         parsed = ws.files.get(referrer)
         if isinstance(parsed, TemplateFile) and parsed.facts is not None:

@@ -29,8 +29,9 @@ from oscova_runtime.catalogue import (
 from oscova_runtime.host_config import CustomProviderSettings, HostConfig
 
 from .files import DefinitionFile, HostFile, ParsedFile
+from .template_uses import TemplateUse
 from .text import Range
-from .workspace import TemplateUse, Workspace
+from .workspace import Workspace
 
 SELF_DELIMITED_VARIABLES = frozenset({"agent_memory"})
 """Values that arrive wrapped in their own tag pair (the memory provider renders `<agent_memory>…</agent_memory>`)."""

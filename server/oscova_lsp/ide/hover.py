@@ -12,8 +12,9 @@ from ..analysis.diagnostics import Diagnostic
 from ..analysis.files import DefinitionFile, EvalFile, ParsedFile, variable_ranges
 from ..analysis.jinja_source import EMPTY, UNDEFINED_EFFECTS
 from ..analysis.rules.registry import RULES
+from ..analysis.template_uses import LISTED_USES, TemplateUse
 from ..analysis.text import Position
-from ..analysis.workspace import LISTED_USES, TemplateUse, Workspace
+from ..analysis.workspace import Workspace
 from . import eval_files
 from .locate import Target, target_at
 from .model import Hover

@@ -12,9 +12,10 @@ from oscova_runtime.definition import AgentDefinition
 from oscova_runtime.host_config import HostConfig
 
 from ..files import DefinitionFile, HostFile, ParsedFile
+from ..template_uses import LISTED_USES
 from ..text import LineIndex, Range
 from ..toml_source import TomlDocument
-from ..workspace import LISTED_USES, Workspace
+from ..workspace import Workspace
 from ..yaml_source import Path, YamlDocument
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ from oscova_runtime.paths import OUTSIDE_ROOT
 
 from ..diagnostics import Diagnostic
 from ..files import DefinitionFile, HostFile, TemplateFile, reference_ranges, template_facts
-from ..workspace import LISTED_USES
+from ..template_uses import LISTED_USES
 from ..yaml_source import Path
 from .common import Context, value_place
 from .rule import E, Rule

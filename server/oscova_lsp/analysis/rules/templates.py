@@ -22,8 +22,8 @@ from ..jinja_source import (
     VariableUse,
 )
 from ..suggest import did_you_mean
+from ..template_uses import LISTED_USES, TemplateUse
 from ..text import LineIndex, Position, Range
-from ..workspace import LISTED_USES, TemplateUse
 from .common import Context, first_line, listed, value_place
 from .rule import INFO, E, H, Rule, W
 
