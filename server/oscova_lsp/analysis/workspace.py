@@ -2,7 +2,8 @@
 
 `Workspace.update` re-parses one file and returns exactly the files whose diagnostics may change
 (the file, what refers to it, what it refers to), so a server re-checks those and nothing else. How each
-template is rendered is `template_uses`' question.
+template is rendered is `template_uses`' question; what a broken file keeps of its last good version,
+`last_good`'s.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from .files import (
     TemplateFile,
     file_kind,
     parse_file,
-    parse_template,
 )
-from .jinja_source import TemplateFacts, analyze_template
+from .jinja_source import TemplateFacts
+from .last_good import stand_in
 from .template_uses import TemplateUse, TemplateUses
 
 
@@ -88,7 +89,8 @@ class Workspace:
         answers stay the same."""
         self.last_good: dict[str, DefinitionFile | HostFile | TemplateFile] = {}
         """Each file's last version without a syntax error: it stands in for what a definition or the host
-        configuration, while broken, does not say; a template's tells which lines are being edited."""
+        configuration, while broken, does not say; a template's tells which lines are being edited
+        (`last_good.stand_in`)."""
 
     def fork(self) -> Workspace:
         """A copy sharing the parsed files (never changed once added) but not the indexes, so that updating
@@ -228,7 +230,7 @@ class Workspace:
         new: ParsedFile | None = None
         if text is not None or skipped is not None:
             parsed = parse_file(path, text, skipped)
-            new = self._stand_in(parsed) if text is not None else parsed
+            new = stand_in(parsed, self.last_good.get(path)) if text is not None else parsed
             self._add(new)
         else:
             self.last_good.pop(path, None)
@@ -257,35 +259,6 @@ class Workspace:
         if new is None:
             affected.discard(path)
         return {p for p in affected if p in self.files} | ({path} if new is None else set())
-
-    def _stand_in(self, new: ParsedFile) -> ParsedFile:
-        """A file mid-edit keeps what it can read; its last good facts supply what it cannot, so files that
-        depend on it do not change because of a syntax error (its own diagnostics say it is broken)."""
-        good = self.last_good.get(new.path)
-        if isinstance(new, TemplateFile) and isinstance(good, TemplateFile):
-            return _with_edited_lines(good, new)
-        if good is None or not isinstance(new, DefinitionFile | HostFile) or new.doc is None or new.doc.ok:
-            return new
-        if isinstance(new, HostFile) and isinstance(good, HostFile):
-            # All or nothing: a table half read (a broken header) would change what other files see.
-            new.config, new.present, new.borrows_all = good.config, good.present, True
-            return new
-        if not isinstance(new, DefinitionFile) or not isinstance(good, DefinitionFile):
-            return new
-        if new.definition is None or not new.raw_id:  # nothing usable can be read
-            new.raw_id, new.definition, new.inline = good.raw_id, good.definition, good.inline
-            new.borrows_all = True
-            return new
-        read = new.doc.value if isinstance(new.doc.value, dict) else {}
-        had = good.doc.value if good.doc is not None and isinstance(good.doc.value, dict) else {}
-        borrowed = {key for key in _CROSS_FILE_KEYS if read.get(key) is None and had.get(key) is not None}
-        if "instructions" in borrowed:
-            new.inline = good.inline
-        if good.definition is not None and borrowed - {"instructions"}:
-            new.definition = new.definition.model_copy(
-                update={key: getattr(good.definition, key) for key in borrowed - {"instructions"}})
-        new.borrowed_keys = frozenset(borrowed)
-        return new
 
     def _add(self, parsed: ParsedFile) -> None:
         self._forget_uses(parsed.path)
@@ -489,25 +462,5 @@ def _cross_file_positions(parsed: DefinitionFile) -> tuple[object, ...]:
     return (id_span.key if id_span else None, id_span.value if id_span else None,
             exposed.value if exposed else None, id_is_last_line)
 
-
-def _with_edited_lines(good: TemplateFile, new: TemplateFile) -> TemplateFile:
-    """A broken template analysed again knowing which lines changed since it last parsed: a block opener typed
-    there is the one left open (the text alone cannot tell which of two nested `{% if %}` lacks its end)."""
-    if new.facts is None or not new.facts.syntax_errors:
-        return new
-    before, after = good.lines, new.lines
-    head = 0
-    while head < min(before.line_count, after.line_count) and before.line_text(head) == after.line_text(head):
-        head += 1
-    tail = 0
-    while tail < min(before.line_count, after.line_count) - head and \
-            before.line_text(before.line_count - 1 - tail) == after.line_text(after.line_count - 1 - tail):
-        tail += 1
-    edited = range(head, max(after.line_count - tail, head + 1))
-    return parse_template(new.path, new.text, analyze_template(new.text, edited))
-
-
-_CROSS_FILE_KEYS = ("agent_tools", "exposed_as_tool", "shared", "instructions_file", "instructions")
-"""The keys of a definition that other files' diagnostics read (besides its id)."""
 
 _DEFAULT_HOST = HostConfig()
