@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from oscova_lsp.analysis.disk import find_root
 from oscova_lsp.analysis.engine import Analysis, analysis_for
-from oscova_lsp.analysis.workspace import find_root
 
 
 def names(analysis: Analysis) -> set[str]:

@@ -624,7 +624,7 @@ class Manifest:
         """Each file's state as `world_digest` takes it (filled by `FactsCache.world`)."""
 
     def listed(self, folder: str, nested: bool) -> None:
-        """`Workspace.discover`'s call before it lists `folder` (or leaves out the nested workspace `folder`)."""
+        """`discovery.discover`'s call before it lists `folder` (or leaves out the nested workspace `folder`)."""
         self.listing[folder] = self._believed(folder)
         pyproject = os.path.join(folder, "pyproject.toml")
         found = self._believed(pyproject)

@@ -15,12 +15,14 @@ from oscova_runtime.paths import is_inside
 from .cache import CacheReport, FactsCache, StoredResults, Texts, check_by_stat
 from .checks import Checker
 from .diagnostics import Diagnostic
+from .discovery import discover
+from .disk import DiskAnswer, find_root, read_text
 from .files import MAX_FILE_BYTES, DefinitionFile, FileKind, ParsedFile, file_kind, parse_file, parse_template
 from .jinja_source import analyze_templates_to_wire, facts_from_wire
 from .lint import LintOptions, apply_lint, lint_key
 from .rules.registry import RULES
 from .rules.syntax import could_not_check
-from .workspace import DiskAnswer, Workspace, find_root, read_text
+from .workspace import Workspace
 
 PARALLEL_THRESHOLD = 400
 """Below this many files, worker processes cost more than they save."""
@@ -226,7 +228,7 @@ class Analysis:
         store = FactsCache.open(self.root) if cache else None  # first: its manifest's clock starts before reading
         manifest = store.manifest if store is not None else None
         with self.workspace.one_pass():
-            paths = self.workspace.discover(manifest.listed if manifest is not None else None)
+            paths = discover(self.root, manifest.listed if manifest is not None else None)
             texts: Texts = {}
             for path in paths:
                 if manifest is not None:

@@ -29,11 +29,11 @@ from oscova_runtime.paths import is_inside
 
 from .cache import StoredResults, text_digest
 from .diagnostics import Diagnostic
-from .disk import SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots
+from .discovery import workspace_roots
+from .disk import NEVER_SCANNED, SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots, read_text
 from .engine import Analysis
 from .files import TOO_LARGE, ParsedFile, file_kind
 from .lint import LintOptions
-from .workspace import NEVER_SCANNED, read_text, workspace_roots
 
 logger = logging.getLogger(__name__)
 

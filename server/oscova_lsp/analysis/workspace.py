@@ -1,9 +1,9 @@
 """The workspace: every parsed file, the indexes between them, and incremental updates.
 
 `Workspace.update` re-parses one file and returns exactly the files whose diagnostics may change
-(the file, what refers to it, what it refers to), so a server re-checks those and nothing else. How each
-template is rendered is `template_uses`' question; what a broken file keeps of its last good version,
-`last_good`'s.
+(the file, what refers to it, what it refers to), so a server re-checks those and nothing else. Which files a
+workspace holds is `discovery`'s question; how each template is rendered, `template_uses`'; what a broken
+file keeps of its last good version, `last_good`'s.
 """
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from copy import copy as _shallow_copy
 
 from oscova_runtime.host_config import HostConfig
-from oscova_runtime.paths import Boundary, walk
+from oscova_runtime.paths import Boundary
 
-from .disk import NEVER_SCANNED, DiskAnswer, ask_disk, find_root, host_config_path, read_text
+from .discovery import discover
+from .disk import DiskAnswer, ask_disk, read_text
 from .files import (
     DefinitionFile,
     EvalFile,
@@ -31,37 +32,6 @@ from .files import (
 from .jinja_source import TemplateFacts
 from .last_good import stand_in
 from .template_uses import TemplateUse, TemplateUses
-
-
-def excluded_dirs(root: str, host_path: str | None) -> set[str]:
-    """The `[host] exclude` folders of the workspace at `root`, as absolute paths."""
-    if host_path is None:
-        return set()
-    parsed = parse_file(host_path, *read_text(host_path, root))  # a link leading out is not read: no excludes
-    if not isinstance(parsed, HostFile) or parsed.config is None:
-        return set()
-    return {os.path.normpath(os.path.join(root, p)) for p in parsed.config.host.exclude}
-
-
-def workspace_roots(path: str) -> list[str]:
-    """The workspace holding `path` and every workspace nested below `path`, outermost first: the folders
-    holding an `oscova.toml` (or a `pyproject.toml` with `[tool.oscova]`); none when there is no such folder.
-    Never-scanned folders and each enclosing workspace's `[host] exclude` are not searched."""
-    start = os.path.abspath(path)
-    top = find_root(start)
-    roots = [top] if top is not None else []
-    if not os.path.isdir(start):
-        return roots
-    excluded = excluded_dirs(top, host_config_path(top)) if top is not None else set()
-    for dirpath, dirnames, _ in walk(start):  # the folder the user named; linked folders are not walked
-        if dirpath != top:
-            host_path = host_config_path(dirpath)
-            if host_path is not None:
-                roots.append(dirpath)
-                excluded |= excluded_dirs(dirpath, host_path)
-        dirnames[:] = sorted(d for d in dirnames
-                             if d not in NEVER_SCANNED and os.path.join(dirpath, d) not in excluded)
-    return roots
 
 
 class Workspace:
@@ -115,44 +85,6 @@ class Workspace:
             return self.host_file.config
         return _DEFAULT_HOST
 
-    def discover(self, listed: Callable[[str, bool], None] | None = None) -> list[str]:
-        """Every definition, template and host file under the root, minus never-scanned folders and
-        nested workspaces (each a workspace of its own). `listed(folder, nested)`: called for the root and each
-        folder walked before it is listed, and for each nested workspace left out (`nested`), so the results
-        cache can tell later, by their identities, that the same files would be found (`cache.Manifest`)."""
-        found: list[str] = []
-        if listed is not None:
-            listed(self.root, False)
-        host_path = self._host_path()
-        if host_path is None:  # not a workspace: only its open documents are read, and nothing is reported
-            return found
-        excluded = self._excluded_dirs(host_path)
-        for dirpath, dirnames, filenames in walk(self.root, root=self.root):
-            kept = []
-            for d in sorted(dirnames):
-                if d in NEVER_SCANNED or os.path.join(dirpath, d) in excluded:
-                    continue
-                nested = host_config_path(os.path.join(dirpath, d)) is not None
-                if listed is not None:
-                    listed(os.path.join(dirpath, d), nested)
-                if not nested:
-                    kept.append(d)
-            dirnames[:] = kept
-            for name in sorted(filenames):
-                path = os.path.join(dirpath, name)
-                kind = file_kind(path)
-                if kind is FileKind.DEFINITION or kind is FileKind.TEMPLATE or kind is FileKind.EVAL:
-                    found.append(path)
-        if host_path is not None:
-            found.insert(0, host_path)
-        return found
-
-    def _host_path(self) -> str | None:
-        return host_config_path(self.root)
-
-    def _excluded_dirs(self, host_path: str | None) -> set[str]:
-        return excluded_dirs(self.root, host_path)
-
     def read(self, path: str) -> tuple[str | None, str | None]:
         """A file of this workspace from disk: `read_text` within the root (a symlink leaving it is not read)."""
         return read_text(path, self._boundary or self.root)
@@ -195,7 +127,7 @@ class Workspace:
     def load(self, parsed_files: Iterable[ParsedFile] | None = None) -> None:
         """Reads the whole workspace (or takes files parsed elsewhere, e.g. in worker processes)."""
         if parsed_files is None:
-            parsed_files = (parse_file(path, *self.read(path)) for path in self.discover())
+            parsed_files = (parse_file(path, *self.read(path)) for path in discover(self.root))
         for parsed in parsed_files:
             self._add(parsed)
             if parsed.skipped:

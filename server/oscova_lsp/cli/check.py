@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
         held = _stored_check(args, lint)
         if held is not None:
             return held
+    from ..analysis.discovery import workspace_roots
     from ..analysis.host import AnalysisHost
-    from ..analysis.workspace import workspace_roots
 
     paths = [os.path.abspath(p) for p in args.paths]
     roots: list[str] = []

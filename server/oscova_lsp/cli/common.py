@@ -74,7 +74,7 @@ def workspace_root(option: str | None) -> str | None:
     """`--root` when it holds a host configuration, else the root found from the current directory; None
     (with a sentence on stderr) when there is no workspace: a run or preview needs one, and writes nothing
     outside it."""
-    from ..analysis.workspace import find_root, host_config_path
+    from ..analysis.disk import find_root, host_config_path
 
     if option is not None:
         root = os.path.abspath(option)

@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`diff A B`: exit 0 when the runs are the same, 1 when they differ, 2 when one cannot be read."""
-    from ..analysis.workspace import find_root
+    from ..analysis.disk import find_root
     from ..reporting import printable
     from ..runs.diff import diff_transcripts
     from ..runs.transcript import RecordingError, resolve_transcript

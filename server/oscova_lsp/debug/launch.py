@@ -18,7 +18,7 @@ from typing import Any
 from oscova_runtime.catalogue import plan_providers
 from oscova_runtime.stepping import stepping
 
-from ..analysis.workspace import find_root, host_config_path
+from ..analysis.disk import find_root, host_config_path
 from ..runs.errors import untrusted_refusal
 from ..runs.execution import RunHandle
 from ..runs.recorder import Recorder

@@ -29,9 +29,10 @@ from oscova_runtime.catalogue import plan_providers
 from oscova_runtime.paths import FileRefused, is_inside, scratch_folder, walk
 
 from ..analysis.diagnostics import Diagnostic
+from ..analysis.discovery import excluded_dirs
+from ..analysis.disk import NEVER_SCANNED, find_root, host_config_path
 from ..analysis.engine import Analysis
 from ..analysis.host import AnalysisHost
-from ..analysis.workspace import NEVER_SCANNED, excluded_dirs, find_root, host_config_path
 from . import git
 from .render import NEUTRAL_INPUT, PARTS, Rendered, SideRenderer, agents_of
 from .report import AgentChange, Finding, Review, TestOutcome, WorkspaceReview

@@ -40,7 +40,7 @@ from oscova_runtime.paths import (
     write_text,
 )
 
-from ..analysis.workspace import workspace_roots
+from ..analysis.discovery import workspace_roots
 from ..reporting import display_path, github_data, github_property, json_text, printable, printable_line
 from ..wire.commands import CaseListing, CaseRunResult
 from ..wire.reports import CasesReport

@@ -25,8 +25,8 @@ from oscova_runtime.paths import FileRefused, decode_text, is_inside, make_folde
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..analysis.diagnostics import Severity
+from ..analysis.disk import find_root
 from ..analysis.files import EvalFile
-from ..analysis.workspace import find_root
 from .grading import RunFacts, Verdict, describe, grade, judge_messages, parse_verdict, sides
 from .service import RunService
 from .transcript import MAX_TRANSCRIPT_BYTES
