@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis import cache, facts_json
+from oscova_lsp.analysis import cache, cache_files, facts_json
 from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.files import DefinitionFile, parse_file
 from oscova_lsp.analysis.lint import LintOptions
@@ -30,8 +30,8 @@ EXAMPLES = ROOT / "examples"
 @pytest.fixture(autouse=True)
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "cache-home"
-    monkeypatch.setenv(cache.ENV_DIR, str(home))
-    monkeypatch.delenv(cache.ENV_OFF, raising=False)
+    monkeypatch.setenv(cache_files.ENV_DIR, str(home))
+    monkeypatch.delenv(cache_files.ENV_OFF, raising=False)
     return home
 
 
@@ -43,7 +43,7 @@ def check(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 
 
 def cache_file(root: Path) -> Path:
-    return Path(cache.cache_folder(str(root))) / "facts.json"
+    return Path(cache_files.cache_folder(str(root))) / "facts.json"
 
 
 def load(root: Path, **options: bool) -> Analysis:
@@ -83,7 +83,7 @@ def test_warm_and_cold_check_report_the_same_diagnostics(target: str, tmp_path: 
 
 
 def test_the_environment_variable_turns_the_cache_off(tmp_path: Path, cache_home: Path) -> None:
-    result = check(str(EXAMPLES / "broken"), env={cache.ENV_OFF: "1"})
+    result = check(str(EXAMPLES / "broken"), env={cache_files.ENV_OFF: "1"})
     assert result.returncode == 1
     assert not cache_home.exists()
 
@@ -293,7 +293,7 @@ def test_damaged_stored_results_are_never_trusted(damage: str, tmp_path: Path) -
 
 
 def _body_digest(body: bytes) -> str:
-    """As the cache's header records it (see the format in cache.py)."""
+    """As the cache's header records it (see the format in cache_files.py)."""
     return hashlib.blake2b(body, digest_size=16).hexdigest()
 
 
@@ -344,7 +344,7 @@ def test_a_cache_shipped_in_the_repository_is_never_read(tmp_path: Path, cache_h
         (place / "facts.json").write_bytes(forged)
     analysis = load(root)
     assert analysis.cache_report is not None and analysis.cache_report.reused == []
-    folder = Path(cache.cache_folder(str(root)))
+    folder = Path(cache_files.cache_folder(str(root)))
     assert folder.is_dir() and not folder.is_relative_to(root)
     assert folder.stat().st_mode & 0o777 == 0o700
     assert cache_file(root).stat().st_mode & 0o777 == 0o600
@@ -360,7 +360,7 @@ def test_at_most_max_workspaces_folders_are_kept(tmp_path: Path, monkeypatch: py
         load(root)
         os.utime(cache_file(root), (n + 1, n + 1))  # written in this order, whatever the clock's resolution
         roots.append(root)
-    monkeypatch.setattr(cache, "MAX_WORKSPACES", 2)
+    monkeypatch.setattr(cache_files, "MAX_WORKSPACES", 2)
     (roots[0] / "a.j2").write_text("{{ y }}")
     load(roots[0])  # the most recent write: kept, with the next most recent; the others go
     assert {root.name for root in roots if cache_file(root).exists()} == {"ws0", "ws3"}
@@ -418,7 +418,7 @@ def test_without_a_cache_dir_setting_the_cache_is_in_the_platforms_cache_folder(
     """On Linux that is `$XDG_CACHE_HOME/oscova-lsp` (platformdirs); never the workspace."""
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES, root)
-    env = {k: v for k, v in os.environ.items() if k != cache.ENV_DIR}
+    env = {k: v for k, v in os.environ.items() if k != cache_files.ENV_DIR}
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     done = subprocess.run(script_command(shutil.which("oscova-lsp", path=str(Path(sys.executable).parent)) or "",
                                          "check", str(root)), capture_output=True, text=True, timeout=300, env=env)

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis import cache
+from oscova_lsp.analysis import cache_files
 
 from tests.support.cli_zygote import module_command
 
@@ -29,8 +29,8 @@ OTHER_USER = 4242
 
 
 def check(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != cache.ENV_OFF}
-    env[cache.ENV_DIR] = str(home)
+    env = {k: v for k, v in os.environ.items() if k != cache_files.ENV_OFF}
+    env[cache_files.ENV_DIR] = str(home)
     return subprocess.run(module_command("check", "--format", "json", *args),
                           capture_output=True, text=True, timeout=DEADLINE, env=env)
 
@@ -54,7 +54,7 @@ def mode(path: Path) -> int:
 
 
 def results_file(home: Path, root: Path) -> Path:
-    return home / Path(cache.cache_folder(str(root))).name / "results.json"
+    return home / Path(cache_files.cache_folder(str(root))).name / "results.json"
 
 
 def forge_clean_results(target: Path) -> None:

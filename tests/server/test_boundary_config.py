@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
-from oscova_lsp.analysis import cache
+from oscova_lsp.analysis import cache_files
 from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
@@ -114,7 +114,7 @@ async def scan_ended(client: LanguageClient, timeout: float = 60) -> None:
 async def test_a_warm_start_shows_a_grant_that_became_a_link_to_root(tmp_path: Path, monkeypatch):
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES, root, ignore=shutil.ignore_patterns("broken"))
-    environ = {cache.ENV_DIR: str(tmp_path / "cache"), cache.ENV_OFF: "", "HOME": str(tmp_path / "home")}
+    environ = {cache_files.ENV_DIR: str(tmp_path / "cache"), cache_files.ENV_OFF: "", "HOME": str(tmp_path / "home")}
     client = await start(root, env=environ)  # a first start reads the workspace and stores its results
     try:
         await scan_ended(client)

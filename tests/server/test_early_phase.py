@@ -391,7 +391,7 @@ def test_a_warm_start_after_a_change_that_keeps_sizes_and_times_publishes_nothin
 
 
 def manifest_of(root: Path) -> dict[str, Any]:
-    from oscova_lsp.analysis.cache import cache_folder
+    from oscova_lsp.analysis.cache_files import cache_folder
 
     data = (Path(cache_folder(str(root))) / "results.json").read_bytes()
     return json.loads(data.partition(b"\n")[2])["manifest"]

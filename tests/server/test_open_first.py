@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
-from oscova_lsp.analysis import cache
+from oscova_lsp.analysis import cache_files
 from oscova_lsp.analysis.host import SCAN_GATE_ENV
 from oscova_lsp.lsp.early import EARLY_LOAD_FILES
 from pygls.uris import from_fs_path
@@ -79,7 +79,7 @@ async def test_open_documents_get_their_final_diagnostics_before_the_rest_is_rea
     root = generate(tmp_path / "ws", COUNT)
     assert COUNT * 2 > EARLY_LOAD_FILES
     gate = tmp_path / "gate"
-    env = {cache.ENV_DIR: str(tmp_path / "cache"), SCAN_GATE_ENV: str(gate)}
+    env = {cache_files.ENV_DIR: str(tmp_path / "cache"), SCAN_GATE_ENV: str(gate)}
     if pull_gate:  # the pygls server is held back too: what comes is the phase before pygls's
         env["OSCOVA_LSP_TEST_IMPORT_GATE"] = str(tmp_path / "import")
     client, publications = await start(root, env)

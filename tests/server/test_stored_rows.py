@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis import cache
+from oscova_lsp.analysis import cache, cache_files
 from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.lint import lint_key
 from oscova_lsp.lsp import wire_json
@@ -24,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, cache.StatCheck]:
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES / "broken", root)
-    monkeypatch.setenv(cache.ENV_DIR, str(tmp_path / "cache"))
+    monkeypatch.setenv(cache_files.ENV_DIR, str(tmp_path / "cache"))
     newest = max(os.lstat(p).st_ctime_ns for p in [root, *root.rglob("*")])
     while time.time_ns() - newest <= cache.RACY_NS * 2:  # identities old enough to be believed
         time.sleep(0.05)

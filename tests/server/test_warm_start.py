@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
-from oscova_lsp.analysis import cache
+from oscova_lsp.analysis import cache_files
 from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.host import SCAN_GATE_ENV
 from pygls.uris import from_fs_path
@@ -42,8 +42,8 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "cache-home"
-    monkeypatch.setenv(cache.ENV_DIR, str(home))  # the servers and checks started here inherit it
-    monkeypatch.delenv(cache.ENV_OFF, raising=False)
+    monkeypatch.setenv(cache_files.ENV_DIR, str(home))  # the servers and checks started here inherit it
+    monkeypatch.delenv(cache_files.ENV_OFF, raising=False)
     return home
 
 
@@ -92,7 +92,7 @@ def shown(client: LanguageClient) -> dict[str, Any]:
 
 async def settled(root: Path) -> dict[str, Any]:
     """What a server without any cache shows once it has read the workspace."""
-    client = await start(root, {cache.ENV_OFF: "1"})
+    client = await start(root, {cache_files.ENV_OFF: "1"})
     try:
         await scan_ended(client)
         return shown(client)

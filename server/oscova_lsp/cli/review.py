@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from oscova_runtime.paths import FileRefused, append_to_output
 
-    from ..analysis.cache import ENV_OFF
+    from ..analysis.cache_files import ENV_OFF
     from ..review.formats import format_github, format_json, format_markdown, format_text
     from ..review.git import ReviewError
     from ..review.review import review
