@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis import cache, cache_files, facts_json
+from oscova_lsp.analysis import cache, cache_files, cache_keys, facts_json
 from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.files import DefinitionFile, parse_file
 from oscova_lsp.analysis.lint import LintOptions
@@ -159,7 +159,7 @@ def test_a_new_engine_version_rebuilds_every_entry(tmp_path: Path, monkeypatch: 
     assert upgraded.cache_report is not None
     assert set(upgraded.cache_report.parsed) == cacheable(root) and upgraded.cache_report.reused == []
     assert upgraded.all_diagnostics() == expected
-    monkeypatch.setattr(cache, "FACTS_FORMAT", cache.FACTS_FORMAT + 1)
+    monkeypatch.setattr(cache_keys, "FACTS_FORMAT", cache_keys.FACTS_FORMAT + 1)
     reformatted = load(root)
     assert reformatted.cache_report is not None and reformatted.cache_report.reused == []
 

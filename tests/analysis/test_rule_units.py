@@ -144,7 +144,7 @@ def test_a_code_is_taken_alike_by_the_command_line_the_settings_and_lint(tmp_pat
 def test_the_engine_key_covers_every_module_that_computes_facts_or_checks() -> None:
     # Cached facts and results are reused only under the same engine key: a rule module edited in place must
     # change it, wherever the module sits in the analysis package.
-    from oscova_lsp.analysis.cache import engine_sources
+    from oscova_lsp.analysis.cache_keys import engine_sources
 
     sources = {Path(p).resolve() for p in engine_sources()}
     analysis = {p.resolve() for p in (SERVER / "analysis").rglob("*.py")}

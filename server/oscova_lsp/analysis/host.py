@@ -27,7 +27,8 @@ from types import MappingProxyType
 
 from oscova_runtime.paths import is_inside
 
-from .cache import StoredResults, text_digest
+from .cache import StoredResults
+from .cache_keys import text_digest
 from .diagnostics import Diagnostic
 from .discovery import workspace_roots
 from .disk import NEVER_SCANNED, SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots, read_text
