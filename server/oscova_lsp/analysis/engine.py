@@ -12,7 +12,7 @@ from typing import Any
 
 from oscova_runtime.paths import is_inside
 
-from .cache import CacheReport, FactsCache, StoredResults, Texts, check_by_stat
+from .cache import CacheReport, FactsCache, Texts, check_by_stat
 from .checks import Checker
 from .diagnostics import Diagnostic
 from .discovery import discover
@@ -22,6 +22,7 @@ from .jinja_source import analyze_templates_to_wire, facts_from_wire
 from .lint import LintOptions, apply_lint, lint_key
 from .rules.registry import RULES
 from .rules.syntax import could_not_check
+from .stored_results import StoredResults
 from .workspace import Workspace
 
 PARALLEL_THRESHOLD = 400

@@ -27,7 +27,6 @@ from types import MappingProxyType
 
 from oscova_runtime.paths import is_inside
 
-from .cache import StoredResults
 from .cache_keys import text_digest
 from .diagnostics import Diagnostic
 from .discovery import workspace_roots
@@ -35,6 +34,7 @@ from .disk import NEVER_SCANNED, SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots, read_text
 from .engine import Analysis
 from .files import TOO_LARGE, ParsedFile, file_kind
 from .lint import LintOptions
+from .stored_results import StoredResults
 
 logger = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from oscova_runtime.framing import Dropped, Framer, FramingError, Message
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..analysis.cache import StoredResults
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.engine import Analysis
 from ..analysis.host import AnalysisHost
+from ..analysis.stored_results import StoredResults
 from .capabilities import CODE_GLOBS, SERVER_NAME, WATCHED_GLOBS
 from .documents import OpenDocuments
 from .protocol import OscovaProtocol

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from pygls.uris import RE_DRIVE_LETTER_PATH, from_fs_path, to_fs_path  # alone: a few ms, no lsprotocol
 
 from ..analysis import diagnostics as plain
-from ..analysis.cache import row_parts
+from ..analysis.stored_results import row_parts
 from ..analysis.text import Position, Range
 
 
