@@ -257,7 +257,7 @@ def test_one_is_inside_helper() -> None:
 CHECK_MODULES = ("checks.py", "bindings.py", "lint.py", "graph.py", "diagnostics.py",
                  *(f"rules/{p.name}" for p in sorted((PACKAGES["oscova_lsp"] / "analysis" / "rules").glob("*.py"))))
 """The modules that run the checks: they ask the disk only through `Workspace.inside` and `Workspace.is_file`,
-which record each question for the stored results (`analysis/cache.py`)."""
+which record each question for the stored results (`analysis/stored_results.py`)."""
 DISK_CALLS = {("os", "path"): {"isfile", "isdir", "exists", "lexists", "islink", "realpath", "getmtime",
                                 "getsize"},
               ("os",): {"stat", "lstat", "listdir", "scandir", "walk", "open", "access"}}

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis.cache import RACY_NS
+from oscova_lsp.analysis.warm_start import RACY_NS
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))

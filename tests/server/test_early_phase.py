@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oscova_lsp.analysis.cache import RACY_NS
 from oscova_lsp.analysis.rules.registry import RULES
+from oscova_lsp.analysis.warm_start import RACY_NS
 
 from tests.support.cli_zygote import module_command
 from tests.support.lsp_frames import frame, read_frame
@@ -282,7 +282,7 @@ def test_a_client_that_pulls_gets_nothing_pushed_and_its_pulls_answered_by_the_p
 
 def aged(root: Path) -> None:
     """Waits until every file and folder of `root` is older than the racy window of a check starting now
-    (`cache.RACY_NS`): their identities are then believed, and a warm start reads none of them."""
+    (`warm_start.RACY_NS`): their identities are then believed, and a warm start reads none of them."""
     newest = max(os.lstat(p).st_ctime_ns for p in [root, *root.rglob("*")])
     while time.time_ns() - newest <= RACY_NS * 2:
         time.sleep(0.05)
@@ -416,7 +416,7 @@ def test_the_warm_start_imports_no_parser_and_no_pydantic(root: Path):
     stored_check(root)
     probe = subprocess.run([sys.executable, "-c", (
         "import json, sys\n"
-        "from oscova_lsp.analysis.cache import check_by_stat\n"
+        "from oscova_lsp.analysis.warm_start import check_by_stat\n"
         "from oscova_lsp.analysis.lint import lint_key\n"
         f"found = check_by_stat({str(root)!r}, lint_key(None))\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'jinja2', 'yaml', 'lsprotocol'))\n"

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from oscova_lsp.analysis import cache, cache_files
+from oscova_lsp.analysis import cache_files, warm_start
 from oscova_lsp.analysis.engine import Analysis
 from oscova_lsp.analysis.lint import lint_key
 from oscova_lsp.lsp import wire_json
@@ -21,21 +21,21 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture
-def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, cache.StatCheck]:
+def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, warm_start.StatCheck]:
     root = tmp_path / "ws"
     shutil.copytree(EXAMPLES / "broken", root)
     monkeypatch.setenv(cache_files.ENV_DIR, str(tmp_path / "cache"))
     newest = max(os.lstat(p).st_ctime_ns for p in [root, *root.rglob("*")])
-    while time.time_ns() - newest <= cache.RACY_NS * 2:  # identities old enough to be believed
+    while time.time_ns() - newest <= warm_start.RACY_NS * 2:  # identities old enough to be believed
         time.sleep(0.05)
     Analysis(str(root)).check_all(jobs=1)
-    check = cache.check_by_stat(str(root), lint_key(None), decode=False)
+    check = warm_start.check_by_stat(str(root), lint_key(None), decode=False)
     assert check.stored is not None and check.stored.rows is not None
     return root, check
 
 
 @pytest.mark.parametrize("related", [True, False])
-def test_rows_publish_as_their_values_would(stored: tuple[Path, cache.StatCheck], related: bool):
+def test_rows_publish_as_their_values_would(stored: tuple[Path, warm_start.StatCheck], related: bool):
     root, check = stored
     assert check.stored is not None and check.stored.rows is not None
     values = check.stored.diagnostics  # decoded from the same rows
@@ -49,7 +49,7 @@ def test_rows_publish_as_their_values_would(stored: tuple[Path, cache.StatCheck]
         assert rid == wire_json.result_id(path, values[path])
 
 
-def test_a_row_of_the_wrong_shape_sends_nothing(stored: tuple[Path, cache.StatCheck]):
+def test_a_row_of_the_wrong_shape_sends_nothing(stored: tuple[Path, warm_start.StatCheck]):
     root, check = stored
     assert check.stored is not None and check.stored.rows is not None
     path = next(p for p, rows in check.stored.rows.items() if rows)

@@ -51,7 +51,7 @@ def discover(root: str, listed: Callable[[str, bool], None] | None = None) -> li
     """Every definition, template and host file under `root`, minus never-scanned folders and nested
     workspaces (each a workspace of its own). `listed(folder, nested)`: called for the root and each folder
     walked before it is listed, and for each nested workspace left out (`nested`), so the results cache can
-    tell later, by their identities, that the same files would be found (`cache.Manifest`)."""
+    tell later, by their identities, that the same files would be found (`warm_start.Manifest`)."""
     found: list[str] = []
     if listed is not None:
         listed(root, False)

@@ -1,7 +1,7 @@
 """The workspace on disk, before anything is parsed: which files the analysis reads (their kinds), where the
 workspace roots are, a file's text through the file gateway, and the questions the checks ask the disk.
 
-It imports no parser and no pydantic model, so the warm start (`cache.stored_results`, the language server's
+It imports no parser and no pydantic model, so the warm start (`warm_start.check_by_stat`, the language server's
 first milliseconds) runs on it alone; `files` and `workspace` build on it.
 """
 

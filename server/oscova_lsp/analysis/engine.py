@@ -12,7 +12,7 @@ from typing import Any
 
 from oscova_runtime.paths import is_inside
 
-from .cache import CacheReport, FactsCache, Texts, check_by_stat
+from .cache import CacheReport, FactsCache, Texts
 from .checks import Checker
 from .diagnostics import Diagnostic
 from .discovery import discover
@@ -23,6 +23,7 @@ from .lint import LintOptions, apply_lint, lint_key
 from .rules.registry import RULES
 from .rules.syntax import could_not_check
 from .stored_results import StoredResults
+from .warm_start import check_by_stat
 from .workspace import Workspace
 
 PARALLEL_THRESHOLD = 400
@@ -155,9 +156,9 @@ class Analysis:
 
     def stored_results(self, *, cache: bool = True) -> tuple[StoredResults, dict[str, str]] | None:
         """The stored results of the last whole check of this root when they hold for the files as they are
-        now (`cache.py`), with each file's state (its text digest) as found to know it; nothing is parsed.
-        The identities of the files and folders tell first (`check_by_stat`); the files are read only when
-        they cannot. None: the results do not hold."""
+        now (`stored_results.py`), with each file's state (its text digest) as found to know it; nothing is
+        parsed. The identities of the files and folders tell first (`check_by_stat`); the files are read only
+        when they cannot. None: the results do not hold."""
         if not cache:
             return None
         found = check_by_stat(self.root, lint_key(self.lint))
@@ -193,8 +194,8 @@ class Analysis:
                   under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
         """`load` then `check_loaded`, for a one-shot check (`oscova-lsp check`). With the cache, the results
         of the last check of this root are reused when nothing they were computed from changed (the files, the
-        lint options, the engine, the disk questions the checks asked: `cache.py`); otherwise the checks run on
-        the current facts and their results are stored."""
+        lint options, the engine, the disk questions the checks asked: `stored_results.py`); otherwise the checks
+        run on the current facts and their results are stored."""
         paths, texts, target = self._read_all(cache)
         under = self._with_rendered(under, texts)
         stored = self._stored(target)

@@ -117,12 +117,12 @@ def run(args: argparse.Namespace) -> int:
 def _stored_check(args: argparse.Namespace, lint: Any) -> int | None:
     """A warm check of whole workspaces that reads none of their files: when each path given is a workspace root
     without nested workspaces and its stored results hold by the identities of its files and folders
-    (`cache.check_by_stat`), they are printed as a check would print them, with no parser, pydantic model or rule
+    (`warm_start.check_by_stat`), they are printed as a check would print them, with no parser, pydantic model or rule
     module imported. None: the check reads the workspaces."""
-    from ..analysis.cache import check_by_stat
     from ..analysis.diagnostics import Severity
     from ..analysis.disk import find_root
     from ..analysis.lint import lint_key
+    from ..analysis.warm_start import check_by_stat
     from ..reporting import printable
 
     roots = [os.path.abspath(p) for p in args.paths]

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from oscova_runtime.framing import CHUNK, Dropped, Framer, Message, encode
 from oscova_runtime.paths import is_inside
 
-from ..analysis.cache import StatCheck, check_by_stat
 from ..analysis.cache_keys import text_digest
 from ..analysis.disk import SCAN_DELAY_ENV, SCAN_GATE_ENV, Roots, file_kind, find_root, more_files_than
 from ..analysis.lint import lint_key
+from ..analysis.warm_start import StatCheck, check_by_stat
 from . import wire_json
 from .settings import Settings
 from .wire_json import path_of, result_id
