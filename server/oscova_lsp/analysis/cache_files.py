@@ -82,7 +82,6 @@ def cache_folder(root: str) -> str:
     return os.path.join(cache_home(), hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:24])
 
 
-
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """Decoding and encoding facts make many small objects and no cycles: with a large workspace in memory,
@@ -94,7 +93,6 @@ def collector_paused() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
-
 
 
 def usable_folder(folder: str) -> bool:
