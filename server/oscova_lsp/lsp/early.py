@@ -3,7 +3,7 @@
 
 `launch` answers `initialize`; this phase then reads what follows (`initialized`, the documents the editor
 opens), publishes the stored results of each root's last check that hold for its files (a warm start: told
-by the identities of the files and folders, `cache.check_by_stat`, with no parser, pydantic model or analysis
+by the identities of the files and folders, `warm_start.check_by_stat`, with no parser, pydantic model or analysis
 host imported), then reads and checks each small root on an `AnalysisHost` built from the `initialize` params
 and publishes its diagnostics. It answers no request: every request is the pygls server's, answered by its one
 handler. Only then does a thread import the pygls server. The publications go out in one write per batch, not
@@ -246,7 +246,7 @@ class EarlyPhase:
 
     def _stored_roots(self) -> dict[str, StatCheck]:
         """Each editor folder's workspace root and the roots nested in it as far as the identities of the
-        stored results tell (`cache.check_by_stat`, which reads no file it need not), with what they told."""
+        stored results tell (`warm_start.check_by_stat`, which reads no file it need not), with what they told."""
         settings = lint_key(self._lint)
         checks: dict[str, StatCheck] = {}
         queue = [(find_root(f) or (f if os.path.isdir(f) else os.path.dirname(f)), f) for f in self._folders]

@@ -84,7 +84,7 @@ def _result_id(path: str, items: Any) -> str:
 
 def publication_of_rows(path: str, rows: Any, version: int | None, related_support: bool = True) \
         -> tuple[dict[str, Any], str]:
-    """A file's `publishDiagnostics` notification straight from its stored rows (`cache.StoredResults.rows`),
+    """A file's `publishDiagnostics` notification straight from its stored rows (`stored_results.StoredResults.rows`),
     as `diagnostic` writes the values they decode to, and its `result_id`: the warm start publishes thousands
     without building a value of each. ValueError (or TypeError): a row of the wrong shape."""
     if type(path) is not str or type(rows) is not list:
