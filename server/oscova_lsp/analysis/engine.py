@@ -16,7 +16,8 @@ from .cache import CacheReport, FactsCache, StoredResults, Texts, check_by_stat
 from .checks import Checker
 from .diagnostics import Diagnostic
 from .files import MAX_FILE_BYTES, DefinitionFile, FileKind, ParsedFile, file_kind, parse_file, parse_template
-from .jinja_source import analyze_templates_to_wire, facts_from_wire
+from .jinja_facts import facts_from_wire
+from .jinja_source import analyze_templates_to_wire
 from .lint import LintOptions, apply_lint, lint_key
 from .rules.registry import RULES
 from .rules.syntax import could_not_check

@@ -1,0 +1,238 @@
+"""Jinja's tree of a template, as `Environment.parse` makes it, faster: the tokens come from one pass over the
+text with Jinja's own patterns (`tokens`), and Jinja's parser takes a short way for a variable alone."""
+
+from __future__ import annotations
+
+from ast import literal_eval
+from typing import Any
+
+from jinja2 import Environment, nodes
+from jinja2 import lexer as _lexer
+from jinja2.parser import Parser
+
+
+class _Environment(Environment):
+    """Jinja's default environment, whose templates are tokenized by `tokens` where it can (Jinja's own lexer
+    where it cannot): the same tokens, in about a third of the time."""
+
+    def _tokenize(self, source: str, name: str | None, filename: str | None = None,
+                  state: str | None = None) -> _lexer.TokenStream:
+        made = tokens(source) if state is None and not self.extensions else None
+        if made is None:
+            return super()._tokenize(source, name, filename, state)
+        return _lexer.TokenStream(iter(made), name, filename)
+
+
+_ENV = _Environment(autoescape=False)
+_NOT_PLAIN = frozenset({"not", "true", "false", "True", "False", "none", "None"})
+"""Names an expression does not read as a variable when alone (`not …`, constants)."""
+
+
+class _Parser(Parser):
+    """Jinja's parser, with a short way through its fifteen levels of expression rules for the commonest
+    expression: one variable alone before the tag's end (`{{ name }}`, `{% if name %}`). It makes the node those
+    rules make there; anything else goes the whole way."""
+
+    def parse_tuple(self, simplified: bool = False, with_condexpr: bool = True,
+                    extra_end_rules: tuple[str, ...] | None = None, explicit_parentheses: bool = False,
+                    with_namespace: bool = False) -> nodes.Tuple | nodes.Expr:
+        token = self.stream.current
+        if token.type == "name" and not simplified and token.value not in _NOT_PLAIN and \
+                self.stream.look().type in ("variable_end", "block_end") and \
+                not self.is_tuple_end(extra_end_rules):
+            next(self.stream)
+            return nodes.Name(token.value, "load", lineno=token.lineno)
+        return super().parse_tuple(simplified, with_condexpr, extra_end_rules, explicit_parentheses, with_namespace)
+
+
+def parse(text: str) -> nodes.Template | Exception:
+    """Jinja's tree of `text` (`Environment.parse`, without binding every node to the environment, which nothing
+    here reads), or the exception it raised."""
+    try:
+        return nodes.Template(_Parser(_ENV, text).subparse(), lineno=1)
+    except Exception as exc:
+        return exc
+
+
+# --------------------------------------------------------------------------------------------------
+# Jinja's lexer, faster: the tokens `Lexer.tokenize` makes for the default syntax, from the same patterns tried
+# in the same order, with the work `Lexer.wrap` does on each token done as it is made. Whatever Jinja's lexer
+# would refuse, or treats specially (a `raw` block, `\r` line breaks), is left to it: `tokens` says None.
+
+_RULES = _ENV.lexer.rules
+_ROOT_RE = _RULES["root"][0][0]
+_COMMENT_RE = _RULES["comment_begin"][0][0]
+_ENDS = {_lexer.TOKEN_BLOCK_BEGIN: (_RULES["block_begin"][0][0], _lexer.TOKEN_BLOCK_END),
+         _lexer.TOKEN_VARIABLE_BEGIN: (_RULES["variable_begin"][0][0], _lexer.TOKEN_VARIABLE_END)}
+_BEGINS = (_lexer.TOKEN_RAW_BEGIN, _lexer.TOKEN_VARIABLE_BEGIN, _lexer.TOKEN_COMMENT_BEGIN, _lexer.TOKEN_BLOCK_BEGIN)
+_CLOSING = {"{": "}", "(": ")", "[": "]"}
+_Token = _lexer.Token
+
+
+def tokens(source: str) -> list[_lexer.Token] | None:
+    """The tokens of `source` as Jinja's lexer makes them for the default environment, or None where it would
+    raise (its error is its own to word) or the text holds what this does not handle."""
+    if "\r" in source:
+        return None
+    if source.endswith("\n"):  # as `tokeniter`: one trailing line break is not part of the template
+        source = source[:-1]
+    out: list[_lexer.Token] = []
+    append = out.append
+    pos, end, lineno = 0, len(source), 1
+    while pos < end:
+        m = _ROOT_RE.match(source, pos)
+        if m is None:  # the rest is text
+            append(_Token(lineno, _lexer.TOKEN_DATA, source[pos:]))
+            break
+        groups = m.groups()
+        begin = next(kind for kind, value in zip(_BEGINS, groups[1::2], strict=True) if value is not None)
+        if begin == _lexer.TOKEN_RAW_BEGIN:
+            return None
+        text = groups[0]
+        if next(g for g in groups[2::2] if g is not None) == "-":
+            text = text.rstrip()
+        if text:
+            append(_Token(lineno, _lexer.TOKEN_DATA, text))
+        lineno += groups[0].count("\n")
+        pos = m.end()
+        if begin == _lexer.TOKEN_COMMENT_BEGIN:
+            comment = _COMMENT_RE.match(source, pos)
+            if comment is None:
+                return None
+            lineno += comment.group().count("\n")
+            pos = comment.end()
+            continue
+        append(_Token(lineno, begin, m.group(begin)))
+        found = _code(source, pos, lineno, begin, append)
+        if found is None:
+            return None
+        pos, lineno = found
+    return out
+
+
+def _ascii_kinds() -> dict[str, str]:
+    """What an ASCII character can start in a code region, in the order Jinja's lexer tries its rules: only that
+    rule is tried for it (the rules before it cannot match there). Other characters try every rule in order."""
+    kinds: dict[str, str] = {}
+    for char in map(chr, range(128)):
+        if char in " \t\n\x0b\x0c":
+            kinds[char] = "space"
+        elif char.isdigit():
+            kinds[char] = "number"
+        elif char.isalpha() or char == "_":
+            kinds[char] = "name"
+        elif char in "'\"":
+            kinds[char] = "string"
+        elif char in "-+%}":
+            kinds[char] = "end"  # an end tag, else an operator
+        elif char in "/*=!<>~[](){}.:|,;":
+            kinds[char] = "operator"
+    return kinds
+
+
+_KINDS = _ascii_kinds()
+
+
+def _code(source: str, pos: int, lineno: int, begin: str, append: Any) -> tuple[int, int] | None:
+    """The tokens of one `{{ }}` or `{% %}` region from `pos` to its end tag (or the end of the text); the offset
+    and line after it, or None where Jinja's lexer would raise."""
+    end_re, end_type = _ENDS[begin]
+    balancing: list[str] = []
+    end = len(source)
+    while pos < end:
+        kind = _KINDS.get(source[pos], "")
+        if kind == "space":
+            space = _lexer.whitespace_re.match(source, pos)
+            if space is None:  # pragma: no cover - the pattern matches every character of this kind
+                return None
+            lineno += space.group().count("\n")
+            pos = space.end()
+            continue
+        if kind == "end" and not balancing and (m := end_re.match(source, pos)) is not None:
+            value = m.group()
+            append(_Token(lineno, end_type, value))
+            return m.end(), lineno + value.count("\n")
+        if kind == "name":
+            m = _lexer.name_re.match(source, pos)
+            if m is None:  # pragma: no cover - the pattern matches every character of this kind
+                return None
+            append(_Token(lineno, _lexer.TOKEN_NAME, m.group()))
+            pos = m.end()
+            continue
+        if kind in ("end", "operator"):
+            m = _lexer.operator_re.match(source, pos)
+            if m is None or not _operator(m.group(), balancing, lineno, append):
+                return None
+            pos = m.end()
+            continue
+        if kind:  # a number, or a string
+            found = _value(source, pos, lineno, append, kind == "number")
+        else:  # any other character: every rule, in Jinja's order
+            found = _other(source, pos, lineno, balancing, append, end_re, end_type)
+        if found is None:
+            return None
+        if found[0] < 0:  # the end tag
+            return -found[0], found[1]
+        pos, lineno = found
+    return pos, lineno
+
+
+def _operator(op: str, balancing: list[str], lineno: int, append: Any) -> bool:
+    """An operator token, brackets balanced as Jinja's lexer balances them; False where it would raise."""
+    if op in _CLOSING:
+        balancing.append(_CLOSING[op])
+    elif op in ")]}" and (not balancing or balancing.pop() != op):
+        return False  # Jinja's lexer: "unexpected '}'"
+    append(_Token(lineno, _lexer.operators[op], op))
+    return True
+
+
+def _value(source: str, pos: int, lineno: int, append: Any, number: bool) -> tuple[int, int] | None:
+    """A number (float, integer or name, in Jinja's order) or a string at `pos`."""
+    if number:
+        m = _lexer.float_re.match(source, pos) or _lexer.integer_re.match(source, pos)
+        if m is None:
+            m = _lexer.name_re.match(source, pos)
+            if m is None or not m.group().isidentifier():
+                return None
+            append(_Token(lineno, _lexer.TOKEN_NAME, m.group()))
+            return m.end(), lineno
+        try:  # a number Python does not read (other scripts' digits): Jinja's lexer raises when it gets there
+            value: Any = literal_eval(m.group().replace("_", "")) if m.re is _lexer.float_re \
+                else int(m.group().replace("_", ""), 0)
+        except Exception:  # noqa: BLE001
+            return None
+        append(_Token(lineno, _lexer.TOKEN_FLOAT if m.re is _lexer.float_re else _lexer.TOKEN_INTEGER, value))
+        return m.end(), lineno
+    m = _lexer.string_re.match(source, pos)
+    if m is None:
+        return None
+    try:
+        value = m.group()[1:-1].encode("ascii", "backslashreplace").decode("unicode-escape")
+    except Exception:  # noqa: BLE001 - Jinja's lexer says what is wrong with it
+        return None
+    append(_Token(lineno, _lexer.TOKEN_STRING, value))
+    return m.end(), lineno + m.group().count("\n")
+
+
+def _other(source: str, pos: int, lineno: int, balancing: list[str], append: Any, end_re: Any,
+           end_type: str) -> tuple[int, int] | None:
+    """Every rule of Jinja's lexer in its order, at a character `_KINDS` does not classify; the end tag is told
+    by a negative offset."""
+    ch = source[pos]
+    if not balancing and (m := end_re.match(source, pos)) is not None:
+        append(_Token(lineno, end_type, m.group()))
+        return -m.end(), lineno + m.group().count("\n")
+    if (m := _lexer.whitespace_re.match(source, pos)) is not None:
+        return m.end(), lineno + m.group().count("\n")
+    if ch.isdecimal() or (m := _lexer.name_re.match(source, pos)) is None:
+        found = _value(source, pos, lineno, append, ch.isdecimal()) if ch.isdecimal() or ch in "'\"" else None
+        if found is not None:
+            return found
+        if (m := _lexer.operator_re.match(source, pos)) is None or not _operator(m.group(), balancing, lineno, append):
+            return None
+        return m.end(), lineno
+    if not m.group().isidentifier():
+        return None
+    append(_Token(lineno, _lexer.TOKEN_NAME, m.group()))
+    return m.end(), lineno
