@@ -10,6 +10,8 @@ from jinja2 import Environment, nodes
 from jinja2 import lexer as _lexer
 from jinja2.parser import Parser
 
+from .jinja_parser import parse_tokens
+
 
 class _Environment(Environment):
     """Jinja's default environment, whose templates are tokenized by `tokens` where it can (Jinja's own lexer
@@ -47,7 +49,14 @@ class _Parser(Parser):
 
 def parse(text: str) -> nodes.Template | Exception:
     """Jinja's tree of `text` (`Environment.parse`, without binding every node to the environment, which nothing
-    here reads), or the exception it raised."""
+    here reads), or the exception it raised. The tokens are parsed by `jinja_parser` where it can, by Jinja's
+    parser where it cannot (an error, a construct left to it)."""
+    made = token_tuples(text)
+    if made is not None:
+        try:
+            return nodes.Template(parse_tokens(made), lineno=1)
+        except Exception:  # noqa: BLE001 - `Unsupported`, or anything else: Jinja's parser decides
+            pass
     try:
         return nodes.Template(_Parser(_ENV, text).subparse(), lineno=1)
     except Exception as exc:
@@ -72,17 +81,23 @@ _Token = _lexer.Token
 def tokens(source: str) -> list[_lexer.Token] | None:
     """The tokens of `source` as Jinja's lexer makes them for the default environment, or None where it would
     raise (its error is its own to word) or the text holds what this does not handle."""
+    made = token_tuples(source)
+    return None if made is None else [_Token(*token) for token in made]
+
+
+def token_tuples(source: str) -> list[tuple[int, str, Any]] | None:
+    """`tokens` as plain tuples (line, type, value), which `jinja_parser` reads: a tenth of the cost of each."""
     if "\r" in source:
         return None
     if source.endswith("\n"):  # as `tokeniter`: one trailing line break is not part of the template
         source = source[:-1]
-    out: list[_lexer.Token] = []
+    out: list[tuple[int, str, Any]] = []
     append = out.append
     pos, end, lineno = 0, len(source), 1
     while pos < end:
         m = _ROOT_RE.match(source, pos)
         if m is None:  # the rest is text
-            append(_Token(lineno, _lexer.TOKEN_DATA, source[pos:]))
+            append((lineno, _lexer.TOKEN_DATA, source[pos:]))
             break
         groups = m.groups()
         begin = next(kind for kind, value in zip(_BEGINS, groups[1::2], strict=True) if value is not None)
@@ -92,7 +107,7 @@ def tokens(source: str) -> list[_lexer.Token] | None:
         if next(g for g in groups[2::2] if g is not None) == "-":
             text = text.rstrip()
         if text:
-            append(_Token(lineno, _lexer.TOKEN_DATA, text))
+            append((lineno, _lexer.TOKEN_DATA, text))
         lineno += groups[0].count("\n")
         pos = m.end()
         if begin == _lexer.TOKEN_COMMENT_BEGIN:
@@ -102,7 +117,7 @@ def tokens(source: str) -> list[_lexer.Token] | None:
             lineno += comment.group().count("\n")
             pos = comment.end()
             continue
-        append(_Token(lineno, begin, m.group(begin)))
+        append((lineno, begin, m.group(begin)))
         found = _code(source, pos, lineno, begin, append)
         if found is None:
             return None
@@ -150,13 +165,13 @@ def _code(source: str, pos: int, lineno: int, begin: str, append: Any) -> tuple[
             continue
         if kind == "end" and not balancing and (m := end_re.match(source, pos)) is not None:
             value = m.group()
-            append(_Token(lineno, end_type, value))
+            append((lineno, end_type, value))
             return m.end(), lineno + value.count("\n")
         if kind == "name":
             m = _lexer.name_re.match(source, pos)
             if m is None:  # pragma: no cover - the pattern matches every character of this kind
                 return None
-            append(_Token(lineno, _lexer.TOKEN_NAME, m.group()))
+            append((lineno, _lexer.TOKEN_NAME, m.group()))
             pos = m.end()
             continue
         if kind in ("end", "operator"):
@@ -183,7 +198,7 @@ def _operator(op: str, balancing: list[str], lineno: int, append: Any) -> bool:
         balancing.append(_CLOSING[op])
     elif op in ")]}" and (not balancing or balancing.pop() != op):
         return False  # Jinja's lexer: "unexpected '}'"
-    append(_Token(lineno, _lexer.operators[op], op))
+    append((lineno, _lexer.operators[op], op))
     return True
 
 
@@ -195,14 +210,14 @@ def _value(source: str, pos: int, lineno: int, append: Any, number: bool) -> tup
             m = _lexer.name_re.match(source, pos)
             if m is None or not m.group().isidentifier():
                 return None
-            append(_Token(lineno, _lexer.TOKEN_NAME, m.group()))
+            append((lineno, _lexer.TOKEN_NAME, m.group()))
             return m.end(), lineno
         try:  # a number Python does not read (other scripts' digits): Jinja's lexer raises when it gets there
             value: Any = literal_eval(m.group().replace("_", "")) if m.re is _lexer.float_re \
                 else int(m.group().replace("_", ""), 0)
         except Exception:  # noqa: BLE001
             return None
-        append(_Token(lineno, _lexer.TOKEN_FLOAT if m.re is _lexer.float_re else _lexer.TOKEN_INTEGER, value))
+        append((lineno, _lexer.TOKEN_FLOAT if m.re is _lexer.float_re else _lexer.TOKEN_INTEGER, value))
         return m.end(), lineno
     m = _lexer.string_re.match(source, pos)
     if m is None:
@@ -211,7 +226,7 @@ def _value(source: str, pos: int, lineno: int, append: Any, number: bool) -> tup
         value = m.group()[1:-1].encode("ascii", "backslashreplace").decode("unicode-escape")
     except Exception:  # noqa: BLE001 - Jinja's lexer says what is wrong with it
         return None
-    append(_Token(lineno, _lexer.TOKEN_STRING, value))
+    append((lineno, _lexer.TOKEN_STRING, value))
     return m.end(), lineno + m.group().count("\n")
 
 
@@ -221,7 +236,7 @@ def _other(source: str, pos: int, lineno: int, balancing: list[str], append: Any
     by a negative offset."""
     ch = source[pos]
     if not balancing and (m := end_re.match(source, pos)) is not None:
-        append(_Token(lineno, end_type, m.group()))
+        append((lineno, end_type, m.group()))
         return -m.end(), lineno + m.group().count("\n")
     if (m := _lexer.whitespace_re.match(source, pos)) is not None:
         return m.end(), lineno + m.group().count("\n")
@@ -234,5 +249,5 @@ def _other(source: str, pos: int, lineno: int, balancing: list[str], append: Any
         return m.end(), lineno
     if not m.group().isidentifier():
         return None
-    append(_Token(lineno, _lexer.TOKEN_NAME, m.group()))
+    append((lineno, _lexer.TOKEN_NAME, m.group()))
     return m.end(), lineno
