@@ -64,6 +64,21 @@ _MAX_PROOF_NAMES = 32
 """Names of one test that are evaluated for what it proves (a test naming more proves nothing of the rest)."""
 
 
+def children(node: nodes.Node) -> list[nodes.Node]:
+    """`node.iter_child_nodes()` as a list, in a third of its time: each field's node, or the nodes of its list."""
+    out: list[nodes.Node] = []
+    for name in node.fields:
+        item = getattr(node, name, None)
+        if isinstance(item, list):
+            out.extend(child for child in item if isinstance(child, nodes.Node))
+        elif isinstance(item, nodes.Node):
+            out.append(item)
+    return out
+
+
+_NO_NAMES: tuple[frozenset[str], tuple[str, ...]] = (frozenset(), ())
+
+
 def _truth(value: object) -> bool | None:
     """The truth of a value, None when it is unknown; `RAISES` has none (callers check it first)."""
     if value is _UNDEFINED:
@@ -174,7 +189,7 @@ class _Evaluation:
         return any(self.value(arg) is RAISES for arg in [*node.args, *(kw.value for kw in node.kwargs)])
 
     def _computes(self, node: nodes.BinExpr | nodes.UnaryExpr) -> object:
-        operands = [self.value(child) for child in node.iter_child_nodes()]
+        operands = [self.value(child) for child in children(node)]
         return RAISES if any(v is _UNDEFINED or v is RAISES for v in operands) else _UNKNOWN
 
     _Add = _Sub = _Mul = _Div = _FloorDiv = _Mod = _Pow = _Neg = _Pos = _computes
@@ -296,15 +311,26 @@ class Proofs:
         found = self.names.get(id(node))
         if found is None:
             if isinstance(node, nodes.Name):
-                found = (frozenset({node.name}), (node.name,)) if node.ctx == "load" else (frozenset(), ())
+                found = (frozenset({node.name}), (node.name,)) if node.ctx == "load" else _NO_NAMES
             else:
-                every: set[str] = set()
+                # A node with one child that reads names reads what that child reads: its answer is shared.
+                found = _NO_NAMES
+                every: set[str] | None = None
                 first: dict[str, None] = {}
-                for child in node.iter_child_nodes():
+                for child in children(node):
                     names, ordered = self.names_of(child)
+                    if not names:
+                        continue
+                    if found is _NO_NAMES:
+                        found = (names, ordered)
+                        continue
+                    if every is None:
+                        every = set(found[0])
+                        first = dict.fromkeys(found[1])
                     every |= names
                     first.update(dict.fromkeys(ordered[:_MAX_PROOF_NAMES - len(first)]))
-                found = (frozenset(every), tuple(first))
+                if every is not None:
+                    found = (frozenset(every), tuple(first))
             self.names[id(node)] = found
         return found
 

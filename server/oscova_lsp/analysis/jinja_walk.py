@@ -4,6 +4,7 @@ and what rendering does at it when it is undefined."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from jinja2 import nodes
 
@@ -28,6 +29,7 @@ from .jinja_truth import (
     TESTS_OF_UNDEFINED,
     UNDEFINED_FILTERED,
     Proofs,
+    children,
 )
 
 
@@ -60,7 +62,10 @@ class Walker:
         self.proofs = Proofs()
 
     def bound(self, name: str) -> bool:
-        return any(name in scope for scope in self.scopes)
+        for scope in self.scopes:
+            if name in scope:
+                return True
+        return False
 
     def bind(self, name: str) -> None:
         self.scopes[-1].add(name)
@@ -86,9 +91,12 @@ class Walker:
         """Visits `node` standing where an undefined value has the effect `role`; its children stand in a
         plain value position unless its visitor says otherwise."""
         self.role = role
-        method = getattr(self, "visit_" + type(node).__name__, None)
+        kind = type(node)
+        method = _VISITORS.get(kind, _UNSEEN)
+        if method is _UNSEEN:
+            method = _VISITORS[kind] = getattr(Walker, "visit_" + kind.__name__, None)
         if method is not None:
-            method(node)
+            method(self, node)
         else:
             self.generic(node)
 
@@ -101,10 +109,13 @@ class Walker:
             self.guards.pop()
 
     def effect(self, name: str) -> str:
-        return GUARDED if any(name in names for names in self.guards) else self.role
+        for names in self.guards:
+            if name in names:
+                return GUARDED
+        return self.role
 
     def generic(self, node: nodes.Node) -> None:
-        for child in node.iter_child_nodes():
+        for child in children(node):
             self.visit(child)
 
     def body(self, children: list[nodes.Node]) -> None:
@@ -206,7 +217,7 @@ class Walker:
             self.visit(op.expr, role)
 
     def _computes(self, node: nodes.Node) -> None:
-        for child in node.iter_child_nodes():
+        for child in children(node):
             self.visit(child, FAILS)
 
     visit_Add = visit_Sub = visit_Mul = visit_Div = visit_FloorDiv = visit_Mod = visit_Pow = _computes
@@ -359,6 +370,9 @@ class Walker:
             self.bind(item[1] if isinstance(item, tuple) else item)
 
 
+_VISITORS: dict[type, Any] = {}
+"""Each node type's `visit_` method of the walker, or None (its children are visited)."""
+_UNSEEN = object()
 _ALWAYS_BOUND = frozenset({"self", "super"})
 """Special names bound everywhere; `loop`, `caller`, `varargs` and `kwargs` are bound by their construct."""
 _TEXT_FILTERS = frozenset({"capitalize", "e", "escape", "forceescape", "lower", "safe", "string", "striptags", "title",
