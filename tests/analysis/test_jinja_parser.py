@@ -142,12 +142,13 @@ def test_the_walks_child_nodes_are_jinjas():
     """`jinja_truth.children`, which the scope walk and the proofs use, lists `iter_child_nodes()` of every node."""
     from oscova_lsp.analysis.jinja_truth import children
 
-    templates = [p for p in ROOT.rglob("*.j2") if ".venv" not in p.parts and "node_modules" not in p.parts]
+    sources = [p.read_text(errors="replace") for p in ROOT.rglob("*.j2")
+               if ".venv" not in p.parts and "node_modules" not in p.parts]
     seen = 0
-    for path in templates:
-        tree = jinja_parse.parse(path.read_text(errors="replace"))
+    for source in [*sources, *CONSTRUCTS]:
+        tree = jinja_parse.parse(source)
         if isinstance(tree, nodes.Template):
             for node in [tree, *tree.find_all(nodes.Node)]:
-                assert children(node) == list(node.iter_child_nodes())
+                assert [id(child) for child in children(node)] == [id(child) for child in node.iter_child_nodes()]
                 seen += 1
-    assert seen > 1000
+    assert seen > 500
