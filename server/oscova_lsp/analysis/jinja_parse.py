@@ -73,7 +73,6 @@ _ROOT_RE = _RULES["root"][0][0]
 _COMMENT_RE = _RULES["comment_begin"][0][0]
 _ENDS = {_lexer.TOKEN_BLOCK_BEGIN: (_RULES["block_begin"][0][0], _lexer.TOKEN_BLOCK_END),
          _lexer.TOKEN_VARIABLE_BEGIN: (_RULES["variable_begin"][0][0], _lexer.TOKEN_VARIABLE_END)}
-_BEGINS = (_lexer.TOKEN_RAW_BEGIN, _lexer.TOKEN_VARIABLE_BEGIN, _lexer.TOKEN_COMMENT_BEGIN, _lexer.TOKEN_BLOCK_BEGIN)
 _CLOSING = {"{": "}", "(": ")", "[": "]"}
 _Token = _lexer.Token
 
@@ -99,16 +98,15 @@ def token_tuples(source: str) -> list[tuple[int, str, Any]] | None:
         if m is None:  # the rest is text
             append((lineno, _lexer.TOKEN_DATA, source[pos:]))
             break
-        groups = m.groups()
-        begin = next(kind for kind, value in zip(_BEGINS, groups[1::2], strict=True) if value is not None)
-        if begin == _lexer.TOKEN_RAW_BEGIN:
+        begin = m.lastgroup  # the named group of the opener that matched; its sign is the group after it
+        if begin == _lexer.TOKEN_RAW_BEGIN or begin is None or m.lastindex is None:
             return None
-        text = groups[0]
-        if next(g for g in groups[2::2] if g is not None) == "-":
+        data = text = m.group(1)
+        if m.group(m.lastindex + 1) == "-":
             text = text.rstrip()
         if text:
             append((lineno, _lexer.TOKEN_DATA, text))
-        lineno += groups[0].count("\n")
+        lineno += data.count("\n")
         pos = m.end()
         if begin == _lexer.TOKEN_COMMENT_BEGIN:
             comment = _COMMENT_RE.match(source, pos)
@@ -140,12 +138,17 @@ def _ascii_kinds() -> dict[str, str]:
             kinds[char] = "string"
         elif char in "-+%}":
             kinds[char] = "end"  # an end tag, else an operator
-        elif char in "/*=!<>~[](){}.:|,;":
+        elif char in "/*=!<>":
             kinds[char] = "operator"
+        elif char in "~[](){.:|,;":
+            kinds[char] = "single"  # an operator no longer operator starts with
     return kinds
 
 
 _KINDS = _ascii_kinds()
+_SINGLE = {char: _lexer.operators[char] for char, kind in _KINDS.items() if kind == "single"}
+_NAME = _lexer.name_re.match
+_SPACE = _lexer.whitespace_re.match
 
 
 def _code(source: str, pos: int, lineno: int, begin: str, append: Any) -> tuple[int, int] | None:
@@ -154,26 +157,39 @@ def _code(source: str, pos: int, lineno: int, begin: str, append: Any) -> tuple[
     end_re, end_type = _ENDS[begin]
     balancing: list[str] = []
     end = len(source)
+    kinds = _KINDS
     while pos < end:
-        kind = _KINDS.get(source[pos], "")
+        char = source[pos]
+        kind = kinds.get(char, "")
+        if kind == "name":
+            m = _NAME(source, pos)
+            if m is None:  # pragma: no cover - the pattern matches every character of this kind
+                return None
+            append((lineno, "name", m.group()))
+            pos = m.end()
+            continue
         if kind == "space":
-            space = _lexer.whitespace_re.match(source, pos)
+            if char == " " and (pos + 1 == end or not source[pos + 1].isspace()):  # `\s+` matches one space
+                pos += 1
+                continue
+            space = _SPACE(source, pos)
             if space is None:  # pragma: no cover - the pattern matches every character of this kind
                 return None
             lineno += space.group().count("\n")
             pos = space.end()
             continue
+        if kind == "single":
+            if char in _CLOSING:
+                balancing.append(_CLOSING[char])
+            elif char in ")]" and (not balancing or balancing.pop() != char):
+                return None  # Jinja's lexer: "unexpected ')'"
+            append((lineno, _SINGLE[char], char))
+            pos += 1
+            continue
         if kind == "end" and not balancing and (m := end_re.match(source, pos)) is not None:
             value = m.group()
             append((lineno, end_type, value))
             return m.end(), lineno + value.count("\n")
-        if kind == "name":
-            m = _lexer.name_re.match(source, pos)
-            if m is None:  # pragma: no cover - the pattern matches every character of this kind
-                return None
-            append((lineno, _lexer.TOKEN_NAME, m.group()))
-            pos = m.end()
-            continue
         if kind in ("end", "operator"):
             m = _lexer.operator_re.match(source, pos)
             if m is None or not _operator(m.group(), balancing, lineno, append):

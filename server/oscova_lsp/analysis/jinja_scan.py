@@ -10,13 +10,13 @@ from typing import Any
 
 OPEN_RE = re.compile(r"\{\{|\{%|\{#")
 _TOKEN_RE = re.compile(
-    r"""(?P<ws>\s+)
-      |(?P<end>[-+]?(?:\}\}|%\}))
+    r"""\s*+  # the spaces before a token, skipped with it
+    (?:(?P<end>[-+]?(?:\}\}|%\}))
       |(?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
       |(?P<name>[^\W\d]\w*)
       |(?P<num>\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?)
       |(?P<op>==|!=|<=|>=|//|\*\*|[-+*/%~|.,:;()\[\]{}<>=!])
-      |(?P<other>.)""",
+      |(?P<other>.))""",
     re.VERBOSE | re.DOTALL,
 )
 RAW_END_RE = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
@@ -70,15 +70,12 @@ def scan_code(text: str, pos: int, is_tag: bool, scan: Scan) -> int:
     ref_pending = False
     list_depth = -1  # the bracket depth of a list of paths (`{% include ["a.j2", "b.j2"] %}`)
     tag_refs: list[list[Any]] = []  # this tag's references, flagged by `ignore missing` / `with context`
-    while pos < n:
-        m = _TOKEN_RE.match(text, pos)
-        if m is None:  # pragma: no cover - the pattern matches any character
-            break
-        kind = m.lastgroup
-        value = m.group()
+    # Every character but a space starts a token (`other` takes any one), so the matches follow each other without
+    # a gap until the spaces at the end of the text.
+    for m in _TOKEN_RE.finditer(text, pos):
+        kind = m.lastgroup or ""  # always one of the groups
+        value = m.group(kind)
         pos = m.end()
-        if kind == "ws":
-            continue
         if kind == "end" and depth <= 0:
             if is_tag and tag_name == "raw":
                 raw_end = RAW_END_RE.search(text, pos)
@@ -105,7 +102,7 @@ def scan_code(text: str, pos: int, is_tag: bool, scan: Scan) -> int:
                 or (depth > 0 and depth != params_depth and _followed_by_assign(text, pos))
             )
             if not skip:
-                scan.identifiers[value].append(m.start())
+                scan.identifiers[value].append(m.start(kind))
         elif kind == "str" and ref_pending:
             # A path written out: the whole expression (`{% include "a.j2" %}`), or an item of a list of them, any
             # of which will do (`{% include ["a.j2", "b.j2"] %}`). A computed one (`"a-" ~ x`) is not checked.
@@ -113,7 +110,7 @@ def scan_code(text: str, pos: int, is_tag: bool, scan: Scan) -> int:
             if in_list or (depth == 0 and previous == tag_name):
                 if not _COMPUTED_PATH_RE.match(text, pos):
                     # Jinja passes the render context to includes and extends, not to imports (unless asked).
-                    ref = [tag_name, value[1:-1], m.start(), m.end(), in_list, tag_name in ("include", "extends")]
+                    ref = [tag_name, value[1:-1], m.start(kind), pos, in_list, tag_name in ("include", "extends")]
                     scan.references.append(ref)
                     tag_refs.append(ref)
             ref_pending = in_list
