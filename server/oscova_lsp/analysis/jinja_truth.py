@@ -77,6 +77,8 @@ def children(node: nodes.Node) -> list[nodes.Node]:
 
 
 _NO_NAMES: tuple[frozenset[str], tuple[str, ...]] = (frozenset(), ())
+LEAVES = frozenset({nodes.TemplateData, nodes.Const})
+"""Node types without children or names: a template's text and its constants."""
 
 
 def _truth(value: object) -> bool | None:
@@ -308,6 +310,8 @@ class Proofs:
 
     def names_of(self, node: nodes.Node) -> tuple[frozenset[str], tuple[str, ...]]:
         """The names `node` reads, and the first `_MAX_PROOF_NAMES` of them in source order."""
+        if type(node) in LEAVES:
+            return _NO_NAMES
         found = self.names.get(id(node))
         if found is None:
             if isinstance(node, nodes.Name):

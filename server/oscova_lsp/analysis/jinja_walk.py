@@ -24,6 +24,7 @@ from .jinja_facts import (
 from .jinja_truth import (
     DEFAULT_FILTERS,
     DEFINED_TESTS,
+    LEAVES,
     ORDERING,
     RAISES,
     TESTS_OF_UNDEFINED,
@@ -90,8 +91,10 @@ class Walker:
     def visit(self, node: nodes.Node, role: str = VALUE) -> None:
         """Visits `node` standing where an undefined value has the effect `role`; its children stand in a
         plain value position unless its visitor says otherwise."""
-        self.role = role
         kind = type(node)
+        if kind in LEAVES:
+            return  # nothing in it to record (and no visitor reads the role a child was visited with)
+        self.role = role
         method = _VISITORS.get(kind, _UNSEEN)
         if method is _UNSEEN:
             method = _VISITORS[kind] = getattr(Walker, "visit_" + kind.__name__, None)
