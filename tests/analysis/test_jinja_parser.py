@@ -86,6 +86,9 @@ CONSTRUCTS = [
     "{% endif %}", "{{ }}", "{% %}", "{{ a b }}", "{% for a in %}{% endfor %}", "{% set a = %}", "{{ a | 1 }}", "{{ (a }}",
     "{{ a[ }}", "{% from 'a' import 1 %}", "{% from 'a' import b c %}", "{% include 'a' ignore %}", "{{ a if }}", "{{ a.b. }}",
     "{% break %}", "{% for a in b %}{% break %}{% endfor %}", "{% with %}{% endwith %}", "{% with a.b = 1 %}{% endwith %}",
+    "{{ not a == b }}", "{{ not a.b | f }}", "{{ not -a }}", "{{ not\nnot\na }}", "{{ not a if b else c }}",
+    "{{ not a and b }}", "{{ not in }}", "{{ not a not in b }}", "{{ not (a) }}", "{{ not a is b }}", "{{ not }}",
+    "{{ 'é ü' }}", "{{ 'a\\nb' }}", "{{ \"\\u00e9\" ~ 'x' }}", "{{ 'a\nb' }}", "{{ '\\N{BULLET}' }}",
 ]
 
 

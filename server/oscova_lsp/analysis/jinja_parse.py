@@ -238,12 +238,16 @@ def _value(source: str, pos: int, lineno: int, append: Any, number: bool) -> tup
     m = _lexer.string_re.match(source, pos)
     if m is None:
         return None
-    try:
-        value = m.group()[1:-1].encode("ascii", "backslashreplace").decode("unicode-escape")
-    except Exception:  # noqa: BLE001 - Jinja's lexer says what is wrong with it
-        return None
+    written = m.group()
+    if "\\" not in written:  # Jinja's decoding of escapes gives the text back as it is
+        value = written[1:-1]
+    else:
+        try:
+            value = written[1:-1].encode("ascii", "backslashreplace").decode("unicode-escape")
+        except Exception:  # noqa: BLE001 - Jinja's lexer says what is wrong with it
+            return None
     append((lineno, _lexer.TOKEN_STRING, value))
-    return m.end(), lineno + m.group().count("\n")
+    return m.end(), lineno + written.count("\n")
 
 
 def _other(source: str, pos: int, lineno: int, balancing: list[str], append: Any, end_re: Any,

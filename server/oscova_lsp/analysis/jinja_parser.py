@@ -89,6 +89,8 @@ _GOES_ON = frozenset({"add", "sub", "tilde", "mul", "div", "floordiv", "mod", "p
 """Operator tokens after an operand that a level of the expression rules above `parse_unary` takes up."""
 _GOES_ON_NAMES = frozenset({"if", "or", "and", "in", "not"})
 _TUPLE_ENDS = ("variable_end", "block_end", "rparen")
+_POSTFIX = frozenset({"dot", "lbracket", "lparen", "pipe"})
+"""Tokens after a primary that `parse_postfix` or `parse_filter_expr` take up (besides the name `is`)."""
 _TEST_ARGUMENT = frozenset({"name", "string", "integer", "float", "lparen", "lbracket", "lbrace"})
 _STATEMENTS = {**{tag: "parse_" + tag for tag in ("for", "if", "block", "extends", "print", "macro", "include", "from",
                                                   "import", "set", "with")},
@@ -424,6 +426,18 @@ class _Parser:
     def parse_expression(self, with_condexpr: bool = True) -> nodes.Expr:
         token = self.toks[self.i]
         if token[1] == "name" and token[2] == "not":
+            # `not … x` alone is each `not` around the operand; an operator after it: back, the rules decide.
+            start = self.i
+            nots = []
+            while self.is_name("not"):
+                nots.append(self.next()[0])
+            node = self.parse_unary()
+            after = self.toks[self.i]
+            if after[1] not in _GOES_ON and not (after[1] == "name" and after[2] in _GOES_ON_NAMES):
+                for lineno in reversed(nots):
+                    node = _Not(node, lineno=lineno)
+                return node
+            self.i = start
             return self.parse_condexpr() if with_condexpr else self.parse_or()
         lineno = token[0]
         first = self.parse_unary()
@@ -542,9 +556,11 @@ class _Parser:
             node = _Pos(self.parse_unary(False), lineno=token[0])
         else:
             node = self.parse_primary()
-        node = self.parse_postfix(node)
-        if with_filter:
-            node = self.parse_filter_expr(node)
+        after = self.toks[self.i]
+        if after[1] in _POSTFIX or (after[1] == "name" and after[2] == "is"):  # else both would return it
+            node = self.parse_postfix(node)
+            if with_filter:
+                node = self.parse_filter_expr(node)
         return node
 
     def parse_primary(self, with_namespace: bool = False) -> nodes.Expr:
