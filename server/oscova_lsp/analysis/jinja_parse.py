@@ -3,6 +3,7 @@ text with Jinja's own patterns (`tokens`), and Jinja's parser takes a short way 
 
 from __future__ import annotations
 
+import re
 from ast import literal_eval
 from typing import Any
 
@@ -74,6 +75,10 @@ _COMMENT_RE = _RULES["comment_begin"][0][0]
 _ENDS = {_lexer.TOKEN_BLOCK_BEGIN: (_RULES["block_begin"][0][0], _lexer.TOKEN_BLOCK_END),
          _lexer.TOKEN_VARIABLE_BEGIN: (_RULES["variable_begin"][0][0], _lexer.TOKEN_VARIABLE_END)}
 _CLOSING = {"{": "}", "(": ")", "[": "]"}
+_ALONE = {begin: re.compile(rf"(\s*)([a-zA-Z_][a-zA-Z0-9_]*)(\s*)({end_re.pattern})")
+          for begin, (end_re, _) in _ENDS.items()}
+"""The commonest region, one ASCII name alone before the end tag (`{{ name }}`, `{% endif %}`), in one match: the
+tokens Jinja's rules make of it, the same name and end tag."""
 _Token = _lexer.Token
 
 
@@ -155,6 +160,14 @@ def _code(source: str, pos: int, lineno: int, begin: str, append: Any) -> tuple[
     """The tokens of one `{{ }}` or `{% %}` region from `pos` to its end tag (or the end of the text); the offset
     and line after it, or None where Jinja's lexer would raise."""
     end_re, end_type = _ENDS[begin]
+    alone = _ALONE[begin].match(source, pos)
+    if alone is not None:
+        before, name, after, closer = alone.groups()
+        lineno += before.count("\n")
+        append((lineno, "name", name))
+        lineno += after.count("\n")
+        append((lineno, end_type, closer))
+        return alone.end(), lineno + closer.count("\n")
     balancing: list[str] = []
     end = len(source)
     kinds = _KINDS

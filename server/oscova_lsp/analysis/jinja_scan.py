@@ -19,6 +19,8 @@ _TOKEN_RE = re.compile(
       |(?P<other>.))""",
     re.VERBOSE | re.DOTALL,
 )
+_ALONE_RE = re.compile(r"[-+]?\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*[-+]?(?:\}\}|%\})")
+"""A region of one ASCII name alone before its end (`{{ name }}`, `{% endif %}`): its tokens in one match."""
 RAW_END_RE = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
 _COMPUTED_PATH_RE = re.compile(r"\s*(?:[~*/.|(\[]|\+(?!%\})|%(?!\})|(?:if|and|or|in|is|not)\b|[=!<>]=?)")
 """What follows a string that is only a part of a computed path (`"a-" ~ x`, `"a%s" % x`, `"a" if x else "b"`)."""
@@ -59,6 +61,11 @@ def scan_template(text: str) -> Scan:
 
 def scan_code(text: str, pos: int, is_tag: bool, scan: Scan) -> int:
     """Scans one `{{ }}` or `{% %}` region from `pos`; returns the offset after it."""
+    alone = _ALONE_RE.match(text, pos)
+    if alone is not None and not (is_tag and alone.group(1) == "raw"):
+        if not is_tag:  # a variable; a tag's name is no identifier
+            scan.identifiers[alone.group(1)].append(alone.start(1))
+        return alone.end()
     n = len(text)
     if pos < n and text[pos] in "-+":
         pos += 1
