@@ -1,5 +1,5 @@
-"""The checker's tokenizer of Jinja templates (`jinja_source._tokens`) makes exactly the tokens of Jinja's own
-lexer, line numbers and value types included, or leaves the template to it; and its parser (`_parse`) makes
+"""The checker's tokenizer of Jinja templates (`jinja_parse.tokens`) makes exactly the tokens of Jinja's own
+lexer, line numbers and value types included, or leaves the template to it; and its parser (`parse`) makes
 Jinja's tree, or fails with Jinja's error: on every template of the repository and on generated fragments of
 Jinja's syntax, well-formed or not."""
 
@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jinja2 import Environment, TemplateSyntaxError
-from oscova_lsp.analysis import jinja_source
+from oscova_lsp.analysis import jinja_parse
 
 ROOT = Path(__file__).resolve().parents[2]
 JINJA = Environment(autoescape=False)
@@ -33,7 +33,7 @@ def jinja_tokens(source: str) -> list[tuple[int, str, Any, type]] | None:
 
 
 def ours(source: str) -> list[tuple[int, str, Any, type]] | None:
-    found = jinja_source._tokens(source)
+    found = jinja_parse.tokens(source)
     return None if found is None else [(t.lineno, t.type, t.value, type(t.value)) for t in found]
 
 
@@ -56,7 +56,7 @@ def agrees(source: str) -> bool:
     made = ours(source)
     if made is not None:
         assert made == jinja_tokens(source), repr(source)
-    assert described(jinja_source._parse(source)) == jinja_tree(source), repr(source)
+    assert described(jinja_parse.parse(source)) == jinja_tree(source), repr(source)
     return made is not None
 
 
@@ -93,5 +93,5 @@ def test_the_trees_are_jinjas():
     """With those tokens, Jinja's parser builds the tree `Environment.parse` builds (nodes compared as dumped)."""
     source = (ROOT / "benchmarks" / "workspace_gen.py").read_text().split('TEMPLATE = """\\\n')[1].split('"""')[0]
     source = source.format(partial=0, extra="z").replace("{{{{", "{{").replace("}}}}", "}}")
-    ours_tree = jinja_source._parse(source)
+    ours_tree = jinja_parse.parse(source)
     assert repr(ours_tree) == repr(JINJA.parse(source))

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oscova_lsp.analysis.diagnostics import Diagnostic
 from oscova_lsp.analysis.engine import Analysis
-from oscova_lsp.analysis.jinja_source import _parse_tolerant, analyze_template
+from oscova_lsp.analysis.jinja_recovery import parse_tolerant
+from oscova_lsp.analysis.jinja_source import analyze_template
 
 from .support import BASE_HOST, make_workspace, strip_marks
 
@@ -113,7 +114,7 @@ def test_inline_instructions_report_every_error_and_check_the_rest(tmp_path: Pat
 def test_valid_templates_parse_once_as_before() -> None:
     for path in sorted(EXAMPLES.rglob("*.j2")):
         text = path.read_text()
-        tree, parsed, errors = _parse_tolerant(text)
+        tree, parsed, errors = parse_tolerant(text)
         if "syntax" in path.name:
             continue
         assert tree is not None and parsed == text and errors == [], path

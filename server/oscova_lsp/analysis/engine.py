@@ -18,7 +18,8 @@ from .diagnostics import Diagnostic
 from .discovery import discover
 from .disk import DiskAnswer, find_root, read_text
 from .files import MAX_FILE_BYTES, DefinitionFile, FileKind, ParsedFile, file_kind, parse_file, parse_template
-from .jinja_source import analyze_templates_to_wire, facts_from_wire
+from .jinja_facts import facts_from_wire
+from .jinja_source import analyze_templates_to_wire
 from .lint import LintOptions, apply_lint, lint_key
 from .rules.registry import RULES
 from .rules.syntax import could_not_check

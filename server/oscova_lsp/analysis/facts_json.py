@@ -13,7 +13,7 @@ from typing import Any
 from .diagnostics import Problem
 from .disk import FileKind
 from .files import DefinitionFile, ParsedFile, TemplateFile, parse_definition, parse_template
-from .jinja_source import TemplateFacts, WireFacts, facts_from_wire, facts_to_wire
+from .jinja_facts import TemplateFacts, WireFacts, facts_from_wire, facts_to_wire
 from .text import LineIndex, range_from_row, range_to_row
 from .yaml_source import Path, Span, YamlDocument
 

@@ -29,7 +29,8 @@ from .disk import (  # noqa: F401  (the file kinds, named here too: every parser
     decode,
     file_kind,
 )
-from .jinja_source import TemplateFacts, TemplateReference, VariableUse, analyze_template
+from .jinja_facts import TemplateFacts, TemplateReference, VariableUse
+from .jinja_source import analyze_template
 from .rules import schema, syntax
 from .text import LineIndex, Position, Range
 from .toml_source import TomlDocument, parse_toml

@@ -86,6 +86,8 @@ class _Budget(Exception):
 
 def _flow_depth_exceeds(text: str, bound: int) -> bool:
     """A cheap guard before libyaml's recursive composer sees pathological flow nesting."""
+    if text.count("[") + text.count("{") <= bound:  # never deeper than its openers
+        return False
     depth = 0
     for match in _FLOW_DEPTH_RE.finditer(text):
         if match.group() in "[{":
@@ -99,6 +101,8 @@ def _flow_depth_exceeds(text: str, bound: int) -> bool:
 
 def _indent_depth_exceeds(text: str, bound: int) -> bool:
     """Block nesting deeper than `bound` needs lines indented by more than `bound` columns."""
+    if " " * (bound * 2 + 1) not in text:  # no line is indented that far
+        return False
     return any(len(line) - len(line.lstrip(" ")) > bound * 2 for line in text.splitlines() if line.strip())
 
 

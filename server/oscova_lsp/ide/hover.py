@@ -10,7 +10,7 @@ from oscova_runtime.definition import AgentDefinition
 from ..analysis.bindings import binders, template_bindings
 from ..analysis.diagnostics import Diagnostic
 from ..analysis.files import DefinitionFile, EvalFile, ParsedFile, variable_ranges
-from ..analysis.jinja_source import EMPTY, UNDEFINED_EFFECTS
+from ..analysis.jinja_facts import EMPTY, UNDEFINED_EFFECTS
 from ..analysis.rules.registry import RULES
 from ..analysis.template_uses import LISTED_USES, TemplateUse
 from ..analysis.text import Position

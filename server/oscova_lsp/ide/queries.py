@@ -14,7 +14,7 @@ from ..analysis.files import (
     reference_ranges,
     variable_ranges,
 )
-from ..analysis.jinja_source import TemplateReference
+from ..analysis.jinja_facts import TemplateReference
 from ..analysis.text import Position, Range
 from ..analysis.workspace import Workspace
 from ..analysis.yaml_source import Path, Span, YamlDocument

@@ -14,7 +14,7 @@ from oscova_runtime.catalogue import MEMORY_VARIABLES, PERSONAL_VARIABLES, VARIA
 from ..bindings import Declaration, TemplateBindings, binders, template_bindings
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
 from ..files import DefinitionFile, TemplateFile, template_facts, variable_places
-from ..jinja_source import (
+from ..jinja_facts import (
     GUARDED,
     UNDEFINED_EFFECTS,
     SyntaxProblem,
