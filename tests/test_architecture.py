@@ -228,6 +228,20 @@ def test_the_early_phase_answers_no_request() -> None:
     assert not keys & {"result", "error"}
 
 
+MAX_MODULE_LINES = 600
+EXTENSION_SOURCES = REPO / "vscode-client" / "src"
+GENERATED = {"vscode-client/src/wire.ts"}
+"""Written by a generator (`npm run schema`), never by hand."""
+
+
+def test_no_production_module_is_over_600_lines() -> None:
+    sources = [*MODULES.values(), *EXTENSION_SOURCES.rglob("*.ts")]
+    long = {relative: lines for path in sources
+            if (relative := path.relative_to(REPO).as_posix()) not in GENERATED
+            and (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
 def _hand_written_inside(node: ast.AST) -> bool:
     """`x.startswith(folder + os.sep)` or `relpath(...).startswith("..")`: an "is this inside that folder" test."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith"):
