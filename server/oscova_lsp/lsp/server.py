@@ -28,6 +28,7 @@ from ..analysis.engine import Analysis
 from ..analysis.host import AnalysisHost
 from ..analysis.stored_results import StoredResults
 from .capabilities import CODE_GLOBS, SERVER_NAME, WATCHED_GLOBS
+from .convert import CONVERTER
 from .documents import OpenDocuments
 from .protocol import OscovaProtocol
 from .publisher import DiagnosticsPublisher
@@ -56,7 +57,8 @@ class OscovaServer(LanguageServer):
     answer requests are registered in `handlers.create_server`."""
 
     def __init__(self) -> None:
-        super().__init__(SERVER_NAME, __version__, protocol_cls=OscovaProtocol,
+        # One lsprotocol converter for pygls and `convert` (building one costs tens of milliseconds at start).
+        super().__init__(SERVER_NAME, __version__, protocol_cls=OscovaProtocol, converter_factory=lambda: CONVERTER,
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.settings = Settings()
         self._warned: set[str] = set()
