@@ -320,7 +320,7 @@ class EarlyPhase:
         documents = {path: text for path, (text, _) in self._documents.items()
                      if self._roots.root_of(path) == root and file_kind(path) is not None}
         wanted = [path for path, text in documents.items() if self.result.first_texts.get(path) != text]
-        if not wanted or self._pulls():
+        if not wanted:
             return
         held = self._held.get(root)
         if held is not None and held.stored is not None and \
@@ -356,6 +356,8 @@ class EarlyPhase:
         if path is None:
             return
         self._documents[path] = (text, version)
+        if self._pulls():  # nothing is pushed to a client that pulls (`_work`)
+            return
         if self.host is None:
             if self._worked and file_kind(path) is not None:  # no root read here: this one's needs are
                 self._look_first(self._roots.root_of(path))
@@ -398,8 +400,6 @@ class EarlyPhase:
     def _publish(self, path: str, snapshot: Snapshot, *, sweep: bool = False) -> None:
         """As `DiagnosticsPublisher.publish`: in a sweep, a file with nothing to show that shows nothing, or
         that was published just so, is left out."""
-        if self._pulls():
-            return
         found = self._diagnostics(path, snapshot)
         version = snapshot.version(path)
         if sweep and version is None and (not found and path not in self.result.shown or
