@@ -12,14 +12,17 @@ from collections.abc import Callable
 
 from oscova_runtime.paths import walk
 
-from .disk import NEVER_SCANNED, find_root, host_config_path, read_text
-from .files import FileKind, HostFile, file_kind, parse_file
+from .disk import NEVER_SCANNED, FileKind, file_kind, find_root, host_config_path, read_text
 
 
 def excluded_dirs(root: str, host_path: str | None) -> set[str]:
     """The `[host] exclude` folders of the workspace at `root`, as absolute paths."""
     if host_path is None:
         return set()
+    # Imported here: the rest of this module is light, so that the template prefetch can walk a workspace
+    # before the check has imported its parsers (pydantic's models take a third of a second).
+    from .files import HostFile, parse_file
+
     parsed = parse_file(host_path, *read_text(host_path, root))  # a link leading out is not read: no excludes
     if not isinstance(parsed, HostFile) or parsed.config is None:
         return set()
@@ -47,18 +50,22 @@ def workspace_roots(path: str) -> list[str]:
     return roots
 
 
-def discover(root: str, listed: Callable[[str, bool], None] | None = None) -> list[str]:
+def discover(root: str, listed: Callable[[str, bool], None] | None = None, *,
+             excluded: set[str] | None = None) -> list[str]:
     """Every definition, template and host file under `root`, minus never-scanned folders and nested
     workspaces (each a workspace of its own). `listed(folder, nested)`: called for the root and each folder
     walked before it is listed, and for each nested workspace left out (`nested`), so the results cache can
-    tell later, by their identities, that the same files would be found (`warm_start.Manifest`)."""
+    tell later, by their identities, that the same files would be found (`warm_start.Manifest`). `excluded`:
+    the `[host] exclude` folders to leave out, by default those of the validated host configuration
+    (`excluded_dirs`)."""
     found: list[str] = []
     if listed is not None:
         listed(root, False)
     host_path = host_config_path(root)
     if host_path is None:  # not a workspace: only its open documents are read, and nothing is reported
         return found
-    excluded = excluded_dirs(root, host_path)
+    if excluded is None:
+        excluded = excluded_dirs(root, host_path)
     for dirpath, dirnames, filenames in walk(root, root=root):
         kept = []
         for d in sorted(dirnames):

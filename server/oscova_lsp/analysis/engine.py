@@ -24,11 +24,9 @@ from .lint import LintOptions, apply_lint, lint_key
 from .rules.registry import RULES
 from .rules.syntax import could_not_check
 from .stored_results import StoredResults
+from .template_prefetch import PARALLEL_THRESHOLD, TemplatePrefetch, batches
 from .warm_start import check_by_stat
 from .workspace import Workspace
-
-PARALLEL_THRESHOLD = 400
-"""Below this many files, worker processes cost more than they save."""
 
 
 class Analysis:
@@ -191,12 +189,13 @@ class Analysis:
             editor_only = frozenset(code for code, rule in RULES.items() if not rule.in_check)
             store.save_results(world, StoredResults(found, list(self.workspace.notices), probes, editor_only=editor_only))
 
-    def check_all(self, *, jobs: int | None = None, cache: bool = True,
-                  under: Iterable[str] | None = None) -> dict[str, list[Diagnostic]]:
+    def check_all(self, *, jobs: int | None = None, cache: bool = True, under: Iterable[str] | None = None,
+                  prefetch: TemplatePrefetch | None = None) -> dict[str, list[Diagnostic]]:
         """`load` then `check_loaded`, for a one-shot check (`oscova-lsp check`). With the cache, the results
         of the last check of this root are reused when nothing they were computed from changed (the files, the
         lint options, the engine, the disk questions the checks asked: `stored_results.py`); otherwise the checks
-        run on the current facts and their results are stored."""
+        run on the current facts and their results are stored. `prefetch`: this root's templates already sent to
+        workers (`template_prefetch.py`), whose pool parses the rest."""
         paths, texts, target = self._read_all(cache)
         under = self._with_rendered(under, texts)
         stored = self._stored(target)
@@ -204,7 +203,8 @@ class Analysis:
             self.workspace.notices = list(stored.notices)
             return self._under(stored.diagnostics, under)
         self._results_target = target
-        self._parse(paths, texts, target[0] if target is not None else None, jobs, fork_server=False)
+        self._parse(paths, texts, target[0] if target is not None else None, jobs, fork_server=False,
+                    prefetch=prefetch)
         return self._under(self.check_loaded(), under)
 
     def _with_rendered(self, under: Iterable[str] | None, texts: Texts) -> list[str] | None:
@@ -250,14 +250,14 @@ class Analysis:
         return stored
 
     def _parse(self, paths: list[str], texts: Texts, store: FactsCache | None, jobs: int | None,
-               fork_server: bool, like: Analysis | None = None) -> None:
+               fork_server: bool, like: Analysis | None = None, prefetch: TemplatePrefetch | None = None) -> None:
         hits, todo_texts = store.lookup(paths, texts) if store is not None else ({}, texts)
         reused = _same_files(like, self.root, [p for p in paths if p not in hits], texts) if like is not None else {}
         hits.update(reused)
         todo = [path for path in paths if path not in hits]
         workers = jobs if jobs is not None else (os.cpu_count() or 1)
-        if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
-            parsed = _parse_split(self.root, todo, workers, fork_server, todo_texts)
+        if prefetch is not None or workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
+            parsed = _parse_split(self.root, todo, workers, fork_server, todo_texts, prefetch)
         else:
             parsed = [_parse_one(self.root, path, todo_texts) for path in todo]
         if store is not None:
@@ -330,11 +330,12 @@ def _read(root: str, path: str, texts: Texts | None) -> tuple[str | None, str | 
 
 
 def _parse_split(root: str, paths: list[str], workers: int, fork_server: bool,
-                 texts: Texts | None = None) -> list[ParsedFile]:
+                 texts: Texts | None = None, prefetch: TemplatePrefetch | None = None) -> list[ParsedFile]:
     """Templates (the costly part: Jinja's parser) go to worker processes as text and come back as compact
     facts, while this process parses definitions and the host configuration. Whole parsed files are not
     sent back: pickling them costs as much as parsing them. Workers come from the process gateway
-    (`oscova_runtime.processes.worker_pool`), which starts them without the workspace on `sys.path`."""
+    (`oscova_runtime.processes.worker_pool`), which starts them without the workspace on `sys.path`; with a
+    `prefetch`, from its pool, to which the templates it already holds were sent at the check's start."""
     from oscova_runtime.processes import worker_pool
 
     templates: list[tuple[str, str]] = []
@@ -349,18 +350,29 @@ def _parse_split(root: str, paths: list[str], workers: int, fork_server: bool,
                 templates.append((path, text))
         else:
             others.append(path)
-    chunk = max(32, len(templates) // (workers * 4) + 1)
-    batches = [templates[i:i + chunk] for i in range(0, len(templates), chunk)]
-    pool = worker_pool(workers, fork_server=fork_server)
+    pool = prefetch.pool if prefetch is not None else worker_pool(workers, fork_server=fork_server)
     if pool is None:  # no process support here: parse in this process
         return parsed + [_parse_one(root, path, texts) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
             _parse_one(root, path, texts) for path in others]
-    with pool:
-        futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in batches]
+    try:
+        taken = {path: sent for path, text in templates
+                 if prefetch is not None and (sent := prefetch.take(path, text)) is not None}
+        left = [(path, text) for path, text in templates if path not in taken]
+        work = batches(left, workers)
+        futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in work]
         parsed.extend(_parse_one(root, path, texts) for path in others)  # meanwhile, here
-        for batch, future in zip(batches, futures, strict=True):
+        for path, text in templates:
+            if path in taken:
+                batch_future, index = taken[path]
+                parsed.append(parse_template(path, text, facts_from_wire(text, batch_future.result()[index])))
+        for batch, future in zip(work, futures, strict=True):
             for (path, text), wire in zip(batch, future.result(), strict=True):
                 parsed.append(parse_template(path, text, facts_from_wire(text, wire)))
+    finally:
+        if prefetch is not None:
+            prefetch.close()
+        else:
+            pool.shutdown(wait=True)
     return parsed
 
 

@@ -35,6 +35,7 @@ from .engine import Analysis
 from .files import TOO_LARGE, ParsedFile, file_kind
 from .lint import LintOptions
 from .stored_results import StoredResults
+from .template_prefetch import TemplatePrefetch
 
 logger = logging.getLogger(__name__)
 
@@ -234,14 +235,15 @@ class AnalysisHost:
         final = analysis.load_first(wanted, documents, like=like)
         return analysis, {path: analysis.diagnostics(path) for path in sorted(final)}
 
-    def check(self, root: str, *, jobs: int | None = None, cache: bool = True,
-              under: Iterable[str] | None = None) -> tuple[dict[str, list[Diagnostic]], list[str]]:
+    def check(self, root: str, *, jobs: int | None = None, cache: bool = True, under: Iterable[str] | None = None,
+              prefetch: TemplatePrefetch | None = None) -> tuple[dict[str, list[Diagnostic]], list[str]]:
         """A one-shot check of `root` (`oscova-lsp check`, in this thread): its diagnostics (those under `under`)
         and the notices of files not read. The root is loaded and installed, unless the stored results of the
-        last check were reused (`Analysis.check_all`: nothing they came from changed), which needs no parse."""
+        last check were reused (`Analysis.check_all`: nothing they came from changed), which needs no parse.
+        `prefetch`: the root's templates already sent to workers."""
         self._ensure(root)
         analysis = Analysis(root, self._lint)
-        found = analysis.check_all(jobs=jobs, cache=cache, under=under)
+        found = analysis.check_all(jobs=jobs, cache=cache, under=under, prefetch=prefetch)
         if analysis.workspace.files:
             self.install(root, analysis)
         return found, list(analysis.workspace.notices)

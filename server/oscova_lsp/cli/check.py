@@ -49,11 +49,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from oscova_runtime.paths import is_inside
-
-    from ..analysis.diagnostics import Diagnostic, Severity
     from ..analysis.lint import LintOptions
-    from ..reporting import display_path, printable
 
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
@@ -64,8 +60,23 @@ def run(args: argparse.Namespace) -> int:
         held = _stored_check(args, lint)
         if held is not None:
             return held
+    prefetch = _prefetch(args)
+    try:
+        return _check(args, lint, prefetch)
+    finally:
+        if prefetch is not None:
+            prefetch.close()
+
+
+def _check(args: argparse.Namespace, lint: Any, prefetch: Any) -> int:
+    """The check proper: each workspace of the paths loaded and checked (`AnalysisHost.check`); the templates of a
+    root in `prefetch` (its pool and the templates already sent) are parsed there."""
+    from oscova_runtime.paths import is_inside
+
+    from ..analysis.diagnostics import Diagnostic, Severity
     from ..analysis.discovery import workspace_roots
     from ..analysis.host import AnalysisHost
+    from ..reporting import display_path, printable
 
     paths = [os.path.abspath(p) for p in args.paths]
     roots: list[str] = []
@@ -91,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         # compared as written, as the index keys files: a folder symlinked into the root is still under it
         under = [p for p in paths if is_inside(p, root, real=False) or is_inside(root, p, real=False)]
         found, notices = host.check(root, jobs=args.jobs, cache=not args.no_cache,
-                                    under=None if args.workspaces else under)
+                                    under=None if args.workspaces else under,
+                                    prefetch=prefetch if prefetch is not None and prefetch.root == root else None)
         for notice in notices:
             print(f"note: {printable(notice)}", file=sys.stderr)
         if found:
@@ -112,6 +124,24 @@ def run(args: argparse.Namespace) -> int:
 
     editor_only = frozenset(code for code, rule in RULES.items() if not rule.in_check)
     return _report(args, diagnostics, editor_only, files, checked, failing, _with_templates(paths, len(rendered)))
+
+
+def _prefetch(args: argparse.Namespace) -> Any:
+    """The templates of the one workspace root given, sent to worker processes before the check imports its
+    parsers and rules (`template_prefetch.py`), when its every file will be parsed: without the cache, or with a
+    cache that holds no facts of the root yet. None otherwise (files given, several paths, a warm cache)."""
+    from ..analysis.cache_files import FACTS_FILE, cache_disabled, cache_folder
+    from ..analysis.disk import find_root
+    from ..analysis.template_prefetch import TemplatePrefetch
+
+    if len(args.paths) != 1 or args.jobs == 1:
+        return None
+    root = os.path.abspath(args.paths[0])
+    if not os.path.isdir(root) or find_root(root) != root:
+        return None
+    if not (args.no_cache or cache_disabled()) and os.path.exists(os.path.join(cache_folder(root), FACTS_FILE)):
+        return None  # most templates' facts are stored: parsing them all again would cost more than it saves
+    return TemplatePrefetch.start(root, args.jobs or os.cpu_count() or 1)
 
 
 def _stored_check(args: argparse.Namespace, lint: Any) -> int | None:

@@ -1,0 +1,111 @@
+"""Templates sent to worker processes at the start of a cold `oscova-lsp check`, before it imports the rest.
+
+A check of a large workspace spends its first half second importing what it needs for definitions and rules
+(pydantic's models above all) and reading the files, on one core; its template workers start only then. Here
+the workspace's templates are found and sent to the workers first, from modules that import neither pydantic
+nor a parser, so that they are parsed on the other core during that time.
+
+What is sent is a guess made before the host configuration is validated: the walk is discovery's own
+(`discover`), with the `[host] exclude` folders as `oscova.toml` writes them (`_written_excludes`), and nothing
+at all when that file cannot be read so plainly. The validated configuration keeps those folders or none, so
+no template outside the workspace's files is parsed. The check still discovers and reads every file itself, and
+takes a template's facts from here only for a file it found with the very text that was sent (`take`); any
+other template is parsed as it would be without this.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from concurrent.futures import Future
+from typing import Any
+
+from oscova_runtime.paths import MAX_TEXT_BYTES
+
+from .discovery import discover
+from .disk import FileKind, file_kind, host_config_path, read_text
+
+PARALLEL_THRESHOLD = 400
+"""Below this many files, worker processes cost more than they save."""
+
+
+class TemplatePrefetch:
+    """The workspace root, a worker pool, and the templates already sent to it: `path -> (text, future of its
+    batch, index in it)`."""
+
+    def __init__(self, root: str, pool: Any, sent: dict[str, tuple[str, Future[list[Any]], int]]) -> None:
+        self.root = root
+        self.pool = pool
+        self._sent = sent
+
+    @classmethod
+    def start(cls, root: str, workers: int) -> TemplatePrefetch | None:
+        """Sends the templates of the workspace at `root` to `workers` worker processes; None when it is not
+        worth it (one worker, fewer files than `PARALLEL_THRESHOLD`) or the `[host] exclude` folders cannot be
+        known without validating the host configuration."""
+        host_path = host_config_path(root)
+        excluded = _written_excludes(root, host_path) if host_path is not None and workers > 1 else None
+        if excluded is None:
+            return None
+        paths = discover(root, excluded=excluded)
+        if len(paths) < PARALLEL_THRESHOLD:
+            return None
+        from oscova_runtime.processes import worker_pool
+
+        from .jinja_source import (
+            analyze_templates_to_wire,  # imported before the workers are forked: they share it
+        )
+
+        templates: list[tuple[str, str]] = []
+        for path in paths:
+            if file_kind(path) is FileKind.TEMPLATE:
+                text, _ = read_text(path, root)
+                if text is not None and len(text) <= MAX_TEXT_BYTES:
+                    templates.append((path, text))
+        pool = worker_pool(workers)
+        if pool is None:
+            return None
+        sent: dict[str, tuple[str, Future[list[Any]], int]] = {}
+        for batch in batches(templates, workers):
+            future = pool.submit(analyze_templates_to_wire, [text for _, text in batch])
+            for index, (path, text) in enumerate(batch):
+                sent[path] = (text, future, index)
+        return cls(root, pool, sent)
+
+    def take(self, path: str, text: str) -> tuple[Future[list[Any]], int] | None:
+        """Where the wire facts of the template at `path` will be when it was sent with this `text`: the future
+        of its batch and its index in the batch's result. None: it was not, and the caller parses it."""
+        sent = self._sent.pop(path, None)
+        if sent is None or sent[0] != text:
+            return None
+        return sent[1], sent[2]
+
+    def close(self) -> None:
+        """Ends the workers; what was sent and not taken is dropped."""
+        self._sent.clear()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def batches(templates: list[tuple[str, str]], workers: int) -> list[list[tuple[str, str]]]:
+    """Four batches a worker, at least 32 templates each: fewer round trips, and no worker left idle at the end."""
+    chunk = max(32, len(templates) // (workers * 4) + 1)
+    return [templates[i:i + chunk] for i in range(0, len(templates), chunk)]
+
+
+def _written_excludes(root: str, host_path: str) -> set[str] | None:
+    """The `[host] exclude` folders as the host file writes them (absolute), read with `tomllib` alone; None when
+    the file does not read as TOML or the entry is not a list of strings."""
+    text, _ = read_text(host_path, root)
+    if text is None:
+        return None
+    try:
+        data: Any = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):  # broken or nested too deep: the checker's to report
+        return None
+    if os.path.basename(host_path) == "pyproject.toml":
+        data = data.get("tool", {}).get("oscova", {}) if isinstance(data.get("tool"), dict) else None
+    host = data.get("host", {}) if isinstance(data, dict) else None
+    exclude = host.get("exclude", []) if isinstance(host, dict) else None
+    if not isinstance(exclude, list) or not all(isinstance(entry, str) for entry in exclude):
+        return None
+    return {os.path.normpath(os.path.join(root, entry)) for entry in exclude}
