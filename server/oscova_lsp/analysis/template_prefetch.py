@@ -87,9 +87,16 @@ class TemplatePrefetch:
 
 
 def batches(templates: list[tuple[str, str]], workers: int) -> list[list[tuple[str, str]]]:
-    """Four batches a worker, at least 32 templates each: fewer round trips, and no worker left idle at the end."""
-    chunk = max(32, len(templates) // (workers * 4) + 1)
-    return [templates[i:i + chunk] for i in range(0, len(templates), chunk)]
+    """Each batch an eighth of what is left for two workers (a quarter a worker), and at least 16 templates:
+    few round trips while much is left, and small batches at the end, so that no worker waits idle while
+    another finishes a large one."""
+    out: list[list[tuple[str, str]]] = []
+    start = 0
+    while start < len(templates):
+        size = max(16, (len(templates) - start) // (workers * 4))
+        out.append(templates[start:start + size])
+        start += size
+    return out
 
 
 def _written_excludes(root: str, host_path: str) -> set[str] | None:
