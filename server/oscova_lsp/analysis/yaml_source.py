@@ -25,6 +25,51 @@ try:  # libyaml is an order of magnitude faster; PyYAML's wheels ship it.
 except AttributeError:  # pragma: no cover - pure-Python PyYAML build
     _Loader = yaml.SafeLoader
 
+_STR_TAG: str = _Loader.DEFAULT_SCALAR_TAG
+_SEQ_TAG: str = _Loader.DEFAULT_SEQUENCE_TAG
+_MAP_TAG: str = _Loader.DEFAULT_MAPPING_TAG
+_PLAIN_TAGS: dict[str, str] = {}
+"""The tag of short plain scalars resolved so far: the safe resolver's answer depends on the value alone."""
+_PLAIN_TAGS_BOUND = 1 << 14
+_PLAIN_TAG_LENGTH = 64
+
+
+class _Composer(_Loader):
+    """The safe loader's composer with the same tags, for less: libyaml calls the Python resolver for every node
+    (`resolve`, and `descend_resolver`/`ascend_resolver` around it), and those calls cost about as much as the
+    parse itself.
+
+    The path resolvers that descend/ascend track are never registered on the safe loaders (`_compose` keeps the
+    loader itself if one were), so these do nothing; a plain scalar's tag is the implicit resolvers' answer for
+    its value (remembered: keys and values repeat), any other node's the default of its kind.
+    """
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            if not implicit[0]:
+                return _STR_TAG  # quoted, or tagged `!`: without path resolvers, a string
+            tag = _PLAIN_TAGS.get(value)
+            if tag is None:
+                tag = _Loader.resolve(self, kind, value, implicit)
+                if len(value) <= _PLAIN_TAG_LENGTH:
+                    if len(_PLAIN_TAGS) >= _PLAIN_TAGS_BOUND:
+                        _PLAIN_TAGS.clear()
+                    _PLAIN_TAGS[value] = tag
+            return tag
+        return _SEQ_TAG if kind is yaml.SequenceNode else _MAP_TAG
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
+
+def _compose(text: str) -> yaml.Node | None:
+    """What `yaml.compose(text, Loader=_Loader)` gives, through `_Composer` while no path resolver is registered."""
+    node: yaml.Node | None = yaml.compose(text, Loader=_Loader if _Loader.yaml_path_resolvers else _Composer)
+    return node
+
 Path = tuple[str | int, ...]
 
 _SCALAR_CONSTRUCTOR = SafeConstructor()
@@ -113,7 +158,7 @@ def parse_yaml(text: str) -> YamlDocument:
         doc.problems.append(syntax.CANNOT_READ.problem(doc.lines.line_range(0), syntax.nests_too_deep()))
         return doc
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = _compose(text)
     except yaml.MarkedYAMLError as exc:
         doc.ok = False
         where = _error_position(text, doc.lines, exc)
@@ -179,7 +224,7 @@ def _recover(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> yaml.Nod
         if not blanked:
             return None
         try:
-            return yaml.compose("".join(chars), Loader=_Loader)
+            return _compose("".join(chars))
         except yaml.MarkedYAMLError as again:
             exc = again
         except (yaml.YAMLError, RecursionError, ValueError):
