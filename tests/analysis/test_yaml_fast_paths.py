@@ -10,7 +10,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oscova_lsp.analysis import yaml_source
-from oscova_lsp.analysis.yaml_source import _Composer, _Loader
+from oscova_lsp.analysis.text import LineIndex
+from oscova_lsp.analysis.yaml_source import YamlDocument, _Budget, _Builder, _compose, _Composer, _Loader
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEEDS = [p.read_text() for p in sorted(EXAMPLES.rglob("*.agent.yaml"))]
@@ -90,3 +91,34 @@ def test_plain_tags_stay_bounded() -> None:
     for n in range(yaml_source._PLAIN_TAGS_BOUND + 10):
         assert _Composer("").resolve(yaml.ScalarNode, str(n), (True, False)) == "tag:yaml.org,2002:int"
     assert len(yaml_source._PLAIN_TAGS) <= yaml_source._PLAIN_TAGS_BOUND
+
+
+def _built(text: str, aliased: bool) -> Any:
+    doc = YamlDocument(text=text, lines=LineIndex(text))
+    try:
+        node = _compose(text)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    try:
+        value = _Builder(doc, aliased).build(node, (), None, 0) if node is not None else None
+    except _Budget as budget:
+        return str(budget)
+    return repr(value), repr(doc.spans), repr(doc.problems)
+
+
+def _same_tree(text: str) -> None:
+    if "&" not in text:  # with an anchor, a node may be reached twice: the bookkeeping is not optional
+        assert _built(text, aliased=False) == _built(text, aliased=True)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_a_text_without_anchors_builds_the_same_without_alias_bookkeeping(text: str) -> None:
+    _same_tree(text)
+    _same_tree(text.replace("&", "_"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SEEDS + HOSTILE), edits)
+def test_a_mutated_text_builds_the_same_without_alias_bookkeeping(seed: str,
+                                                                  changes: list[tuple[int, int, str]]) -> None:
+    _same_tree(mutate(seed, changes).replace("&", "_"))
