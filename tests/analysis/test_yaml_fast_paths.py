@@ -122,3 +122,11 @@ def test_a_text_without_anchors_builds_the_same_without_alias_bookkeeping(text: 
 def test_a_mutated_text_builds_the_same_without_alias_bookkeeping(seed: str,
                                                                   changes: list[tuple[int, int, str]]) -> None:
     _same_tree(mutate(seed, changes).replace("&", "_"))
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="a pure-Python PyYAML build")
+def test_libyaml_reads_the_text_when_pyyaml_has_it() -> None:
+    # The pure-Python loader counts marks differently (a BOM is one more character): falling back silently would
+    # move every span of a file that starts with one.
+    assert _Loader is yaml.CSafeLoader
+    assert isinstance(_Composer(""), yaml.cyaml.CParser)

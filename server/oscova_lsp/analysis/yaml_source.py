@@ -22,8 +22,10 @@ from .text import LineIndex, Range
 
 try:  # libyaml is an order of magnitude faster; PyYAML's wheels ship it.
     _Loader: Any = yaml.CSafeLoader
+    _composer_init: Any = yaml.cyaml.CParser.__init__
 except AttributeError:  # pragma: no cover - pure-Python PyYAML build
     _Loader = yaml.SafeLoader
+    _composer_init = _Loader.__init__
 
 _STR_TAG: str = _Loader.DEFAULT_SCALAR_TAG
 _SEQ_TAG: str = _Loader.DEFAULT_SEQUENCE_TAG
@@ -44,6 +46,9 @@ class _Composer(_Loader):
     loader itself if one were), so these do nothing; a plain scalar's tag is the implicit resolvers' answer for
     its value (remembered: keys and values repeat), any other node's the default of its kind.
     """
+
+    def __init__(self, stream: str) -> None:
+        _composer_init(self, stream)  # the parser alone: the constructor's and the path resolvers' state go unused
 
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
         if kind is yaml.ScalarNode:
