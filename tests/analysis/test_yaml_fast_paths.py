@@ -29,6 +29,7 @@ HOSTILE = [
     "a: [1, 2\nb: 3\n", "a: 'open\n", "a: b: c\n", "a: *nowhere\n", "a: &x 1\na: &x 2\nb: *x\n", "&a a: *a\n",
     "a: {x: 1, x: 2}\nb: [{y: 1, y: 2}]\n", "id: é\nname: 😀 Agent\n😀: [é, ü]\n", "a: 1\r\nb: 2\r\n", "a: 1\rb: 2\r",
     "\ufeffid: bom\n", "{[a, b]: c, {d: e}: f}\n", "a: !!set {x, y}\nb: !!omap [x: 1]\nc: !!binary aGk=\n",
+    "a: !!int x\nb: !!float y\nc: !!bool TRUE\n",
 ]
 edits = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 8),
                            st.text(alphabet=st.sampled_from("{}[]#:-|>&*!'\"\n \t~,?<=.0123456789yntf") |
@@ -130,3 +131,14 @@ def test_libyaml_reads_the_text_when_pyyaml_has_it() -> None:
     # move every span of a file that starts with one.
     assert _Loader is yaml.CSafeLoader
     assert isinstance(_Composer(""), yaml.cyaml.CParser)
+
+
+@pytest.mark.parametrize("text", ["a: [yes, No, ON, off, y, n, !!bool True, !!bool FALSE]\n", "a: !!bool maybe\n"])
+def test_flags_read_as_the_safe_constructor_reads_them(text: str) -> None:
+    try:
+        expected: Any = yaml.load(text, Loader=_Loader)
+    except KeyError as error:  # a `!!bool` the constructor does not know fails alike
+        with pytest.raises(KeyError, match=str(error)):
+            yaml_source.parse_yaml(text)
+        return
+    assert yaml_source.parse_yaml(text).value == expected

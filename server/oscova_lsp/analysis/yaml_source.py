@@ -31,6 +31,7 @@ _STR_TAG: str = _Loader.DEFAULT_SCALAR_TAG
 _SEQ_TAG: str = _Loader.DEFAULT_SEQUENCE_TAG
 _MAP_TAG: str = _Loader.DEFAULT_MAPPING_TAG
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 _PLAIN_TAGS: dict[str, str] = {}
 """The tag of short plain scalars resolved so far: the safe resolver's answer depends on the value alone."""
 _PLAIN_TAGS_BOUND = 1 << 14
@@ -301,6 +302,8 @@ class _Builder:
             return node.value  # the common case, without the constructor's dispatch
         if node.tag == "tag:yaml.org,2002:timestamp":
             return node.value  # Dates stay text: every date-like field of the format is a string.
+        if node.tag == _BOOL_TAG:  # the format's flags: what `construct_yaml_bool` gives, without its two calls
+            return SafeConstructor.bool_values[node.value.lower()]
         constructor = SafeConstructor.yaml_constructors.get(node.tag)
         if constructor is None:
             return node.value
