@@ -40,8 +40,8 @@ _PLAIN_TAG_LENGTH = 64
 
 class _Composer(_Loader):
     """The safe loader's composer with the same tags, for less: libyaml calls the Python resolver for every node
-    (`resolve`, and `descend_resolver`/`ascend_resolver` around it), and those calls cost about as much as the
-    parse itself.
+    (`resolve`, and `descend_resolver`/`ascend_resolver` around it), and the general resolver's work there was a
+    third of composing a definition.
 
     The path resolvers that descend/ascend track are never registered on the safe loaders (`_compose` keeps the
     loader itself if one were), so these do nothing; a plain scalar's tag is the implicit resolvers' answer for
