@@ -275,6 +275,8 @@ def parse_definition(path: str, text: str, doc: YamlDocument | None = None,
 
 def _index_map(length: int, null_entries: list[int]) -> dict[int, int]:
     """Index in the list without nulls -> index in the file's list."""
+    if not null_entries:
+        return dict(enumerate(range(length)))  # without a generator step per entry
     nulls = set(null_entries)
     return dict(enumerate(i for i in range(length) if i not in nulls))
 

@@ -22,8 +22,63 @@ from .text import LineIndex, Range
 
 try:  # libyaml is an order of magnitude faster; PyYAML's wheels ship it.
     _Loader: Any = yaml.CSafeLoader
+    _composer_init: Any = yaml.cyaml.CParser.__init__
 except AttributeError:  # pragma: no cover - pure-Python PyYAML build
     _Loader = yaml.SafeLoader
+    _composer_init = _Loader.__init__
+
+_STR_TAG: str = _Loader.DEFAULT_SCALAR_TAG
+_SEQ_TAG: str = _Loader.DEFAULT_SEQUENCE_TAG
+_MAP_TAG: str = _Loader.DEFAULT_MAPPING_TAG
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_PLAIN_TAGS: dict[str, str] = {}
+"""The tag of short plain scalars resolved so far: the safe resolver's answer depends on the value alone."""
+_PLAIN_TAGS_BOUND = 1 << 14
+_PLAIN_TAG_LENGTH = 64
+
+
+class _Composer(_Loader):
+    """The safe loader's composer with the same tags, for less: libyaml calls the Python resolver for every node
+    (`resolve`, and `descend_resolver`/`ascend_resolver` around it), and the general resolver's work there was a
+    third of composing a definition.
+
+    The path resolvers that descend/ascend track are never registered on the safe loaders (`_compose` keeps the
+    loader itself if one were), so these do nothing; a plain scalar's tag is the implicit resolvers' answer for
+    its value (remembered: keys and values repeat), any other node's the default of its kind.
+    """
+
+    def __init__(self, stream: str) -> None:
+        _composer_init(self, stream)  # the parser alone: the constructor's and the path resolvers' state go unused
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            if not implicit[0]:
+                return _STR_TAG  # quoted, or tagged `!`: without path resolvers, a string
+            resolvers = self.yaml_implicit_resolvers
+            if value[:1] not in resolvers and None not in resolvers:
+                return _STR_TAG  # no implicit resolver for its first character (and none for any character)
+            tag = _PLAIN_TAGS.get(value)
+            if tag is None:
+                tag = _Loader.resolve(self, kind, value, implicit)
+                if len(value) <= _PLAIN_TAG_LENGTH:
+                    if len(_PLAIN_TAGS) >= _PLAIN_TAGS_BOUND:
+                        _PLAIN_TAGS.clear()
+                    _PLAIN_TAGS[value] = tag
+            return tag
+        return _SEQ_TAG if kind is yaml.SequenceNode else _MAP_TAG
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
+
+def _compose(text: str) -> yaml.Node | None:
+    """What `yaml.compose(text, Loader=_Loader)` gives, through `_Composer` while no path resolver is registered."""
+    node: yaml.Node | None = yaml.compose(text, Loader=_Loader if _Loader.yaml_path_resolvers else _Composer)
+    return node
 
 Path = tuple[str | int, ...]
 
@@ -31,7 +86,10 @@ _SCALAR_CONSTRUCTOR = SafeConstructor()
 _FLOW_DEPTH_RE = re.compile(r"[\[\]{}]")
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, but a value all the same (nothing assigns to a span; it hashes by its fields as a frozen one does):
+# one is built for every node of every file, and a frozen dataclass's __init__ (an object.__setattr__ call per
+# field) costs three times a plain one, an eighth of reading a definition.
+@dataclass(slots=True, unsafe_hash=True)
 class Span:
     """Where one value sits in the file: the key (for mapping values) and the value node."""
 
@@ -113,7 +171,7 @@ def parse_yaml(text: str) -> YamlDocument:
         doc.problems.append(syntax.CANNOT_READ.problem(doc.lines.line_range(0), syntax.nests_too_deep()))
         return doc
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = _compose(text)
     except yaml.MarkedYAMLError as exc:
         doc.ok = False
         where = _error_position(text, doc.lines, exc)
@@ -130,7 +188,7 @@ def parse_yaml(text: str) -> YamlDocument:
         return doc
     if node is None:
         return doc
-    builder = _Builder(doc)
+    builder = _Builder(doc, aliased="&" in text)
     try:
         doc.value = builder.build(node, (), None, 0)
     except _Budget as exc:
@@ -179,7 +237,7 @@ def _recover(text: str, lines: LineIndex, exc: yaml.MarkedYAMLError) -> yaml.Nod
         if not blanked:
             return None
         try:
-            return yaml.compose("".join(chars), Loader=_Loader)
+            return _compose("".join(chars))
         except yaml.MarkedYAMLError as again:
             exc = again
         except (yaml.YAMLError, RecursionError, ValueError):
@@ -199,39 +257,53 @@ def _node_range(lines: LineIndex, node: yaml.Node) -> Range:
 
 
 class _Builder:
-    def __init__(self, doc: YamlDocument) -> None:
+    """The value tree and the spans of a composed document.
+
+    Per node, the common case goes first without the general one's calls (a str scalar, a str key); a node can be
+    reached twice only through an alias, so a text without an anchor (`&`) skips the alias bookkeeping."""
+
+    def __init__(self, doc: YamlDocument, aliased: bool = True) -> None:
         self.doc = doc
+        self.spans = doc.spans
+        self.range_of = doc.lines.range_of_chars
         self.expanded = 0
-        self.seen: set[int] = set()
+        self.seen: set[int] | None = set() if aliased else None
 
     def build(self, node: yaml.Node, path: Path, key: Range | None, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise _Budget(syntax.nests_too_deep(), node)
         # A node reached a second time is reached through an alias: only those count against the budget (a long
         # document without an alias reaches each node once), and the first place is the one recorded.
-        first_visit = id(node) not in self.seen
-        if first_visit:
-            self.seen.add(id(node))
-        else:
-            self.expanded += 1
-            if self.expanded > MAX_EXPANDED_NODES:
-                raise _Budget(syntax.aliases_expand_too_far(), node)
-        if first_visit or path not in self.doc.spans:
-            self.doc.spans[path] = Span(key, _node_range(self.doc.lines, node), _style(node),
-                                        node.start_mark.index, node.end_mark.index)
-        if isinstance(node, yaml.ScalarNode):
-            return self._scalar(node)
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*path, i), None, depth + 1) for i, item in enumerate(node.value)]
+        first_visit = True
+        if self.seen is not None:
+            first_visit = id(node) not in self.seen
+            if first_visit:
+                self.seen.add(id(node))
+            else:
+                self.expanded += 1
+                if self.expanded > MAX_EXPANDED_NODES:
+                    raise _Budget(syntax.aliases_expand_too_far(), node)
+        is_scalar = isinstance(node, yaml.ScalarNode)
+        if first_visit or path not in self.spans:
+            start, end = node.start_mark, node.end_mark
+            style = (node.style or None) if is_scalar else "[" if node.flow_style else "-"  # as `Span.style` says
+            self.spans[path] = Span(key, self.range_of(start.line, start.column, end.line, end.column), style,
+                                    start.index, end.index)
+        if is_scalar:
+            return node.value if node.tag == _STR_TAG else self._scalar(node)
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i), None, depth + 1) for i, item in enumerate(node.value)]
         return None  # pragma: no cover
 
     def _scalar(self, node: yaml.ScalarNode) -> Any:
-        if node.tag == "tag:yaml.org,2002:str":
+        if node.tag == _STR_TAG:
             return node.value  # the common case, without the constructor's dispatch
         if node.tag == "tag:yaml.org,2002:timestamp":
             return node.value  # Dates stay text: every date-like field of the format is a string.
+        if node.tag == _BOOL_TAG:  # the format's flags: what `construct_yaml_bool` gives, without its two calls
+            return SafeConstructor.bool_values[node.value.lower()]
         constructor = SafeConstructor.yaml_constructors.get(node.tag)
         if constructor is None:
             return node.value
@@ -244,23 +316,30 @@ class _Builder:
         result: dict[Any, Any] = {}
         first_key: dict[Any, yaml.Node] = {}
         merged: list[yaml.Node] = []
+        range_of = self.range_of
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            tag = key_node.tag
+            if tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode):
+                key = key_node.value  # a str: hashable, and its own path component
+                child_key = key
+            elif tag == _MERGE_TAG:
                 merged.append(value_node)
                 continue
-            key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else str(key_node.start_mark)
-            try:
-                hash(key)
-            except TypeError:
-                key = str(key)
-            key_range = _node_range(self.doc.lines, key_node)
+            else:
+                key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else str(key_node.start_mark)
+                try:
+                    hash(key)
+                except TypeError:
+                    key = str(key)
+                child_key = key if isinstance(key, str | int) else str(key)
+            start, end = key_node.start_mark, key_node.end_mark
+            key_range = range_of(start.line, start.column, end.line, end.column)
             if key in first_key:
                 self.doc.problems.append(syntax.duplicate_yaml_key(key_range, key, _node_range(self.doc.lines,
                                                                                                first_key[key])))
             else:
                 first_key[key] = key_node
-            child_path = (*path, key if isinstance(key, str | int) else str(key))
-            result[key] = self.build(value_node, child_path, key_range, depth + 1)
+            result[key] = self.build(value_node, (*path, child_key), key_range, depth + 1)
         for merge_node in merged:
             sources = merge_node.value if isinstance(merge_node, yaml.SequenceNode) else [merge_node]
             for source in sources:
@@ -269,12 +348,6 @@ class _Builder:
                     for k, v in value.items():
                         result.setdefault(k, v)
         return result
-
-
-def _style(node: yaml.Node) -> str | None:
-    if isinstance(node, yaml.ScalarNode):
-        return node.style or None
-    return "[" if getattr(node, "flow_style", False) else "-"
 
 
 _LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
