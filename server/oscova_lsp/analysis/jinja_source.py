@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from operator import itemgetter
 
 from .jinja_facts import SyntaxProblem, TemplateFacts, WireFacts, facts_from_wire, line_column
 from .jinja_recovery import parse_tolerant
@@ -63,7 +64,7 @@ def _analyze(text: str, edited: range | None = None) -> WireFacts:
     # Match AST names to scanned identifiers, name by name, in source order (stable by line).
     taken: dict[str, int] = defaultdict(int)
     uses = []
-    for name, lineno, free, effect in sorted(walker.names, key=lambda item: item[1]):
+    for name, lineno, free, effect in sorted(walker.names, key=itemgetter(1)):
         index = taken[name]
         taken[name] += 1
         if not free:
@@ -72,7 +73,7 @@ def _analyze(text: str, edited: range | None = None) -> WireFacts:
         offset = offsets[index] if index < len(offsets) else _fallback_offset(parsed_text, lines, name, lineno)
         line, column = lines.line_column(offset)
         uses.append((name, line, column, offset, effect))
-    uses.sort(key=lambda use: use[3])
+    uses.sort(key=itemgetter(3))  # by offset
     return tuple(uses), tuple(references), _errors(errors), local_names, suppressions, delimited
 
 
@@ -126,7 +127,8 @@ def _delimited_intervals(text: str) -> list[tuple[int, int]]:
                     intervals.append((stack[i][1], m.start()))
                     del stack[i:]
                     break
-    fences = [m.start() for m in _FENCE_RE.finditer(text)]
+    # A fence holds three backticks or tildes: a text without them (most) is not searched line by line.
+    fences = [m.start() for m in _FENCE_RE.finditer(text)] if "```" in text or "~~~" in text else []
     for i in range(0, len(fences) - 1, 2):
         intervals.append((fences[i], fences[i + 1]))
     return intervals
