@@ -71,7 +71,6 @@ def parse(text: str) -> nodes.Template | Exception:
 
 _RULES = _ENV.lexer.rules
 _ROOT_RE = _RULES["root"][0][0]
-assert _ROOT_RE.pattern.startswith("(.*?)")
 _BEGIN_RE = re.compile(_ROOT_RE.pattern.removeprefix("(.*?)"), _ROOT_RE.flags)
 _OPENER_RE = re.compile(r"\{[{%#]")
 """Jinja's root rule is its text before an opener, `(.*?)`, then the opener (`_BEGIN_RE`): the lazy group tries
