@@ -37,7 +37,7 @@ def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
 
 def _analyze(text: str, edited: range | None = None) -> WireFacts:
     """`analyze_template`'s facts in their compact form, which the workers send: made as tuples, not as the
-    objects `facts_to_wire` would take apart again (a tenth of the time of a template of the benchmark)."""
+    objects `facts_to_wire` would take apart again (a few per cent of the time of a template of the benchmark)."""
     tree, parsed_text, errors = parse_tolerant(text, edited)
     lines = LineIndex(text)
     # Positions come from the text Jinja parsed: broken constructs blanked, lines and columns unchanged.
