@@ -83,6 +83,16 @@ def test_the_benchmarks_template_and_examples_of_each_construct():
         assert agrees(source) or jinja_tokens(source) is None or "raw" in source or "\r" in source
 
 
+def test_regions_on_one_line_near_the_first_closer():
+    """The regions taken in one match up to their first closer (`_plain_code`), and those it leaves to the general
+    way: a closer inside a string or a bracket, a sign before the closer, numbers, names going on in other scripts."""
+    for source in ["{% set x = 'a%}b' %}", '{{ "}}" }}', "{{ {'a': 1}}}", "{{ {'a': 1} }}", "{{ a }}}", "{{ a -}}\n b",
+                   "{{ x +}}", "{% x +%}", "{%-%}", "{{ a --}}", "{% a %%}", "{{ f(a, [b, 'c'], d=0) | g }}", "{{ 00 }}",
+                   "{{ 12 }}", "{{ 1.x }}", "{{ 1e3 }}", "{{ x.0 }}", "{{ aé }}", "{{ a\u00a0}}", "{{ a\tb }}",
+                   "{{ a ]}}", "{{ (a }}", "{{ a\n}}", "{% if a == 'b' and c != d %}{% endif %}", "{{ a // b ** c }}"]:
+        assert agrees(source) or jinja_tokens(source) is None
+
+
 @settings(max_examples=600, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=40))
 def test_generated_fragments(parts: list[str]):

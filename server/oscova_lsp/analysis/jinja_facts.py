@@ -118,8 +118,7 @@ class TemplateFacts:
 def line_column(lines: LineIndex, offset: int) -> tuple[int, int]:
     """The line of an offset and its column in characters, as the facts keep them (the LSP's UTF-16 columns are
     computed from these when a range is made)."""
-    line = lines.position(offset).line
-    return line, offset - lines.line_start(line)
+    return lines.line_column(offset)
 
 
 # --------------------------------------------------------------------------------------------------

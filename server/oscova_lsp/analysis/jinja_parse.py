@@ -71,6 +71,11 @@ def parse(text: str) -> nodes.Template | Exception:
 
 _RULES = _ENV.lexer.rules
 _ROOT_RE = _RULES["root"][0][0]
+_BEGIN_RE = re.compile(_ROOT_RE.pattern.removeprefix("(.*?)"), _ROOT_RE.flags)
+_OPENER_RE = re.compile(r"\{[{%#]")
+"""Jinja's root rule is its text before an opener, `(.*?)`, then the opener (`_BEGIN_RE`): the lazy group tries
+the openers at every character of the text. The first `{{`, `{%` or `{#` is where it stops, and the opener is
+what `_BEGIN_RE` matches there (`{%` always matches, `raw` first where it does): a third of the time."""
 _COMMENT_RE = _RULES["comment_begin"][0][0]
 _ENDS = {_lexer.TOKEN_BLOCK_BEGIN: (_RULES["block_begin"][0][0], _lexer.TOKEN_BLOCK_END),
          _lexer.TOKEN_VARIABLE_BEGIN: (_RULES["variable_begin"][0][0], _lexer.TOKEN_VARIABLE_END)}
@@ -99,14 +104,17 @@ def token_tuples(source: str) -> list[tuple[int, str, Any]] | None:
     append = out.append
     pos, end, lineno = 0, len(source), 1
     while pos < end:
-        m = _ROOT_RE.match(source, pos)
-        if m is None:  # the rest is text
+        opener = _OPENER_RE.search(source, pos)
+        if opener is None:  # the rest is text
             append((lineno, _lexer.TOKEN_DATA, source[pos:]))
             break
+        m = _BEGIN_RE.match(source, opener.start())
+        if m is None:  # pragma: no cover - an opener matches where it starts
+            return None
         begin = m.lastgroup  # the named group of the opener that matched; its sign is the group after it
         if begin == _lexer.TOKEN_RAW_BEGIN or begin is None or m.lastindex is None:
             return None
-        data = text = m.group(1)
+        data = text = source[pos:m.start()]
         if m.group(m.lastindex + 1) == "-":
             text = text.rstrip()
         if text:
@@ -168,6 +176,11 @@ def _code(source: str, pos: int, lineno: int, begin: str, append: Any) -> tuple[
         lineno += after.count("\n")
         append((lineno, end_type, closer))
         return alone.end(), lineno + closer.count("\n")
+    plain = _plain_code(source, pos, lineno, begin)
+    if plain is not None:
+        for token in plain[0]:
+            append(token)
+        return plain[1], plain[2]
     balancing: list[str] = []
     end = len(source)
     kinds = _KINDS
@@ -219,6 +232,61 @@ def _code(source: str, pos: int, lineno: int, begin: str, append: Any) -> tuple[
             return -found[0], found[1]
         pos, lineno = found
     return pos, lineno
+
+
+# A region on one line of names, strings without escapes, plain integers and operators before its end tag (most
+# regions that are not one name alone), tokenized by one `findall` up to the first closer. Whatever else it holds
+# (another space, a float, a name going on in other scripts, a closer inside a string or a bracket) is matched by
+# the last group, and the region goes the general way: what is taken here is what Jinja's rules make of it.
+_PLAIN_TOKEN_RE = re.compile(r"""[ \t]*+(?:
+      ([a-zA-Z_][a-zA-Z0-9_]*+)(?![^\x00-\x7f])  # a name, whole
+    | '([^'\\\n]*)' | "([^"\\\n]*)"  # a string: Jinja's decoding gives it back as written
+    | (//|\*\*|==|!=|>=|<=|[-+*/%~\[\](){}.:|,;=<>])  # an operator, the longer first as in Jinja's pattern
+    | ([1-9][0-9]*+|0)(?![\w.])  # an integer that is no float and no other integer's start
+    | (.))""", re.VERBOSE | re.DOTALL)
+_CLOSERS = {_lexer.TOKEN_BLOCK_BEGIN: ("%}", "-+"), _lexer.TOKEN_VARIABLE_BEGIN: ("}}", "-")}
+"""The closer each region's end tag holds, and the signs it may start with."""
+_OPERATORS = _lexer.operators
+
+
+def _plain_code(source: str, pos: int, lineno: int, begin: str) -> tuple[list[tuple[int, str, Any]], int, int] | None:
+    """A region's tokens up to its first closer, the offset and line after it, or None: the general way decides.
+    The first closer is the end tag when the tokens before it are Jinja's and leave no bracket open (Jinja takes
+    no end tag inside brackets); a closer inside a string leaves the string unclosed, which is not taken here."""
+    closer, signs = _CLOSERS[begin]
+    close = source.find(closer, pos)
+    if close == -1:
+        return None
+    if close > pos and source[close - 1] in signs:  # Jinja tries the end tag, sign included, before operators
+        close -= 1
+    if source.find("\n", pos, close) != -1:
+        return None
+    made: list[tuple[int, str, Any]] = []
+    balancing: list[str] = []
+    for name, single, double, op, integer, other in _PLAIN_TOKEN_RE.findall(source, pos, close):
+        if name:
+            made.append((lineno, "name", name))
+        elif op:
+            if op in _CLOSING:
+                balancing.append(_CLOSING[op])
+            elif op in ")]}" and (not balancing or balancing.pop() != op):
+                return None
+            made.append((lineno, _OPERATORS[op], op))
+        elif other:
+            return None
+        elif integer:
+            made.append((lineno, "integer", int(integer)))
+        else:
+            made.append((lineno, "string", single or double))
+    if balancing:
+        return None
+    end_re, end_type = _ENDS[begin]
+    m = end_re.match(source, close)
+    if m is None:  # pragma: no cover - a closer, with or without its sign, is an end tag
+        return None
+    value = m.group()
+    made.append((lineno, end_type, value))
+    return made, m.end(), lineno + value.count("\n")
 
 
 def _operator(op: str, balancing: list[str], lineno: int, append: Any) -> bool:

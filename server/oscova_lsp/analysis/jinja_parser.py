@@ -13,7 +13,7 @@ from typing import Any
 
 from jinja2 import nodes
 
-from .jinja_expressions import ExpressionParser, Unsupported, node_maker
+from .jinja_expressions import NOT_PLAIN, ExpressionParser, Unsupported, node_maker
 
 _Assign = node_maker(nodes.Assign)
 _AssignBlock = node_maker(nodes.AssignBlock)
@@ -61,6 +61,12 @@ class _Parser(ExpressionParser):
                     data.append(_TemplateData(token[2], lineno=token[0]))
                 self.i += 1
             elif kind == "variable_begin":
+                current = toks[self.i + 1]
+                if current[1] == "name" and toks[self.i + 2][1] == "variable_end" and current[2] not in NOT_PLAIN:
+                    # One variable alone (`{{ name }}`), the commonest output: the node `parse_tuple` makes of it.
+                    data.append(_Name(current[2], "load", lineno=current[0]))
+                    self.i += 3
+                    continue
                 self.i += 1
                 data.append(self.parse_tuple(with_condexpr=True))
                 self.expect("variable_end")

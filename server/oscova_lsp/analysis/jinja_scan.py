@@ -39,16 +39,28 @@ class Scan:
     """Whether the last code region scanned ran to the end of the text without its closer."""
 
 
+_NEXT_RE = re.compile(rf"\{{(?:\{{(?P<variable>{_ALONE_RE.pattern})?|%(?P<tag>{_ALONE_RE.pattern})?|#)")
+"""The next opener (`OPEN_RE`), with the region after it when `_ALONE_RE` matches there: the commonest regions
+are scanned in the search that finds them."""
+
+
 def scan_template(text: str) -> Scan:
     scan = Scan()
     pos = 0
     n = len(text)
     while pos < n:
-        m = OPEN_RE.search(text, pos)
+        m = _NEXT_RE.search(text, pos)
         if m is None:
             break
-        opener = m.group()
-        start = m.end()
+        if m.group("variable") is not None:  # a variable alone, as `scan_code` takes it
+            scan.identifiers[m.group(2)].append(m.start(2))
+            pos = m.end()
+            continue
+        if m.group("tag") is not None and m.group(4) != "raw":  # a tag alone: its name is no identifier
+            pos = m.end()
+            continue
+        start = m.start() + 2
+        opener = text[m.start():start]
         if opener == "{#":
             close = text.find(COMMENT_END, start)
             close = n if close == -1 else close

@@ -14,16 +14,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from operator import itemgetter
 
-from .jinja_facts import (
-    SyntaxProblem,
-    TemplateFacts,
-    TemplateReference,
-    VariableUse,
-    WireFacts,
-    facts_to_wire,
-    line_column,
-)
+from .jinja_facts import SyntaxProblem, TemplateFacts, WireFacts, facts_from_wire, line_column
 from .jinja_recovery import parse_tolerant
 from .jinja_scan import Scan, scan_template
 from .jinja_walk import Walker
@@ -39,44 +32,53 @@ def analyze_template(text: str, edited: range | None = None) -> TemplateFacts:
 
     `edited`: the lines changed since the template last parsed, if known. A block opener typed there is the
     one left open, when the text alone cannot tell (`{% if a %}` typed inside another `{% if %}` block)."""
-    facts = TemplateFacts(text=text)
+    return facts_from_wire(text, _analyze(text, edited))
+
+
+def _analyze(text: str, edited: range | None = None) -> WireFacts:
+    """`analyze_template`'s facts in their compact form, which the workers send: made as tuples, not as the
+    objects `facts_to_wire` would take apart again (a few per cent of the time of a template of the benchmark)."""
     tree, parsed_text, errors = parse_tolerant(text, edited)
-    facts.syntax_errors = errors
     lines = LineIndex(text)
     # Positions come from the text Jinja parsed: broken constructs blanked, lines and columns unchanged.
     scan = scan_template(parsed_text)
-    facts.suppressions = _suppressions(scan, lines)
+    suppressions = tuple(_suppressions(scan, lines).items())
     if parsed_text != text:
         # An include on a line being typed still counts: the graph of templates does not flicker.
         blanked = [ref for ref in scan_template(text).references if parsed_text[ref[2]] != text[ref[2]]]
         scan.references = sorted(scan.references + blanked, key=lambda ref: ref[2])
+    references = []
     for kind, path, start, end, ignore_missing, with_context in scan.references:
-        line, column = line_column(lines, start)
-        facts.references.append(TemplateReference(kind, path, line, column, column + end - start,
-                                                  ignore_missing, with_context))
+        line, column = lines.line_column(start)
+        references.append((kind, path, line, column, column + end - start, ignore_missing, with_context))
     if tree is None:
-        return facts
+        return (), tuple(references), _errors(errors), (), suppressions, ()
     walker = Walker()
     try:
         walker.visit(tree)
     except RecursionError:
-        facts.syntax_errors = [*errors, SyntaxProblem("the template nests too deeply to analyse", 0)]
-        return facts
-    facts.local_names = frozenset(walker.bound_anywhere)
-    facts.delimited = _delimited_intervals(text)
+        errors = [*errors, SyntaxProblem("the template nests too deeply to analyse", 0)]
+        return (), tuple(references), _errors(errors), (), suppressions, ()
+    local_names = tuple(frozenset(walker.bound_anywhere))
+    delimited = tuple(_delimited_intervals(text))
     # Match AST names to scanned identifiers, name by name, in source order (stable by line).
     taken: dict[str, int] = defaultdict(int)
-    for name, lineno, free, effect in sorted(walker.names, key=lambda item: item[1]):
+    uses = []
+    for name, lineno, free, effect in sorted(walker.names, key=itemgetter(1)):
         index = taken[name]
         taken[name] += 1
         if not free:
             continue
         offsets = scan.identifiers.get(name, ())
         offset = offsets[index] if index < len(offsets) else _fallback_offset(parsed_text, lines, name, lineno)
-        line, column = line_column(lines, offset)
-        facts.free_uses.append(VariableUse(name, line, column, offset, effect))
-    facts.free_uses.sort(key=lambda use: use.offset)
-    return facts
+        line, column = lines.line_column(offset)
+        uses.append((name, line, column, offset, effect))
+    uses.sort(key=itemgetter(3))  # by offset
+    return tuple(uses), tuple(references), _errors(errors), local_names, suppressions, delimited
+
+
+def _errors(errors: list[SyntaxProblem]) -> tuple[tuple[str, int, int, int | None], ...]:
+    return tuple((e.message, e.line, e.column, e.end_column) for e in errors)
 
 
 def _fallback_offset(text: str, lines: LineIndex, name: str, lineno: int) -> int:
@@ -125,7 +127,8 @@ def _delimited_intervals(text: str) -> list[tuple[int, int]]:
                     intervals.append((stack[i][1], m.start()))
                     del stack[i:]
                     break
-    fences = [m.start() for m in _FENCE_RE.finditer(text)]
+    # A fence holds three backticks or tildes: a text without them (most) is not searched line by line.
+    fences = [m.start() for m in _FENCE_RE.finditer(text)] if "```" in text or "~~~" in text else []
     for i in range(0, len(fences) - 1, 2):
         intervals.append((fences[i], fences[i + 1]))
     return intervals
@@ -133,4 +136,4 @@ def _delimited_intervals(text: str) -> list[tuple[int, int]]:
 
 def analyze_templates_to_wire(texts: list[str]) -> list[WireFacts]:
     """Worker-process entry point: many templates' facts in the compact form."""
-    return [facts_to_wire(analyze_template(text)) for text in texts]
+    return [_analyze(text) for text in texts]

@@ -5,7 +5,7 @@ guarded. Every entry was read from Jinja 3.1 applying the filter or test to `Und
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from jinja2 import nodes
@@ -338,8 +338,10 @@ class Proofs:
             self.names[id(node)] = found
         return found
 
-    def reads(self, body: Iterable[nodes.Node]) -> frozenset[str]:
+    def reads(self, body: Sequence[nodes.Node]) -> frozenset[str]:
         """The names the nodes of a body read."""
+        if len(body) < 2:  # an empty `else`, or a body of one node, as most are: no union to make
+            return self.names_of(body[0])[0] if body else _NO_NAMES[0]
         return frozenset[str]().union(*(self.names_of(node)[0] for node in body))
 
     def _values(self, node: nodes.Node, among: frozenset[str] | None) -> Iterable[tuple[str, object]]:
@@ -364,6 +366,8 @@ class Proofs:
         """The names that are defined wherever `test` has the truth value `outcome`: those with which, undefined,
         the test would fail or have the other value (`x`, `x is defined`, `x == "a"`, `x | length > 0`,
         `x.a is defined` when true; `x is undefined` when false; `x[0] == "a"` either way). `among`: only these."""
+        if among is not None and not among:  # no name to ask about (an `if` whose branches read none)
+            return _NO_NAMES[0]
         return frozenset(name for name, value in self._values(test, among)
                          if value is RAISES or _truth(value) is (not outcome))
 

@@ -58,7 +58,8 @@ class Walker:
         """Names the enclosing tests prove defined wherever the node being visited renders."""
         self.scopes: list[set[str]] = [set()]
         self.kinds: list[str] = ["root"]
-        self.bodies: list[set[str]] = []  # every name each enclosing body assigns, for macro bodies
+        self.bodies: list[list[Any]] = []
+        """Each enclosing body, and once a macro asks, every name it assigns (`[children]`, `[children, names]`)."""
         self.bound_anywhere: set[str] = set()
         self.proofs = Proofs()
 
@@ -122,7 +123,7 @@ class Walker:
             self.visit(child)
 
     def body(self, children: list[nodes.Node]) -> None:
-        self.bodies.append(_assigned(children))
+        self.bodies.append([children])
         for child in children:
             self.visit(child)
         self.bodies.pop()
@@ -147,7 +148,8 @@ class Walker:
 
     def visit_Output(self, node: nodes.Output) -> None:
         for child in node.nodes:
-            self.visit(child, EMPTY)
+            if type(child) not in LEAVES:  # text, the most of an output: `visit` would return at once
+                self.visit(child, EMPTY)
 
     def visit_Filter(self, node: nodes.Filter) -> None:
         if node.node is not None:  # None: a `{% filter %}` block's filter, applied to the block's text
@@ -335,7 +337,11 @@ class Walker:
 
     def visit_Macro(self, node: nodes.Macro) -> None:
         # The body runs when the macro is called: every name its enclosing bodies assign is set by then.
-        later = set().union(*self.bodies) if self.bodies else set()
+        later: set[str] = set()
+        for body in self.bodies:  # asked of a body for its first macro only: most bodies hold none
+            if len(body) == 1:
+                body.append(_assigned(body[0]))
+            later |= body[1]
         self.push("deferred", later)
         self._signature(node.args, node.defaults, ("caller", "varargs", "kwargs"))
         self.body(node.body)

@@ -106,6 +106,12 @@ class LineIndex:
             return ""
         return self.text[self._starts[line] : self._line_end(line)]
 
+    def line_column(self, offset: int) -> tuple[int, int]:
+        """The line of an offset (clamped into the text) and its column counted in characters, as `position`'s line
+        and the offset less its line's start, without `position`'s UTF-16 column."""
+        line = bisect.bisect_right(self._starts, max(0, min(offset, len(self.text)))) - 1
+        return line, offset - self._starts[line]
+
     def position(self, offset: int) -> Position:
         offset = max(0, min(offset, len(self.text)))
         line = bisect.bisect_right(self._starts, offset) - 1
