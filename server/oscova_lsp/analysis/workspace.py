@@ -9,6 +9,7 @@ file keeps of its last good version, `last_good`'s.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -315,11 +316,11 @@ class Workspace:
     # -------------------------------------------------------------------------------------- queries
 
     def resolve_relative(self, from_path: str, target: str) -> str:
-        return os.path.normpath(os.path.join(os.path.dirname(from_path), target))
+        return _resolved(from_path, target, True)
 
     def resolve_template(self, target: str) -> str:
         """Template paths in templates and in the host configuration resolve against the workspace root."""
-        return os.path.normpath(os.path.join(self.root, target))
+        return _resolved(self.root, target, False)
 
     def definitions(self) -> Iterator[DefinitionFile]:
         for parsed in self.files.values():
@@ -362,6 +363,14 @@ class Workspace:
         paths = {config.environment.template, config.memory.system_prompt}
         paths |= {p.template for p in config.providers.values()}
         return {self.resolve_template(p) for p in paths if p}
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _resolved(base: str, target: str, relative: bool) -> str:
+    """`target` joined to `base` (to its folder when `relative`) and normalized: string work only, no disk. The
+    index, the uses and the checks resolve each reference several times a check, so the answers are kept."""
+    folder = os.path.dirname(base) if relative else base
+    return os.path.normpath(os.path.join(folder, target))
 
 
 def _cross_file_facts(parsed: DefinitionFile) -> tuple[object, ...]:
