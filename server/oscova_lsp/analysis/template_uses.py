@@ -86,6 +86,8 @@ class TemplateUses:
         self._cycles: dict[str, tuple[str, frozenset[str]]] = {}
         """Template -> (the template that reports its cycle, the templates that include each other)."""
         self._reference_context: dict[str, dict[str, bool]] = {}
+        self._host_uses: dict[str, list[TemplateUse]] | None = None
+        """The templates of the host configuration and their uses (`host_uses`), once per workspace state."""
 
     def fork(self, graph: IncludeGraph) -> TemplateUses:
         """The same settled uses, for a copy of the workspace (`Workspace.fork`), changed apart from these."""
@@ -93,6 +95,7 @@ class TemplateUses:
         copy._memo = dict(self._memo)
         copy._cycles = dict(self._cycles)
         copy._reference_context = dict(self._reference_context)
+        copy._host_uses = self._host_uses  # replaced, never changed in place
         return copy
 
     def forget(self, path: str) -> None:
@@ -100,6 +103,7 @@ class TemplateUses:
         self._reference_context.pop(path, None)
         self._memo.clear()
         self._cycles.clear()
+        self._host_uses = None
 
     def of(self, path: str) -> list[TemplateUse]:
         """Every distinct way the template at `path` is rendered, through includes as well.
@@ -110,6 +114,10 @@ class TemplateUses:
         uses = self._settled_uses(path)
         return [TemplateUse(root[0], root[1], root[2], root[3], (via,) if via else (), bound, no_context)
                 for (root, via, no_context), bound in uses.entries.items()]
+
+    def rendered(self, path: str) -> bool:
+        """Whether anything renders the template at `path` (`of` is not empty), without making its uses."""
+        return bool(self._settled_uses(path).entries)
 
     def include_cycle(self, path: str) -> tuple[str, list[str]] | None:
         """For the one template that reports an include cycle (the first path of the templates that include
@@ -229,7 +237,9 @@ class TemplateUses:
         def add(key: _UseKey, bound: frozenset[str]) -> None:
             entries[key] = entries[key] & bound if key in entries else bound
 
-        for use in direct_uses(self._graph, path):
+        if self._host_uses is None:
+            self._host_uses = host_uses(self._graph)
+        for use in direct_uses(self._graph, path, self._host_uses):
             add(((use.renderer, use.label, use.agent_path, use.owner_path), None, False), frozenset())
         for referrer in sorted(self._graph.template_referrers.get(path, ())):
             parsed = self._graph.files.get(referrer)
@@ -264,9 +274,11 @@ class TemplateUses:
         return found
 
 
-def direct_uses(graph: IncludeGraph, path: str) -> list[TemplateUse]:
+def direct_uses(graph: IncludeGraph, path: str,
+                by_host: Mapping[str, list[TemplateUse]] | None = None) -> list[TemplateUse]:
     """The uses that render `path` itself: a definition's `instructions_file`, a template of the host
-    configuration (the environment, the memory system prompt, a custom provider's)."""
+    configuration (the environment, the memory system prompt, a custom provider's: `by_host`, `host_uses` of
+    `graph` made once for many templates)."""
     uses: list[TemplateUse] = []
     for referrer in sorted(graph.template_referrers.get(path, ())):
         parsed = graph.files.get(referrer)
@@ -275,14 +287,22 @@ def direct_uses(graph: IncludeGraph, path: str) -> list[TemplateUse]:
             if target and graph.resolve_relative(referrer, target) == path:
                 uses.append(TemplateUse("personal", f"agent `{parsed.definition.id}` instructions",
                                         referrer, referrer))
+    return uses + (host_uses(graph) if by_host is None else by_host).get(path, [])
+
+
+def host_uses(graph: IncludeGraph) -> dict[str, list[TemplateUse]]:
+    """Template -> the uses the host configuration declares for it, in the order of `direct_uses`: the
+    environment template, the memory system prompt, each custom provider's template."""
+    found: dict[str, list[TemplateUse]] = {}
     host = graph.host_file
-    if host is not None and host.config is not None:
-        config = host.config
-        if config.environment.template and graph.resolve_template(config.environment.template) == path:
-            uses.append(TemplateUse("environment", "the environment template", None, host.path))
-        if config.memory.system_prompt and graph.resolve_template(config.memory.system_prompt) == path:
-            uses.append(TemplateUse("memory", "the memory system prompt", None, host.path))
-        for name, provider in config.providers.items():
-            if provider.template and graph.resolve_template(provider.template) == path:
-                uses.append(TemplateUse(name, f"the `{name}` provider's template", None, host.path))
-    return uses
+    if host is None or host.config is None:
+        return found
+    config = host.config
+    declared = [("environment", "the environment template", config.environment.template),
+                ("memory", "the memory system prompt", config.memory.system_prompt)]
+    declared += [(name, f"the `{name}` provider's template", provider.template)
+                 for name, provider in config.providers.items()]
+    for renderer, label, template in declared:
+        if template:
+            found.setdefault(graph.resolve_template(template), []).append(TemplateUse(renderer, label, None, host.path))
+    return found

@@ -349,6 +349,10 @@ class Workspace:
         (`TemplateUses.of`)."""
         return self._uses.of(path)
 
+    def is_rendered(self, path: str) -> bool:
+        """Whether any use renders the template at `path` (`template_uses` is not empty)."""
+        return self._uses.rendered(path)
+
     def include_cycle(self, path: str) -> tuple[str, list[str]] | None:
         """For the one template that reports an include cycle: the reference target that enters the cycle, and
         the cycle from `path` back to it (`TemplateUses.include_cycle`)."""
