@@ -52,6 +52,8 @@ class Workspace:
         """Counts the changes of the agents' ids, exposure and `agent_tools` (what agent cycles derive from)."""
         self._uses = TemplateUses(self)
         """The templates' uses and include cycles, settled per workspace state."""
+        self._by_id: dict[str, DefinitionFile | None] = {}
+        """`definition_by_id`'s answers for the current workspace state (a check asks for each agent often)."""
         self._boundary: Boundary | None = None
         """The root's `Boundary` during one pass over the workspace (`one_pass`), None otherwise."""
         self.probes: dict[tuple[str, str], DiskAnswer] | None = None
@@ -74,6 +76,7 @@ class Workspace:
         copy.references_of = dict(self.references_of)  # each value is replaced, never changed in place
         copy.notices = list(self.notices)
         copy._uses = self._uses.fork(copy)
+        copy._by_id = dict(self._by_id)
         copy.last_good = dict(self.last_good)
         copy.probes = None
         return copy
@@ -239,6 +242,7 @@ class Workspace:
     def _forget_uses(self, path: str) -> None:
         self.generation += 1
         self._uses.forget(path)
+        self._by_id.clear()
 
     def template_refs(self, parsed: ParsedFile) -> set[str]:
         """The templates `parsed` renders or includes directly: its `instructions_file`, its references."""
@@ -338,11 +342,13 @@ class Workspace:
                 yield parsed
 
     def definition_by_id(self, agent_id: str) -> DefinitionFile | None:
+        """The definition with the id `agent_id` (of several, the first by path), or None."""
+        if agent_id in self._by_id:
+            return self._by_id[agent_id]
         paths = self.defs_by_id.get(agent_id)
-        if not paths:
-            return None
-        parsed = self.files.get(min(paths))
-        return parsed if isinstance(parsed, DefinitionFile) else None
+        parsed = self.files.get(min(paths)) if paths else None
+        found = self._by_id[agent_id] = parsed if isinstance(parsed, DefinitionFile) else None
+        return found
 
     def template_uses(self, path: str) -> list[TemplateUse]:
         """Every distinct way the template at `path` is rendered, through includes as well
