@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from oscova_lsp.analysis.diagnostics import Diagnostic, Fix, Related, Severity, TextEdit
 from oscova_lsp.analysis.text import Range
 from oscova_lsp.reporting import _json_safe, display_path, format_json

@@ -165,6 +165,8 @@ class TemplateBindings:
 
     def __post_init__(self) -> None:
         # The checks ask of each name a template uses: made once here, not for every name.
+        distinct: tuple[Mapping[str, Binder], ...]
+        kinds: tuple[tuple[Mapping[str, Binder], frozenset[str]], ...]
         if len(self._maps) == 1:  # most templates: one use
             distinct, kinds = self._maps, ((self._maps[0], self.uses[0].extra_bound),)
         else:
