@@ -74,17 +74,13 @@ def display_path(path: str) -> str:
 
 @functools.lru_cache(maxsize=8192)  # a file's path is shown once per diagnostic, related location and edit
 def _display_path(path: str, cwd: str) -> str:
-    if os.path.isabs(path):
-        absolute, folder = os.path.normpath(path), _absolute(cwd)
-        prefix = folder.rstrip(os.sep) + os.sep
-        if absolute == folder:
-            return os.curdir
-        rest = absolute[len(prefix):]
-        if absolute.startswith(prefix) and rest and not rest.startswith(os.sep):
-            # What `os.path.relpath` answers for a normalized path below the folder, without comparing the two
-            # component by component: the part after the folder's.
-            return rest
-    return os.path.relpath(path, cwd) if is_inside(path, cwd, real=False) else path
+    if not is_inside(path, cwd, real=False):
+        return path
+    absolute, folder = os.path.abspath(path), _absolute(cwd)
+    rest = absolute[len(folder.rstrip(os.sep)) + 1:]
+    if not path or absolute == folder or not rest or rest[0] == os.sep:  # the folder itself; a `//` start
+        return os.path.relpath(path, cwd)
+    return rest  # what `os.path.relpath` answers below the folder, without its walk over both paths' components
 
 
 @functools.lru_cache(maxsize=8)
