@@ -228,6 +228,14 @@ class UnknownProvider:
     type: str
 
 
+_DEFAULT_PLANNED: Mapping[str, PlannedProvider] = {
+    spec.type: PlannedProvider(spec.type, spec.class_name, spec.default_state_keys, spec.position, "default")
+    for spec in PROVIDERS
+}
+"""Each built-in provider as the default order plans it: the same for every definition, so made once and shared
+by the plans (a plan is read, never changed; the checker plans every definition of the workspace)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderPlan:
     providers: tuple[PlannedProvider, ...]
@@ -323,8 +331,7 @@ def plan_providers(definition: AgentDefinition, host: HostConfig, *, requested: 
     planned: list[PlannedProvider] = []
     unknown: list[UnknownProvider] = []
     if definition.default_providers:
-        for spec in _default_order(definition, host, requested):
-            planned.append(PlannedProvider(spec.type, spec.class_name, spec.default_state_keys, spec.position, "default"))
+        planned += [_DEFAULT_PLANNED[spec.type] for spec in _default_order(definition, host, requested)]
         if not requested:
             return ProviderPlan(tuple(planned))
     for index, entry in enumerate(definition.context_providers):

@@ -14,6 +14,7 @@ from oscova_runtime.paths import is_inside
 
 from . import __version__
 from .analysis.diagnostics import Diagnostic, Severity
+from .analysis.text import Range
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -73,7 +74,18 @@ def display_path(path: str) -> str:
 
 @functools.lru_cache(maxsize=8192)  # a file's path is shown once per diagnostic, related location and edit
 def _display_path(path: str, cwd: str) -> str:
-    return os.path.relpath(path, cwd) if is_inside(path, cwd, real=False) else path
+    if not is_inside(path, cwd, real=False):
+        return path
+    absolute, folder = os.path.abspath(path), _absolute(cwd)
+    rest = absolute[len(folder.rstrip(os.sep)) + 1:]
+    if not path or absolute == folder or not rest or rest[0] == os.sep:  # the folder itself; a `//` start
+        return os.path.relpath(path, cwd)
+    return rest  # what `os.path.relpath` answers below the folder, without its walk over both paths' components
+
+
+@functools.lru_cache(maxsize=8)
+def _absolute(folder: str) -> str:
+    return os.path.abspath(folder)
 
 
 def wants_color(stream: Any, choice: str = "auto") -> bool:
@@ -150,21 +162,37 @@ def summary(diagnostics: list[Diagnostic], files: int, workspaces: int = 1, fail
 
 
 def format_json(diagnostics: Iterable[Diagnostic]) -> str:
-    out = []
-    for d in diagnostics:
-        item = d.to_json()
-        item["path"] = display_path(d.path)
-        for related in item["relatedInformation"]:
-            related["path"] = display_path(related["path"])
-        for fix in item["fixes"]:
-            for edit in fix["edits"]:
-                edit["path"] = display_path(edit["path"])
-        out.append(item)
-    if not out:
-        return "[]"
-    # One diagnostic a line: readable, diff-friendly, and written by json's C encoder (`indent` would take the
-    # pure-Python one, a second on 3,500 diagnostics).
-    return _json_safe("[\n" + ",\n".join("  " + json.dumps(item, ensure_ascii=False) for item in out) + "\n]")
+    """Each diagnostic's `to_json()`, its paths as `display_path` shows them, as `json.dumps` writes it, one a
+    line (readable and diff-friendly)."""
+    cwd = os.getcwd()
+    lines = [_json_line(d, lambda path: _display_path(path, cwd)) for d in diagnostics]
+    return _json_safe("[\n" + ",\n".join(lines) + "\n]") if lines else "[]"
+
+
+def _json_line(d: Diagnostic, shown: Callable[[str], str]) -> str:
+    """`"  " + json.dumps(item, ensure_ascii=False)` of the diagnostic's `to_json()` with its paths `shown`, written
+    out here: its shape is known, and building the dictionaries for the encoder took two thirds of the time
+    (`indent` would take json's pure-Python encoder, slower still). tests/analysis/test_report_json.py holds
+    the two to the same text."""
+    related = ", ".join(f'{{"path": {_string(shown(r.path))}, "range": {_range(r.range)}, "message": '
+                        f'{_string(r.message)}}}' for r in d.related)
+    fixes = ", ".join(f'{{"title": {_string(f.title)}, "edits": ['
+                      + ", ".join(f'{{"path": {_string(shown(e.path))}, "range": {_range(e.range)}, "newText": '
+                                  f'{_string(e.new_text)}}}' for e in f.edits) + "]}" for f in d.fixes)
+    return (f'  {{"path": {_string(shown(d.path))}, "range": {_range(d.range)}, "severity": '
+            f'{_string(d.severity.label)}, "code": {_string(d.code)}, "source": "oscova", "message": '
+            f'{_string(d.message)}, "relatedInformation": [{related}], "fixes": [{fixes}]}}')
+
+
+_string = json.encoder.encode_basestring
+"""A string as `json.dumps(..., ensure_ascii=False)` writes it (json's C function)."""
+
+
+def _range(rng: Range) -> str:
+    """`rng.to_json()` as `json.dumps` writes it."""
+    start, end = rng.start, rng.end
+    return (f'{{"start": {{"line": {start.line}, "character": {start.character}}}, '
+            f'"end": {{"line": {end.line}, "character": {end.character}}}}}')
 
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from oscova_runtime.catalogue import (
@@ -158,6 +158,23 @@ class TemplateBindings:
     checks report its syntax only."""
     _maps: tuple[Mapping[str, Binder], ...]
     """Aligned with `uses`; one mapping shared by the uses of one renderer (a partial may have thousands)."""
+    _distinct: tuple[Mapping[str, Binder], ...] = field(init=False, repr=False, compare=False)
+    """The mappings of `_maps`, each once (in the order of the first use of each)."""
+    _kinds: tuple[tuple[Mapping[str, Binder], frozenset[str]], ...] = field(init=False, repr=False, compare=False)
+    """The distinct (mapping, names set by includers) of the uses: the uses that bind alike, each kind once."""
+
+    def __post_init__(self) -> None:
+        # The checks ask of each name a template uses: made once here, not for every name.
+        distinct: tuple[Mapping[str, Binder], ...]
+        kinds: tuple[tuple[Mapping[str, Binder], frozenset[str]], ...]
+        if len(self._maps) == 1:  # most templates: one use
+            distinct, kinds = self._maps, ((self._maps[0], self.uses[0].extra_bound),)
+        else:
+            distinct = tuple({id(names): names for names in self._maps}.values())
+            kinds = tuple({(id(names), use.extra_bound): (names, use.extra_bound)
+                           for use, names in zip(self.uses, self._maps, strict=True)}.values())
+        object.__setattr__(self, "_distinct", distinct)
+        object.__setattr__(self, "_kinds", kinds)
 
     def binder(self, index: int, name: str) -> Binder | None:
         """Who binds `name` in the use `uses[index]`, or None: it renders empty there."""
@@ -168,12 +185,17 @@ class TemplateBindings:
 
     def unbound_uses(self, name: str) -> list[TemplateUse]:
         """The uses in which `name` renders empty."""
+        for names, extra_bound in self._kinds:
+            if name not in names and name not in extra_bound:
+                break
+        else:
+            return []  # the common case: every use binds it
         return [use for use, names in zip(self.uses, self._maps, strict=True)
                 if name not in names and name not in use.extra_bound]
 
     def untrusted(self, name: str) -> str | None:
         """Why `name` is untrusted data where a renderer binds it (OSC105), or None."""
-        for names in {id(names): names for names in self._maps}.values():  # one mapping per renderer
+        for names in self._distinct:  # one mapping per renderer
             binder = names.get(name)
             if binder is not None and binder.untrusted:
                 return binder.untrusted

@@ -9,6 +9,7 @@ file keeps of its last good version, `last_good`'s.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -51,6 +52,8 @@ class Workspace:
         """Counts the changes of the agents' ids, exposure and `agent_tools` (what agent cycles derive from)."""
         self._uses = TemplateUses(self)
         """The templates' uses and include cycles, settled per workspace state."""
+        self._by_id: dict[str, DefinitionFile | None] = {}
+        """`definition_by_id`'s answers for the current workspace state (a check asks for each agent often)."""
         self._boundary: Boundary | None = None
         """The root's `Boundary` during one pass over the workspace (`one_pass`), None otherwise."""
         self.probes: dict[tuple[str, str], DiskAnswer] | None = None
@@ -73,6 +76,7 @@ class Workspace:
         copy.references_of = dict(self.references_of)  # each value is replaced, never changed in place
         copy.notices = list(self.notices)
         copy._uses = self._uses.fork(copy)
+        copy._by_id = dict(self._by_id)
         copy.last_good = dict(self.last_good)
         copy.probes = None
         return copy
@@ -238,6 +242,7 @@ class Workspace:
     def _forget_uses(self, path: str) -> None:
         self.generation += 1
         self._uses.forget(path)
+        self._by_id.clear()
 
     def template_refs(self, parsed: ParsedFile) -> set[str]:
         """The templates `parsed` renders or includes directly: its `instructions_file`, its references."""
@@ -315,11 +320,11 @@ class Workspace:
     # -------------------------------------------------------------------------------------- queries
 
     def resolve_relative(self, from_path: str, target: str) -> str:
-        return os.path.normpath(os.path.join(os.path.dirname(from_path), target))
+        return _resolved(from_path, target, True)
 
     def resolve_template(self, target: str) -> str:
         """Template paths in templates and in the host configuration resolve against the workspace root."""
-        return os.path.normpath(os.path.join(self.root, target))
+        return _resolved(self.root, target, False)
 
     def definitions(self) -> Iterator[DefinitionFile]:
         for parsed in self.files.values():
@@ -337,16 +342,22 @@ class Workspace:
                 yield parsed
 
     def definition_by_id(self, agent_id: str) -> DefinitionFile | None:
+        """The definition with the id `agent_id` (of several, the first by path), or None."""
+        if agent_id in self._by_id:
+            return self._by_id[agent_id]
         paths = self.defs_by_id.get(agent_id)
-        if not paths:
-            return None
-        parsed = self.files.get(min(paths))
-        return parsed if isinstance(parsed, DefinitionFile) else None
+        parsed = self.files.get(min(paths)) if paths else None
+        found = self._by_id[agent_id] = parsed if isinstance(parsed, DefinitionFile) else None
+        return found
 
     def template_uses(self, path: str) -> list[TemplateUse]:
         """Every distinct way the template at `path` is rendered, through includes as well
         (`TemplateUses.of`)."""
         return self._uses.of(path)
+
+    def is_rendered(self, path: str) -> bool:
+        """Whether any use renders the template at `path` (`template_uses` is not empty)."""
+        return self._uses.rendered(path)
 
     def include_cycle(self, path: str) -> tuple[str, list[str]] | None:
         """For the one template that reports an include cycle: the reference target that enters the cycle, and
@@ -362,6 +373,14 @@ class Workspace:
         paths = {config.environment.template, config.memory.system_prompt}
         paths |= {p.template for p in config.providers.values()}
         return {self.resolve_template(p) for p in paths if p}
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _resolved(base: str, target: str, relative: bool) -> str:
+    """`target` joined to `base` (to its folder when `relative`) and normalized: string work only, no disk. The
+    index, the uses and the checks resolve each reference several times a check, so the answers are kept."""
+    folder = os.path.dirname(base) if relative else base
+    return os.path.normpath(os.path.join(folder, target))
 
 
 def _cross_file_facts(parsed: DefinitionFile) -> tuple[object, ...]:

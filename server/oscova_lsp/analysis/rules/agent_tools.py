@@ -96,17 +96,11 @@ def _agent_graph(ctx: Context) -> tuple[dict[str, list[str]], dict[str, int]]:
     component; computed again only when that graph changed (`Workspace.agent_graph`)."""
     def compute() -> tuple[dict[str, list[str]], dict[str, int]]:
         ws = ctx.ws
-        edges: dict[str, list[str]] = {}
-        for agent_id in ws.defs_by_id:
-            target = ws.definition_by_id(agent_id)
-            if target is None or target.definition is None:
-                continue
-            children = []
-            for child in target.definition.agent_tools:
-                child_def = ws.definition_by_id(child)
-                if child_def is not None and child_def.definition is not None and child_def.definition.exposed_as_tool:
-                    children.append(child)
-            edges[agent_id] = children
+        definitions = {agent_id: found.definition for agent_id in ws.defs_by_id
+                       if (found := ws.definition_by_id(agent_id)) is not None and found.definition is not None}
+        exposed = {agent_id for agent_id, definition in definitions.items() if definition.exposed_as_tool}
+        edges = {agent_id: [child for child in definition.agent_tools if child in exposed]
+                 for agent_id, definition in definitions.items()}
         return edges, strongly_connected_components(edges)
 
     return ctx.memo("agent_graph", ctx.ws.agent_graph, compute)

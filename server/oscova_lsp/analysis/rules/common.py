@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ class Context:
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
         self._memo: dict[str, tuple[Hashable, Any]] = {}
+        self._by_host: dict[str, tuple[HostConfig, Any]] = {}
         self._agent: tuple[ParsedFile, Agent | None] | None = None
 
     def begin(self) -> None:
@@ -98,7 +100,7 @@ class Context:
 
     def rel(self, path: str) -> str:
         """A path as messages show it: relative to the workspace root."""
-        return os.path.relpath(path, self.ws.root)
+        return _relative(path, self.ws.root) if os.path.isabs(path) else os.path.relpath(path, self.ws.root)
 
     def id_range(self, path: str) -> Range:
         """Where the definition at `path` writes its id (related information points there)."""
@@ -113,3 +115,19 @@ class Context:
         if found is None or found[0] != version:
             found = self._memo[key] = (version, compute())
         return cast(T, found[1])
+
+    def for_host(self, key: str, compute: Callable[[HostConfig], T]) -> T:
+        """`compute(host)` for the workspace's host configuration, kept under `key` while it is the same object (a
+        changed configuration is a new object; it is held here, so its identity is not reused meanwhile)."""
+        host = self.ws.host
+        found = self._by_host.get(key)
+        if found is None or found[0] is not host:
+            found = self._by_host[key] = (host, compute(host))
+        return cast(T, found[1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(path: str, root: str) -> str:
+    """`os.path.relpath` of an absolute path, which depends on nothing else: messages name the same files again
+    and again (an agent tool's definition, an includer)."""
+    return os.path.relpath(path, root)

@@ -4,7 +4,7 @@ twice (OSC011) or the chat history's (OSC012), no unknown type (OSC013), no prov
 
 from __future__ import annotations
 
-from oscova_runtime.catalogue import CHAT_HISTORY_STATE_KEY, PlannedProvider, provider_types
+from oscova_runtime.catalogue import CHAT_HISTORY_STATE_KEY, PlannedProvider, ProviderPlan, provider_types
 from oscova_runtime.definition import AgentDefinition, ProviderEntry
 
 from ..diagnostics import Diagnostic, Fix, Related, TextEdit
@@ -84,25 +84,29 @@ def check(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     definition, doc, plan = agent.definition, agent.doc, agent.plan
     out: list[Diagnostic] = []
     path = parsed.path
-    taken = frozenset(k for p in plan.providers for k in p.state_keys)
     for unknown in plan.unknown:
         out.append(_unknown_type(ctx, parsed, definition, doc, unknown.entry_index, unknown.type))
     owners: dict[str, PlannedProvider] = {}
     for provider in plan.providers:
         for key in provider.state_keys:
             if key == CHAT_HISTORY_STATE_KEY:
-                out.append(_state_key_problem(ctx, parsed, doc, provider, key, None, taken))
+                out.append(_state_key_problem(ctx, parsed, doc, provider, key, None, _taken(plan)))
                 continue
             first = owners.get(key)
             if first is None:
                 owners[key] = provider
                 continue
-            out.append(_state_key_problem(ctx, parsed, doc, provider, key, first, taken))
+            out.append(_state_key_problem(ctx, parsed, doc, provider, key, first, _taken(plan)))
         if provider.origin == "listed" and provider.inactive_reason and provider.entry_index is not None:
             rng = _entry_range(doc, _file_index(parsed, provider.entry_index))
             out.append(CONTRIBUTES_NOTHING.diagnostic(
                 path, rng, f"`{provider.type}` contributes nothing here: {provider.inactive_reason}"))
     return out
+
+
+def _taken(plan: ProviderPlan) -> frozenset[str]:
+    """Every state key of the plan's providers (a clash's fix picks one outside them): made only for a clash."""
+    return frozenset(k for p in plan.providers for k in p.state_keys)
 
 
 def _unknown_type(ctx: Context, parsed: DefinitionFile, definition: AgentDefinition, doc: YamlDocument,

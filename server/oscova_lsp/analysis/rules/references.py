@@ -82,7 +82,7 @@ def template_references(ctx: Context, parsed: TemplateFile | DefinitionFile) -> 
     # A target that was read is inside the root; one that is indexed but unread may be a link leading out.
     if facts is None or all(t in ws.files and ws.files[t].skipped is None for t in ws.reference_targets(parsed, facts)):
         return out  # the common case, without mapping every reference to its range
-    rendered = not isinstance(parsed, TemplateFile) or bool(ws.template_uses(parsed.path))
+    rendered = not isinstance(parsed, TemplateFile) or ws.is_rendered(parsed.path)
     for ref, rng in reference_ranges(parsed):
         target = ws.resolve_template(ref.path)
         if not ws.inside(target):
@@ -106,7 +106,7 @@ def inline_references(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
 def include_cycle(ctx: Context, parsed: TemplateFile) -> list[Diagnostic]:
     """Templates that include each other, reported once: at the first template of the cycle, on its
     reference into it. The checks follow the cycle only as far as it adds uses."""
-    found = ctx.ws.include_cycle(parsed.path) if ctx.ws.template_uses(parsed.path) else None
+    found = ctx.ws.include_cycle(parsed.path) if ctx.ws.is_rendered(parsed.path) else None
     if found is None:
         return []
     target, cycle = found

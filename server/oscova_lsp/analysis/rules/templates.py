@@ -190,12 +190,15 @@ def _template_checks(ctx: Context, parsed: TemplateFile | DefinitionFile, bindin
     inline = parsed if isinstance(parsed, DefinitionFile) else None
     uses = bindings.uses
     personal_uses = [use for use in uses if use.renderer == "personal" and not use.no_context]
-    for var, where in variable_places(parsed):
+    places = None  # `variable_places`, aligned with `facts.free_uses`: made for the first use reported only
+    for index, var in enumerate(facts.free_uses):
         unbound = bindings.unbound_uses(var.name)
         untrusted = bindings.untrusted(var.name)
         if not unbound and not untrusted and var.name not in _VARIABLES_WITH_CHECKS:
             continue  # the common case: nothing to report, no range computed
-        rng = where()
+        if places is None:
+            places = variable_places(parsed)
+        rng = places[index][1]()
         if unbound and not var.guarded:
             out.append(_unbound(ctx, path, rng, var, unbound, bindings))
         elif unbound and var.effect != GUARDED:  # inside a guarded branch: its test is reported

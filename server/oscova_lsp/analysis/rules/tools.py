@@ -25,6 +25,9 @@ UNKNOWN_TOOL = Rule(
     """The tool is neither a built-in tool nor declared under `[tools.NAME]`; it is omitted at run time.""",
     "use the closest tool name")
 
+_PROVIDER_TOOLS = [(name, spec.provider) for name, spec in BUILTIN_TOOLS.items() if spec.provider is not None]
+"""The built-in tools a provider contributes, with that provider's type."""
+
 
 def check(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     agent = ctx.agent(parsed)
@@ -33,12 +36,9 @@ def check(ctx: Context, parsed: DefinitionFile) -> list[Diagnostic]:
     definition, doc, plan = agent.definition, agent.doc, agent.plan
     out: list[Diagnostic] = []
     path, host = parsed.path, ctx.ws.host
-    known = set(SELECTABLE_TOOLS) | set(host.tools) | set(BUILTIN_TOOLS)
+    known = ctx.for_host("known_tools", lambda host: set(SELECTABLE_TOOLS) | set(host.tools) | set(BUILTIN_TOOLS))
     active_types = {p.type for p in plan.providers if not p.inactive_reason}
-    provider_tools = {
-        name: spec.provider for name, spec in BUILTIN_TOOLS.items()
-        if spec.provider is not None and spec.provider in active_types
-    }
+    provider_tools = {name: provider for name, provider in _PROVIDER_TOOLS if provider in active_types}
     seen: dict[str, Callable[[], Range]] = {}
     lists: list[tuple[str, list[str]]] = [("tools", definition.tools)]
     if "tool_search" in active_types:
