@@ -292,6 +292,41 @@ def worker_pool(workers: int, *, fork_server: bool = False) -> WorkerPool | None
         return None
 
 
+def forked(work: Callable[[], object]) -> Callable[[], None]:
+    """Runs `work` in a child forked from this process, which sees this process's objects as they are
+    (copy-on-write: nothing is sent), for work whose only result is a file it writes (a cache); returns the
+    function that waits for the child to end. The child leaves with `os._exit`: no exit handler of this process
+    runs twice, and what `work` raises ends it quietly (a file it did not write is only a cache not updated). Where
+    a fork is not safe, `work` runs here at once: off Linux (macOS's system libraries are not fork-safe), or with
+    another thread running (a fork keeps only the calling thread, and a lock another held stays held)."""
+    import sys
+
+    if sys.platform != "linux" or threading.active_count() > 1:
+        work()
+        return lambda: None
+    for stream in (sys.stdout, sys.stderr):  # a child that wrote to them would write a copy of what is buffered
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        pid = os.fork()
+    except OSError:
+        work()
+        return lambda: None
+    if pid == 0:  # pragma: no cover - the child; its effect (the file) is what the tests see
+        code = 1
+        try:
+            work()
+            code = 0
+        finally:
+            os._exit(code)
+
+    def wait() -> None:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+    return wait
+
+
 _environment_lock = threading.Lock()
 
 

@@ -21,8 +21,10 @@ def test_a_prefetched_check_reports_what_a_check_in_one_process_reports(tmp_path
     generate(tmp_path, 250)
     prefetch = TemplatePrefetch.start(str(tmp_path), 2)
     assert prefetch is not None
-    # Changed after its text was sent: the check must parse the text it reads, not use what was sent.
+    # Changed while the workers read: the check parses the text it reads, never facts of another text.
     edited = tmp_path / "templates/agent_1.j2"
+    kept = tmp_path / "templates/agent_3.j2"
+    assert prefetch.take(str(kept), kept.read_text() + " ") is None
     edited.write_text("{{ changed_after_the_prefetch }}\n")
     try:
         prefetched = Analysis(str(tmp_path)).check_all(cache=False, prefetch=prefetch)

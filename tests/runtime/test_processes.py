@@ -124,3 +124,39 @@ def test_git_runs_only_commands_that_read(tmp_path: Path):
         with pytest.raises(processes.ProcessRefused, match="is not a command the gateway runs"):
             processes.git(repository, command)
     assert processes.git(repository, ["rev-parse", "--is-inside-work-tree"]).stdout.strip() == b"true"
+
+
+FORKED = """
+import os, sys, threading
+from oscova_runtime.processes import forked
+target = sys.argv[1]
+if sys.argv[2] == "thread":
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+def work():
+    if sys.argv[2] == "raise":
+        raise RuntimeError("no cache today")
+    with open(target, "w") as handle:
+        handle.write(str(os.getpid()))
+
+wait = forked(work)
+wait()
+print(os.getpid(), open(target).read() if os.path.exists(target) else "-")
+"""
+
+
+@pytest.mark.parametrize(("case", "in_a_child"), [("plain", True), ("thread", False)])
+def test_forked_work_runs_in_a_child_unless_another_thread_runs(tmp_path: Path, case: str, in_a_child: bool) -> None:
+    target = tmp_path / "written"
+    done = subprocess.run([sys.executable, "-c", FORKED, str(target), case], capture_output=True, text=True,
+                          timeout=60, check=True)
+    parent, writer = done.stdout.split()
+    assert writer.isdigit() and (parent != writer) is in_a_child  # with another thread running, a fork is not safe: it runs here
+    assert done.stderr == ""
+
+
+def test_forked_work_that_raises_ends_its_child_quietly(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path / "written"), "raise"], capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert done.stdout.split()[1] == "-"
+    assert done.stderr == ""  # no traceback: what it did not write is only a cache not updated

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from oscova_runtime.paths import is_inside
@@ -203,9 +203,12 @@ class Analysis:
             self.workspace.notices = list(stored.notices)
             return self._under(stored.diagnostics, under)
         self._results_target = target
-        self._parse(paths, texts, target[0] if target is not None else None, jobs, fork_server=False,
-                    prefetch=prefetch)
-        return self._under(self.check_loaded(), under)
+        saved = self._parse(paths, texts, target[0] if target is not None else None, jobs, fork_server=False,
+                            prefetch=prefetch, save_aside=True)
+        try:
+            return self._under(self.check_loaded(), under)
+        finally:
+            saved()
 
     def _with_rendered(self, under: Iterable[str] | None, texts: Texts) -> list[str] | None:
         """`under` and, for each definition file it names, every template that definition renders (its
@@ -250,7 +253,12 @@ class Analysis:
         return stored
 
     def _parse(self, paths: list[str], texts: Texts, store: FactsCache | None, jobs: int | None,
-               fork_server: bool, like: Analysis | None = None, prefetch: TemplatePrefetch | None = None) -> None:
+               fork_server: bool, like: Analysis | None = None, prefetch: TemplatePrefetch | None = None,
+               save_aside: bool = False) -> Callable[[], None]:
+        """Parses the files `paths` (their texts read) not in the facts cache `store`, stores the facts of those
+        parsed, and loads the workspace; returns the function that waits for the facts to be stored. With
+        `save_aside` (a one-shot check, which runs no thread) many new facts are stored by a child forked for it
+        (`processes.forked`), on the other core while this process checks."""
         hits, todo_texts = store.lookup(paths, texts) if store is not None else ({}, texts)
         reused = _same_files(like, self.root, [p for p in paths if p not in hits], texts) if like is not None else {}
         hits.update(reused)
@@ -260,11 +268,19 @@ class Analysis:
             parsed = _parse_split(self.root, todo, workers, fork_server, todo_texts, prefetch)
         else:
             parsed = [_parse_one(self.root, path, todo_texts) for path in todo]
+        saved: Callable[[], None] = _done
         if store is not None:
-            store.save([*parsed, *reused.values()])  # a file reused from `like` was not in the cache either
+            new = [*parsed, *reused.values()]  # a file reused from `like` was not in the cache either
+            if save_aside and len(new) >= PARALLEL_THRESHOLD:
+                from oscova_runtime.processes import forked
+
+                saved = forked(lambda: store.save(new))
+            else:
+                store.save(new)
             self.cache_report = store.report
         order = {path: index for index, path in enumerate(paths)}  # discovery order, cached or not
         self.workspace.load(sorted([*parsed, *hits.values()], key=lambda parsed_file: order[parsed_file.path]))
+        return saved
 
     def update(self, path: str, text: str | None) -> set[str]:
         """Applies one file's new text (None: deleted); returns the files to re-check."""
@@ -306,6 +322,10 @@ class Analysis:
                     continue
             out[path] = value
         return out
+
+
+def _done() -> None:
+    """Nothing to wait for."""
 
 
 def _same_files(other: Analysis, root: str, paths: list[str], texts: Texts) -> dict[str, ParsedFile]:
@@ -355,16 +375,15 @@ def _parse_split(root: str, paths: list[str], workers: int, fork_server: bool,
         return parsed + [_parse_one(root, path, texts) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
             _parse_one(root, path, texts) for path in others]
     try:
-        taken = {path: sent for path, text in templates
-                 if prefetch is not None and (sent := prefetch.take(path, text)) is not None}
-        left = [(path, text) for path, text in templates if path not in taken]
+        prefetched = [(path, text) for path, text in templates if prefetch is not None and prefetch.holds(path)]
+        left = [(path, text) for path, text in templates if prefetch is None or not prefetch.holds(path)]
         work = batches(left, workers)
         futures = [pool.submit(analyze_templates_to_wire, [text for _, text in batch]) for batch in work]
         parsed.extend(_parse_one(root, path, texts) for path in others)  # meanwhile, here
-        for path, text in templates:
-            if path in taken:
-                batch_future, index = taken[path]
-                parsed.append(parse_template(path, text, facts_from_wire(text, batch_future.result()[index])))
+        for path, text in prefetched:
+            wire = prefetch.take(path, text) if prefetch is not None else None
+            parsed.append(parse_template(path, text, facts_from_wire(text, wire)) if wire is not None
+                          else _parse_one(root, path, texts))  # changed since the worker read it
         for batch, future in zip(work, futures, strict=True):
             for (path, text), wire in zip(batch, future.result(), strict=True):
                 parsed.append(parse_template(path, text, facts_from_wire(text, wire)))

@@ -60,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
         held = _stored_check(args, lint)
         if held is not None:
             return held
+    # A short-lived process that builds a large graph of objects with few cycles: the cyclic collector would
+    # walk it again and again (a third of a warm check's time on 10,000 files), and in the template workers,
+    # forked from here and so collecting or not as this process does, cost a tenth of their time. Reference
+    # counting still frees what is dropped; peak memory is measured by benchmarks/check_bench.py.
+    gc.disable()
     prefetch = _prefetch(args)
     try:
         return _check(args, lint, prefetch)
@@ -93,10 +98,6 @@ def _check(args: argparse.Namespace, lint: Any, prefetch: Any) -> int:
     checked: list[str] = []
     failing: list[str] = []
     rendered: list[str] = []  # the templates of the definitions given, checked with them
-    # A short-lived process that builds a large graph of objects with few cycles: the cyclic collector would
-    # walk it again and again (a third of a warm check's time on 10,000 files). Reference counting still
-    # frees what is dropped; peak memory is measured by benchmarks/check_bench.py.
-    gc.disable()
     host = AnalysisHost(paths, lint)
     for root in roots:
         # compared as written, as the index keys files: a folder symlinked into the root is still under it
