@@ -135,14 +135,15 @@ def _prefetch(args: argparse.Namespace) -> Any:
     from ..analysis.disk import find_root
     from ..analysis.template_prefetch import TemplatePrefetch
 
-    if len(args.paths) != 1 or args.jobs == 1:
+    workers = args.jobs if args.jobs is not None else os.cpu_count() or 1  # as the load counts them
+    if len(args.paths) != 1 or workers < 2:
         return None
     root = os.path.abspath(args.paths[0])
     if not os.path.isdir(root) or find_root(root) != root:
         return None
     if not (args.no_cache or cache_disabled()) and os.path.exists(os.path.join(cache_folder(root), FACTS_FILE)):
         return None  # most templates' facts are stored: parsing them all again would cost more than it saves
-    return TemplatePrefetch.start(root, args.jobs or os.cpu_count() or 1)
+    return TemplatePrefetch.start(root, workers)
 
 
 def _stored_check(args: argparse.Namespace, lint: Any) -> int | None:
