@@ -32,3 +32,16 @@ def test_fork_server_workers_as_the_language_server_starts_them(tmp_path: Path) 
     serial.load(jobs=1)
     forked.load(jobs=2, fork_server=True, cache=False)
     assert forked.all_diagnostics() == serial.all_diagnostics()
+
+
+def test_without_processes_each_file_is_parsed_once(tmp_path: Path, monkeypatch) -> None:
+    from oscova_lsp.analysis import engine
+    from oscova_lsp.analysis.files import MAX_FILE_BYTES
+    from oscova_runtime import processes
+
+    generate(tmp_path, 250)
+    (tmp_path / "templates/huge.j2").write_text("x" * (MAX_FILE_BYTES + 1))
+    monkeypatch.setattr(processes, "worker_pool", lambda *args, **kwargs: None)  # no process support here
+    paths = sorted(str(p) for p in tmp_path.rglob("*") if p.suffix in (".j2", ".yaml"))
+    parsed = engine._parse_split(str(tmp_path), paths, 2, fork_server=False)
+    assert sorted(p.path for p in parsed) == paths

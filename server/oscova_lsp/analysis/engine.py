@@ -372,7 +372,7 @@ def _parse_split(root: str, paths: list[str], workers: int, fork_server: bool,
             others.append(path)
     pool = prefetch.pool if prefetch is not None else worker_pool(workers, fork_server=fork_server)
     if pool is None:  # no process support here: parse in this process
-        return parsed + [_parse_one(root, path, texts) for path in paths if file_kind(path) is FileKind.TEMPLATE] + [
+        return parsed + [_parse_one(root, path, texts) for path, _ in templates] + [
             _parse_one(root, path, texts) for path in others]
     try:
         prefetched = [(path, text) for path, text in templates if prefetch is not None and prefetch.holds(path)]
